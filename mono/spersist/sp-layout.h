@@ -1,0 +1,82 @@
+/*
+ * sp-layout.h: the persistent class map (paper section 3.1), as the core sees it.
+ *
+ * The client (sp-mono.c) builds one SpClass per persistent class from its custom
+ * attributes when the class is first persisted or restored; the core never looks
+ * at runtime metadata, only at these descriptions.  A field is a leaf: embedded
+ * structs are flattened into their primitive and reference leaves ("pos.x"), with
+ * offsets relative to the start of the object (or of the array element).
+ */
+#ifndef SP_LAYOUT_H
+#define SP_LAYOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Wire and memory kinds of a leaf field.  The numbers are part of the format. */
+typedef enum SpKind {
+	SP_KIND_BOOL = 1,
+	SP_KIND_CHAR = 2,       /* UTF-16 code unit */
+	SP_KIND_I1 = 3,
+	SP_KIND_U1 = 4,
+	SP_KIND_I2 = 5,
+	SP_KIND_U2 = 6,
+	SP_KIND_I4 = 7,
+	SP_KIND_U4 = 8,
+	SP_KIND_I8 = 9,
+	SP_KIND_U8 = 10,
+	SP_KIND_R4 = 11,
+	SP_KIND_R8 = 12,
+	SP_KIND_REF = 13,       /* object reference: a LID on the wire, a pointer in memory */
+} SpKind;
+
+#define SP_KIND_FIRST SP_KIND_BOOL
+#define SP_KIND_LAST  SP_KIND_REF
+
+static inline bool sp_kind_valid (unsigned k) { return k >= SP_KIND_FIRST && k <= SP_KIND_LAST; }
+
+/* Bytes of a primitive kind, in memory and on the wire (references: 0, they vary). */
+static inline unsigned
+sp_kind_size (unsigned k)
+{
+	static const uint8_t sizes [SP_KIND_LAST + 1] = { 0, 1, 2, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8, 0 };
+	return k <= SP_KIND_LAST ? sizes [k] : 0;
+}
+
+const char *sp_kind_name (unsigned k);
+
+typedef struct SpField {
+	const char *name;       /* "speed", or "pos.x" for a leaf of an embedded struct */
+	const char *type_name;  /* declared type of a REF field ("Plant.Valve"), else NULL */
+	uint32_t offset;        /* from the start of the object / array element */
+	uint8_t kind;           /* SpKind */
+} SpField;
+
+typedef enum SpClassKind {
+	SP_CLASS_OBJECT = 1,    /* an [SPersistent] class: fields are its persistent fields */
+	SP_CLASS_STRING = 2,    /* System.String (never in the class cache: implied) */
+	SP_CLASS_ARRAY = 3,     /* a one-dimensional zero-based array: fields are the element's leaves */
+} SpClassKind;
+
+typedef struct SpClass {
+	uint8_t kind;           /* SpClassKind */
+	const char *assembly;   /* defining assembly, "App, Version=1.0.0.0" */
+	const char *name;       /* full type name, as the client resolves it again */
+	uint32_t nfields;
+	SpField *fields;
+	uint32_t elem_size;     /* ARRAY: distance between elements in memory */
+	void *client;           /* the client's class handle (MonoClass *) */
+	/* Owned by the serializer: the class id in the snapshot being written. */
+	uint64_t snap_cycle;
+	uint32_t snap_id;
+} SpClass;
+
+/* ARRAY whose element is one primitive at offset 0 with nothing around it: copied as a block. */
+static inline bool
+sp_class_is_primitive_array (const SpClass *c)
+{
+	return c->kind == SP_CLASS_ARRAY && c->nfields == 1 && c->fields [0].kind != SP_KIND_REF &&
+		c->fields [0].offset == 0 && c->elem_size == sp_kind_size (c->fields [0].kind);
+}
+
+#endif

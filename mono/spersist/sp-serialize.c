@@ -1,0 +1,279 @@
+/* sp-serialize.c: see sp-serialize.h and sp-format.h for the records written. */
+#include "sp-serialize.h"
+
+#include "sp-client.h"
+#include "sp-crc32c.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static uint64_t sp_ser_cycle_counter;
+
+int
+sp_ser_init (SpSerializer *s)
+{
+	memset (s, 0, sizeof *s);
+	sp_queue_init (&s->queue);
+	return sp_lidmap_init (&s->lids, 1024);
+}
+
+void
+sp_ser_free (SpSerializer *s)
+{
+	sp_lidmap_free (&s->lids);
+	sp_queue_free (&s->queue);
+}
+
+static int
+sp_ser_oom (SpError *err)
+{
+	return sp_error_set (err, "out of memory while serializing the snapshot");
+}
+
+int
+sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
+{
+	s->out = out;
+	s->cycle = __atomic_add_fetch (&sp_ser_cycle_counter, 1, __ATOMIC_RELAXED);
+	s->nobjects = s->nclasses = s->nroots = 0;
+	s->objects_written = 0;
+	sp_lidmap_clear (&s->lids);
+	void *ignored;
+	while (sp_queue_pop (&s->queue, &ignored))
+		;
+	sp_buf_reset (out);
+	uint8_t *hdr = sp_buf_reserve (out, SP_FORMAT_HEADER_SIZE);
+	if (!hdr)
+		return sp_ser_oom (err);
+	sp_format_write_header (hdr, h);
+	out->len += SP_FORMAT_HEADER_SIZE;
+	return 0;
+}
+
+/*
+ * The LID of obj, handing out a new one (and queueing obj) the first time.
+ * `what` names the reference for the error message when obj cannot be persisted.
+ */
+static int
+sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, const char *what_fmt, const char *a, const char *b, SpError *err)
+{
+	if (!obj) {
+		*lid = 0;
+		return 0;
+	}
+	SpLidEntry *e = sp_lidmap_find (&s->lids, (uintptr_t)obj);
+	if (e) {
+		*lid = sp_lid_of (e);
+		return 0;
+	}
+	if (!sp_client_class_of (obj, err))
+		return sp_error_prefix (err, what_fmt, a, b);
+	if (s->nobjects >= SP_LID_MAX)
+		return sp_error_set (err, "the snapshot would hold more than %u objects", SP_LID_MAX);
+	bool inserted;
+	e = sp_lidmap_insert (&s->lids, (uintptr_t)obj, s->nobjects + 1, &inserted);
+	if (!e || sp_queue_push (&s->queue, obj) < 0)
+		return sp_ser_oom (err);
+	*lid = ++s->nobjects;
+	return 0;
+}
+
+int
+sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err)
+{
+	char id [16];
+	snprintf (id, sizeof id, "%u", root_id);
+	uint32_t lid;
+	if (sp_ser_lid_of (s, obj, &lid, "root %s%s", id, "", err) < 0)
+		return -1;
+	sp_buf_put_u8 (s->out, SP_REC_ROOT);
+	sp_buf_put_varint (s->out, root_id);
+	sp_buf_put_varint (s->out, lid);
+	s->nroots++;
+	return s->out->oom ? sp_ser_oom (err) : 0;
+}
+
+/* The class's id in this snapshot, writing its CLASS record the first time. */
+static uint32_t
+sp_ser_class_id (SpSerializer *s, SpClass *c)
+{
+	if (c->snap_cycle == s->cycle)
+		return c->snap_id;
+	c->snap_cycle = s->cycle;
+	c->snap_id = ++s->nclasses;
+	SpBuf *o = s->out;
+	sp_buf_put_u8 (o, SP_REC_CLASS);
+	sp_buf_put_varint (o, c->snap_id);
+	sp_buf_put_u8 (o, c->kind);
+	sp_buf_put_str (o, c->assembly);
+	sp_buf_put_str (o, c->name);
+	sp_buf_put_varint (o, c->nfields);
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		const SpField *f = &c->fields [i];
+		sp_buf_put_str (o, f->name);
+		sp_buf_put_u8 (o, f->kind);
+		if (f->kind == SP_KIND_REF)
+			sp_buf_put_str (o, f->type_name ? f->type_name : "");
+	}
+	return c->snap_id;
+}
+
+static void
+sp_ser_primitive (SpBuf *o, const uint8_t *src, unsigned kind)
+{
+	unsigned size = sp_kind_size (kind);
+	uint64_t v = 0;
+	memcpy (&v, src, size);      /* host order, low bytes first on little-endian hosts */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v >>= 8 * (8 - size);
+#endif
+	if (kind == SP_KIND_BOOL)
+		v = v != 0;
+	sp_buf_put_le (o, v, size);
+}
+
+/* The leaves of one object or array element at `base`. */
+static int
+sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const char *owner, SpError *err)
+{
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		const SpField *f = &c->fields [i];
+		if (f->kind != SP_KIND_REF) {
+			sp_ser_primitive (s->out, base + f->offset, f->kind);
+			continue;
+		}
+		void *child;
+		memcpy (&child, base + f->offset, sizeof child);
+		uint32_t lid;
+		if (sp_ser_lid_of (s, child, &lid, "%s%s", owner, f->name, err) < 0)
+			return -1;
+		sp_buf_put_varint (s->out, lid);
+	}
+	return 0;
+}
+
+static int
+sp_ser_object (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *err)
+{
+	uint32_t class_id = sp_ser_class_id (s, c);
+	sp_buf_put_u8 (s->out, SP_REC_OBJECT);
+	sp_buf_put_varint (s->out, lid);
+	sp_buf_put_varint (s->out, class_id);
+	char owner [SP_MAX_NAME + 32];
+	snprintf (owner, sizeof owner, "field %s.", c->name);
+	return sp_ser_leaves (s, c, obj, owner, err);
+}
+
+static bool
+sp_ser_string_is_latin1 (const uint16_t *chars, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (chars [i] > 0xff)
+			return false;
+	return true;
+}
+
+static void
+sp_ser_string (SpSerializer *s, void *str, uint32_t lid)
+{
+	uint32_t n = sp_client_string_length (str);
+	const uint16_t *chars = sp_client_string_chars (str);
+	SpBuf *o = s->out;
+	sp_buf_put_u8 (o, SP_REC_STRING);
+	sp_buf_put_varint (o, lid);
+	sp_buf_put_varint (o, n);
+	sp_buf_put_varint (o, n);           /* one piece: the whole string */
+	bool latin1 = sp_ser_string_is_latin1 (chars, n);
+	sp_buf_put_u8 (o, latin1 ? SP_STR_LATIN1 : SP_STR_UTF16LE);
+	uint8_t *dst = sp_buf_reserve (o, (size_t)n * (latin1 ? 1 : 2));
+	if (!dst)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		if (latin1)
+			*dst++ = (uint8_t)chars [i];
+		else
+			sp_put_le (dst + 2 * i, chars [i], 2);
+	}
+	o->len += (size_t)n * (latin1 ? 1 : 2);
+}
+
+static int
+sp_ser_array_elements (SpSerializer *s, const SpClass *c, const uint8_t *data, uint64_t n, SpError *err)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (sp_class_is_primitive_array (c) && c->fields [0].kind != SP_KIND_BOOL) {
+		sp_buf_put_bytes (s->out, data, (size_t)n * c->elem_size);
+		return 0;
+	}
+#endif
+	char owner [SP_MAX_NAME + 32];
+	snprintf (owner, sizeof owner, "an element of %s", c->name);
+	if (c->nfields == 1 && c->fields [0].name [0] == '\0') {
+		/* Element is the leaf itself: the message needs no field name. */
+	} else {
+		size_t len = strlen (owner);
+		snprintf (owner + len, sizeof owner - len, ", field ");
+	}
+	for (uint64_t i = 0; i < n; i++)
+		if (sp_ser_leaves (s, c, data + i * c->elem_size, owner, err) < 0)
+			return -1;
+	return 0;
+}
+
+static int
+sp_ser_array (SpSerializer *s, void *arr, SpClass *c, uint32_t lid, SpError *err)
+{
+	uint32_t class_id = sp_ser_class_id (s, c);
+	uint64_t n = sp_client_array_length (arr);
+	SpBuf *o = s->out;
+	sp_buf_put_u8 (o, SP_REC_ARRAY);
+	sp_buf_put_varint (o, lid);
+	sp_buf_put_varint (o, class_id);
+	sp_buf_put_varint (o, n);
+	sp_buf_put_varint (o, n);           /* one piece: every element */
+	return sp_ser_array_elements (s, c, sp_client_array_data (arr), n, err);
+}
+
+int
+sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
+{
+	void *obj;
+	for (size_t done = 0; done < max_objects; done++) {
+		if (!sp_queue_pop (&s->queue, &obj))
+			return 0;
+		SpLidEntry *e = sp_lidmap_find (&s->lids, (uintptr_t)obj);
+		SpClass *c = sp_client_class_of (obj, err);   /* known persistable: checked when queued */
+		if (!e || !c)
+			return sp_error_set (err, "internal error: queued object lost its LID or class");
+		int rc = 0;
+		switch (c->kind) {
+		case SP_CLASS_OBJECT: rc = sp_ser_object (s, obj, c, sp_lid_of (e), err); break;
+		case SP_CLASS_STRING: sp_ser_string (s, obj, sp_lid_of (e)); break;
+		case SP_CLASS_ARRAY: rc = sp_ser_array (s, obj, c, sp_lid_of (e), err); break;
+		default: rc = sp_error_set (err, "internal error: class %s has kind %u", c->name, c->kind);
+		}
+		if (rc < 0)
+			return -1;
+		if (s->out->oom)
+			return sp_ser_oom (err);
+		sp_lid_set_serialized (e);
+		s->objects_written++;
+	}
+	return sp_queue_count (&s->queue) ? 1 : 0;
+}
+
+int
+sp_ser_finish (SpSerializer *s, SpError *err)
+{
+	if (sp_queue_count (&s->queue))
+		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued", sp_queue_count (&s->queue));
+	SpSnapTrailer t = { .nclasses = s->nclasses, .nobjects = s->nobjects, .nroots = s->nroots };
+	uint8_t *dst = sp_buf_reserve (s->out, SP_FORMAT_TRAILER_SIZE);
+	if (!dst)
+		return sp_ser_oom (err);
+	sp_format_write_trailer (dst, &t);   /* crc still 0 */
+	s->out->len += SP_FORMAT_TRAILER_SIZE;
+	uint32_t crc = sp_crc32c (0, s->out->data, s->out->len - 4);
+	sp_put_le (s->out->data + s->out->len - 4, crc, 4);
+	return 0;
+}

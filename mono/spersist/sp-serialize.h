@@ -1,0 +1,47 @@
+/*
+ * sp-serialize.h: the breadth-first serializer of paper section 4.
+ *
+ * Roots get the first LIDs; every object met through a persistent reference gets
+ * the next LID and joins the queue; sp_ser_step then writes queued objects in
+ * order.  Classes enter the snapshot's class cache the first time one of their
+ * objects is written.  The serializer reads object memory through the class map
+ * (SpClass) and the sp_client_* functions only, and writes an SpBuf.
+ *
+ *   sp_ser_begin -> sp_ser_root* -> sp_ser_step until 0 -> sp_ser_finish
+ */
+#ifndef SP_SERIALIZE_H
+#define SP_SERIALIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sp-buf.h"
+#include "sp-error.h"
+#include "sp-format.h"
+#include "sp-lidmap.h"
+#include "sp-queue.h"
+
+typedef struct SpSerializer {
+	SpBuf *out;
+	SpLidMap lids;
+	SpQueue queue;
+	uint64_t cycle;          /* unique per snapshot: tags SpClass.snap_id as current */
+	uint32_t nobjects;       /* LIDs handed out */
+	uint32_t nclasses;
+	uint32_t nroots;
+	uint64_t objects_written;
+} SpSerializer;
+
+int sp_ser_init (SpSerializer *s);
+void sp_ser_free (SpSerializer *s);
+
+/* Start a snapshot in `out` (emptied first). */
+int sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err);
+/* Register root `root_id` (obj may be NULL). */
+int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
+/* Write up to max_objects queued objects: 1 = more remain, 0 = queue empty, -1 = error. */
+int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
+/* Write the trailer and checksum; the snapshot in `out` is then complete. */
+int sp_ser_finish (SpSerializer *s, SpError *err);
+
+#endif

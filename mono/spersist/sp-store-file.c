@@ -1,0 +1,359 @@
+/*
+ * sp-store-file.c: the file store, a directory of snapshot files.
+ *
+ *   DIR/LOCK                     flock'ed by the process using the store; holds its pid
+ *   DIR/snap-<seq, 20 digits>.spm  one committed snapshot each
+ *   DIR/snap-<seq>.spm.tmp       a commit in progress (removed at open: never loaded)
+ *
+ * Commit: write the .tmp file, fsync it, rename it over its final name, fsync the
+ * directory.  rename is atomic, so after a crash the final name holds either
+ * nothing or the complete fsynced bytes.  Older snapshots are removed only after
+ * the new one is durable.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sp-store.h"
+
+#include "sp-snapshot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct SpFileStore {
+	SpStore base;
+	int dir_fd;
+	int lock_fd;
+} SpFileStore;
+
+#define SP_SNAP_PREFIX "snap-"
+#define SP_SNAP_SUFFIX ".spm"
+
+static const SpStoreOps sp_file_store_ops;
+
+/* mkdir -p */
+static int
+sp_file_mkdirs (const char *dir, SpError *err)
+{
+	char path [4096];
+	if (snprintf (path, sizeof path, "%s", dir) >= (int)sizeof path)
+		return sp_error_set (err, "path too long");
+	for (char *p = path + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		if (mkdir (path, 0777) < 0 && errno != EEXIST)
+			return sp_error_set_errno (err, errno, "cannot create directory %s", path);
+		*p = saved;
+		if (!saved)
+			return 0;
+	}
+}
+
+/* Parse "snap-<digits>.spm" (and with want_tmp, "snap-<digits>.spm.tmp"). */
+static bool
+sp_file_parse_name (const char *name, bool want_tmp, uint64_t *seq)
+{
+	size_t plen = strlen (SP_SNAP_PREFIX);
+	if (strncmp (name, SP_SNAP_PREFIX, plen) != 0)
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull (name + plen, &end, 10);
+	if (errno || end == name + plen || v == 0)
+		return false;
+	const char *want = want_tmp ? SP_SNAP_SUFFIX ".tmp" : SP_SNAP_SUFFIX;
+	if (strcmp (end, want) != 0)
+		return false;
+	*seq = v;
+	return true;
+}
+
+static void
+sp_file_name (char *buf, size_t cap, uint64_t seq, bool tmp)
+{
+	snprintf (buf, cap, SP_SNAP_PREFIX "%020" PRIu64 SP_SNAP_SUFFIX "%s", seq, tmp ? ".tmp" : "");
+}
+
+/* Sequences of the committed snapshots, newest first. */
+static int
+sp_file_sequences (SpFileStore *fs, uint64_t **seqs, size_t *n, bool remove_tmp, SpError *err)
+{
+	int fd = dup (fs->dir_fd);
+	DIR *d = fd >= 0 ? fdopendir (fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close (fd);
+		return sp_error_set_errno (err, errno, "cannot read directory %s", fs->base.location);
+	}
+	rewinddir (d);
+	size_t cap = 16, count = 0;
+	uint64_t *v = malloc (cap * sizeof *v);
+	struct dirent *de;
+	while (v && (de = readdir (d))) {
+		uint64_t seq;
+		if (remove_tmp && sp_file_parse_name (de->d_name, true, &seq)) {
+			unlinkat (fs->dir_fd, de->d_name, 0);
+			continue;
+		}
+		if (!sp_file_parse_name (de->d_name, false, &seq))
+			continue;
+		if (count == cap) {
+			uint64_t *bigger = realloc (v, 2 * cap * sizeof *v);
+			if (!bigger) {
+				free (v);
+				v = NULL;
+				break;
+			}
+			v = bigger;
+			cap *= 2;
+		}
+		v [count++] = seq;
+	}
+	closedir (d);
+	if (!v)
+		return sp_error_set (err, "out of memory listing %s", fs->base.location);
+	/* Insertion sort, newest first: a store holds a handful of files. */
+	for (size_t i = 1; i < count; i++)
+		for (size_t j = i; j > 0 && v [j - 1] < v [j]; j--) {
+			uint64_t t = v [j];
+			v [j] = v [j - 1];
+			v [j - 1] = t;
+		}
+	*seqs = v;
+	*n = count;
+	return 0;
+}
+
+static int
+sp_file_read (SpStore *s, uint64_t seq, uint8_t **data, size_t *size, SpError *err)
+{
+	SpFileStore *fs = (SpFileStore *)s;
+	char name [64];
+	sp_file_name (name, sizeof name, seq, false);
+	*data = NULL;
+	int fd = openat (fs->dir_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sp_error_set_errno (err, errno, "cannot open %s", name);
+	struct stat st;
+	if (fstat (fd, &st) < 0) {
+		close (fd);
+		return sp_error_set_errno (err, errno, "cannot stat %s", name);
+	}
+	uint8_t *buf = malloc (st.st_size ? (size_t)st.st_size : 1);
+	size_t got = 0;
+	while (buf && got < (size_t)st.st_size) {
+		ssize_t r = pread (fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	int saved = errno;
+	close (fd);
+	if (!buf)
+		return sp_error_set (err, "out of memory reading %s (%lld bytes)", name, (long long)st.st_size);
+	if (got != (size_t)st.st_size) {
+		free (buf);
+		return sp_error_set_errno (err, saved, "cannot read %s", name);
+	}
+	*data = buf;
+	*size = got;
+	return 0;
+}
+
+static int
+sp_file_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err)
+{
+	SpFileStore *fs = (SpFileStore *)s;
+	uint64_t *seqs;
+	size_t count;
+	if (sp_file_sequences (fs, &seqs, &count, false, err) < 0)
+		return -1;
+	SpSnapInfo *out = calloc (count ? count : 1, sizeof *out);
+	if (!out) {
+		free (seqs);
+		return sp_error_set (err, "out of memory");
+	}
+	for (size_t i = 0; i < count; i++) {
+		SpSnapInfo *info = &out [i];
+		char name [64];
+		sp_file_name (name, sizeof name, seqs [i], false);
+		info->sequence = seqs [i];
+		snprintf (info->path, sizeof info->path, "%s/%s", s->location, name);
+		uint8_t *data;
+		size_t size;
+		SpError why = { 0 };
+		SpSnapHeader h;
+		if (sp_file_read (s, seqs [i], &data, &size, &why) == 0) {
+			info->size = size;
+			info->valid = sp_snapshot_check (data, size, &h, NULL, &why) == 0;
+			info->time_ns = info->valid ? h.time_ns : 0;
+			free (data);
+		}
+		if (!info->valid)
+			snprintf (info->why, sizeof info->why, "%s", why.msg);
+	}
+	free (seqs);
+	*infos = out;
+	*n = count;
+	return 0;
+}
+
+static int
+sp_file_write_all (int fd, const uint8_t *data, size_t size)
+{
+	size_t done = 0;
+	while (done < size) {
+		ssize_t w = write (fd, data + done, size - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	return 0;
+}
+
+/* Keep the newest `keep` snapshots; failures to remove old ones are harmless. */
+static void
+sp_file_prune (SpFileStore *fs)
+{
+	uint64_t *seqs;
+	size_t count;
+	if (sp_file_sequences (fs, &seqs, &count, false, NULL) < 0)
+		return;
+	for (size_t i = fs->base.keep; i < count; i++) {
+		char name [64];
+		sp_file_name (name, sizeof name, seqs [i], false);
+		unlinkat (fs->dir_fd, name, 0);
+	}
+	free (seqs);
+}
+
+static int
+sp_file_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpError *err)
+{
+	SpFileStore *fs = (SpFileStore *)s;
+	char tmp [64], final [64];
+	sp_file_name (tmp, sizeof tmp, seq, true);
+	sp_file_name (final, sizeof final, seq, false);
+	int fd = openat (fs->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return sp_error_set_errno (err, errno, "cannot create %s/%s", s->location, tmp);
+	const char *step = "write";
+	int rc = sp_file_write_all (fd, data, size);
+	if (rc == 0 && (step = "fsync", fsync (fd) < 0))
+		rc = -1;
+	int saved = errno;
+	if (close (fd) < 0 && rc == 0) {
+		rc = -1;
+		saved = errno;
+		step = "close";
+	}
+	if (rc == 0 && (step = "rename", renameat (fs->dir_fd, tmp, fs->dir_fd, final) < 0)) {
+		rc = -1;
+		saved = errno;
+	}
+	if (rc < 0) {
+		unlinkat (fs->dir_fd, tmp, 0);
+		return sp_error_set_errno (err, saved, "committing snapshot %" PRIu64 " to %s failed at %s",
+					   seq, s->location, step);
+	}
+	/* The rename is durable only once the directory is. */
+	if (fsync (fs->dir_fd) < 0)
+		return sp_error_set_errno (err, errno, "committing snapshot %" PRIu64 " to %s failed at directory fsync",
+					   seq, s->location);
+	sp_file_prune (fs);
+	return 0;
+}
+
+static void
+sp_file_close (SpStore *s)
+{
+	SpFileStore *fs = (SpFileStore *)s;
+	if (fs->lock_fd >= 0)
+		close (fs->lock_fd);       /* releases the flock */
+	if (fs->dir_fd >= 0)
+		close (fs->dir_fd);
+	free (s->location);
+	free (fs);
+}
+
+static const SpStoreOps sp_file_store_ops = {
+	.name = "file",
+	.list = sp_file_list,
+	.read = sp_file_read,
+	.commit = sp_file_commit,
+	.close = sp_file_close,
+};
+
+/* Exclusive use of the store: flock the LOCK file, record our pid for the next one's message. */
+static int
+sp_file_lock (SpFileStore *fs, SpError *err)
+{
+	fs->lock_fd = openat (fs->dir_fd, "LOCK", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fs->lock_fd < 0)
+		return sp_error_set_errno (err, errno, "cannot open its LOCK file");
+	if (flock (fs->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		int saved = errno;
+		char pid [32] = "";
+		ssize_t r = pread (fs->lock_fd, pid, sizeof pid - 1, 0);
+		pid [r > 0 ? r : 0] = '\0';
+		pid [strcspn (pid, "\n")] = '\0';
+		if (saved == EWOULDBLOCK)
+			return sp_error_set (err, "in use by another process (pid %s); one process at a time may use a store",
+					     pid [0] ? pid : "unknown");
+		return sp_error_set_errno (err, saved, "cannot lock it");
+	}
+	char pid [32];
+	int len = snprintf (pid, sizeof pid, "%ld\n", (long)getpid ());
+	if (ftruncate (fs->lock_fd, 0) < 0 || pwrite (fs->lock_fd, pid, (size_t)len, 0) != len)
+		return sp_error_set_errno (err, errno, "cannot write its LOCK file");
+	return 0;
+}
+
+int
+sp_store_file_open (const char *dir, SpStore **out, SpError *err)
+{
+	if (sp_file_mkdirs (dir, err) < 0)
+		return -1;
+	SpFileStore *fs = calloc (1, sizeof *fs);
+	if (!fs || !(fs->base.location = strdup (dir))) {
+		free (fs);
+		return sp_error_set (err, "out of memory");
+	}
+	fs->base.ops = &sp_file_store_ops;
+	fs->base.keep = 2;
+	fs->lock_fd = -1;
+	fs->dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fs->dir_fd < 0) {
+		sp_error_set_errno (err, errno, "cannot open directory");
+		sp_file_close (&fs->base);
+		return -1;
+	}
+	uint64_t *seqs;
+	size_t n;
+	if (sp_file_lock (fs, err) < 0 || sp_file_sequences (fs, &seqs, &n, true, err) < 0) {
+		sp_file_close (&fs->base);
+		return -1;
+	}
+	fs->base.last_sequence = n ? seqs [0] : 0;
+	free (seqs);
+	*out = &fs->base;
+	return 0;
+}

@@ -1,0 +1,94 @@
+/* sp-store.c: store-independent parts; see sp-store.h. */
+#include "sp-store.h"
+
+#include "sp-snapshot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err)
+{
+	*out = NULL;
+	if (!location || !*location)
+		return sp_error_set (err, "empty store location");
+	if (keep < 1)
+		return sp_error_set (err, "a store must keep at least 1 snapshot (asked for %u)", keep);
+	const char *dir = location;
+	if (strncmp (location, "file:", 5) == 0)
+		dir = location + 5;
+	else if (strncmp (location, "pmem:", 5) == 0)
+		return sp_error_set (err, "store '%s': the pmem store is not available in this build", location);
+	if (sp_store_file_open (dir, out, err) < 0)
+		return sp_error_prefix (err, "store '%s'", location);
+	(*out)->keep = keep;
+	return 0;
+}
+
+void
+sp_store_close (SpStore *s)
+{
+	if (s)
+		s->ops->close (s);
+}
+
+int
+sp_store_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err)
+{
+	return s->ops->list (s, infos, n, err);
+}
+
+int
+sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err)
+{
+	if (sequence <= s->last_sequence)
+		return sp_error_set (err, "internal error: sequence %llu is not after %llu",
+				     (unsigned long long)sequence, (unsigned long long)s->last_sequence);
+	if (s->ops->commit (s, sequence, data, size, err) < 0)
+		return -1;
+	s->last_sequence = sequence;
+	return 0;
+}
+
+static int
+sp_store_accept_checksum (void *ctx, const uint8_t *data, size_t size, SpError *err)
+{
+	(void)ctx;
+	return sp_snapshot_check (data, size, NULL, NULL, err);
+}
+
+int
+sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn warn, void *warn_ctx,
+		      uint8_t **data, size_t *size, uint64_t *sequence, SpError *err)
+{
+	*data = NULL;
+	*size = 0;
+	*sequence = 0;
+	if (!accept)
+		accept = sp_store_accept_checksum;
+	SpSnapInfo *infos;
+	size_t n;
+	if (s->ops->list (s, &infos, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		SpError why = { 0 };
+		uint8_t *bytes = NULL;
+		size_t len = 0;
+		if (s->ops->read (s, infos [i].sequence, &bytes, &len, &why) == 0 && accept (accept_ctx, bytes, len, &why) == 0) {
+			*data = bytes;
+			*size = len;
+			*sequence = infos [i].sequence;
+			break;
+		}
+		free (bytes);
+		if (warn) {
+			char msg [SP_ERROR_MAX + 128];
+			snprintf (msg, sizeof msg, "skipping damaged snapshot %llu in %s: %s",
+				  (unsigned long long)infos [i].sequence, s->location, why.msg);
+			warn (warn_ctx, msg);
+		}
+	}
+	free (infos);
+	return 0;
+}

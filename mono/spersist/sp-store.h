@@ -1,0 +1,72 @@
+/*
+ * sp-store.h: where snapshots live.  One interface, several stores.
+ *
+ * A store holds numbered snapshots (sequence 1, 2, ...).  Its promises:
+ *   - commit is atomic: after a crash at any instant, a snapshot is either the
+ *     complete bytes that were committed or absent; a partial one is never
+ *     offered by load;
+ *   - a committed snapshot is never modified; the newest `keep` are kept;
+ *   - one process at a time: open fails clearly when another holds the store.
+ *
+ * The file store (a directory, sp-store-file.c) commits by writing a temporary
+ * file, fsync, rename, fsync of the directory.  Locations: "DIR" or "file:DIR".
+ */
+#ifndef SP_STORE_H
+#define SP_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sp-error.h"
+
+typedef struct SpStore SpStore;
+
+typedef struct SpSnapInfo {
+	uint64_t sequence;
+	uint64_t size;
+	uint64_t time_ns;        /* from the snapshot header, 0 when unreadable */
+	bool valid;              /* header, trailer and checksum verify */
+	char why [SP_ERROR_MAX];  /* when not valid */
+	char path [512];
+} SpSnapInfo;
+
+typedef struct SpStoreOps {
+	const char *name;
+	/* Newest first. */
+	int (*list) (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err);
+	/* Read snapshot `sequence` into a malloc'd buffer. */
+	int (*read) (SpStore *s, uint64_t sequence, uint8_t **data, size_t *size, SpError *err);
+	int (*commit) (SpStore *s, uint64_t sequence, const uint8_t *data, size_t size, SpError *err);
+	void (*close) (SpStore *s);
+} SpStoreOps;
+
+struct SpStore {
+	const SpStoreOps *ops;
+	char *location;
+	unsigned keep;           /* committed snapshots kept, >= 1 */
+	uint64_t last_sequence;  /* highest sequence present or committed */
+};
+
+/* Open (creating it when missing) the store at `location`. */
+int sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err);
+void sp_store_close (SpStore *s);
+
+int sp_store_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err);
+int sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err);
+static inline uint64_t sp_store_next_sequence (const SpStore *s) { return s->last_sequence + 1; }
+
+/*
+ * The newest snapshot that passes `accept` (the checksum check when NULL):
+ * malloc'd bytes and its sequence; *data = NULL when there is none.  Each newer
+ * snapshot skipped is reported through `warn` (e.g. to stderr) with its reason.
+ */
+typedef int (*SpAcceptFn) (void *ctx, const uint8_t *data, size_t size, SpError *err);
+typedef void (*SpWarnFn) (void *ctx, const char *message);
+int sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn warn, void *warn_ctx,
+			  uint8_t **data, size_t *size, uint64_t *sequence, SpError *err);
+
+/* Stores register here (sp-store-file.c). */
+int sp_store_file_open (const char *dir, SpStore **out, SpError *err);
+
+#endif
