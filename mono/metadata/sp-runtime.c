@@ -3,6 +3,21 @@
  * the Mono build (a unity build, as SQLite's amalgamation does).
  *
  * runtime-patches/ adds only this file to mono/metadata/Makefile.am, so adding a
- * source file to spmono never touches the patch series: include it here.
+ * source file to spmono never touches the patch series: include it here.  Being
+ * one unit also lets the compiler inline the client calls (sp_client_*) into the
+ * core's loops, as SGen's client interface is meant to be used.
  */
 #include <config.h>
+
+#include "../spersist/sp-error.c"
+#include "../spersist/sp-buf.c"
+#include "../spersist/sp-crc32c.c"
+#include "../spersist/sp-lidmap.c"
+#include "../spersist/sp-queue.c"
+#include "../spersist/sp-serialize.c"
+#include "../spersist/sp-snapshot.c"
+#include "../spersist/sp-options.c"
+#include "../spersist/sp-store.c"
+#include "../spersist/sp-store-file.c"
+
+#include "sp-mono.c"

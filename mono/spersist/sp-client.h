@@ -4,7 +4,11 @@
  * Like SGen's sgen-client.h: the runtime implements these in sp-mono.c (compiled
  * into the same unity translation unit as the core, so calls inline), the unit
  * tests implement them over a fake object model (tests/unit/fake-objects.c).
- * All take object pointers that cannot move while the core holds them.
+ *
+ * Object pointers passed here are only held for the duration of one call or
+ * in local variables of the caller (which a conservative stack scan pins); any
+ * object the core needs later is named by its LID and fetched again through
+ * sp_client_lid_object, whose table the GC keeps current when objects move.
  */
 #ifndef SP_CLIENT_H
 #define SP_CLIENT_H
@@ -28,5 +32,17 @@ const uint16_t *sp_client_string_chars (void *str);
 /* Arrays (SP_CLASS_ARRAY): element count and the first element. */
 uint64_t sp_client_array_length (void *arr);
 void *sp_client_array_data (void *arr);
+
+/*
+ * Identity: a hash of obj that stays the same when the GC moves it, and the
+ * table of objects by LID for the snapshot being written or read.
+ */
+uint32_t sp_client_identity_hash (void *obj);
+/* Record that `lid` (1, 2, ... in order) names obj; -1 when memory runs out. */
+int sp_client_lid_bind (uint32_t lid, void *obj, SpError *err);
+/* The object named by lid, at its current address. */
+void *sp_client_lid_object (uint32_t lid);
+/* Forget every binding (the objects may then be collected). */
+void sp_client_lid_reset (void);
 
 #endif

@@ -48,6 +48,7 @@ const char *sp_kind_name (unsigned k);
 typedef struct SpField {
 	const char *name;       /* "speed", or "pos.x" for a leaf of an embedded struct */
 	const char *type_name;  /* declared type of a REF field ("Plant.Valve"), else NULL */
+	void *type_client;      /* REF: the client's handle of the declared type (restore checks stores against it) */
 	uint32_t offset;        /* from the start of the object / array element */
 	uint8_t kind;           /* SpKind */
 } SpField;

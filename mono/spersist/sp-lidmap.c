@@ -1,15 +1,17 @@
 /* sp-lidmap.c: see sp-lidmap.h. */
 #include "sp-lidmap.h"
 
+#include "sp-client.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 static size_t
-sp_lidmap_hash (uintptr_t mid, size_t mask)
+sp_lidmap_slot (uint32_t hash, size_t mask)
 {
-	/* Objects are 8-aligned: drop the zero bits, then mix (Fibonacci hashing). */
-	uint64_t h = (uint64_t)(mid >> 3) * 0x9E3779B97F4A7C15ull;
-	return (size_t)(h >> 20) & mask;
+	/* Identity hashes may be sequential or address-derived: mix before masking. */
+	uint64_t h = (uint64_t)hash * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 32) & mask;
 }
 
 static int
@@ -48,15 +50,28 @@ sp_lidmap_clear (SpLidMap *m)
 }
 
 SpLidEntry *
-sp_lidmap_find (const SpLidMap *m, uintptr_t mid)
+sp_lidmap_find (const SpLidMap *m, uint32_t hash, const void *obj)
 {
-	for (size_t i = sp_lidmap_hash (mid, m->mask);; i = (i + 1) & m->mask) {
+	for (size_t i = sp_lidmap_slot (hash, m->mask);; i = (i + 1) & m->mask) {
 		SpLidEntry *e = &m->slots [i];
-		if (e->mid == mid)
-			return e;
-		if (e->mid == 0)
+		if (e->lid == 0)
 			return NULL;
+		/* Equal hashes are common enough (distinct objects may share one): confirm. */
+		if (e->hash == hash && sp_client_lid_object (sp_lid_of (e)) == obj)
+			return e;
 	}
+}
+
+static SpLidEntry *
+sp_lidmap_place (SpLidMap *m, uint32_t hash, uint32_t lid)
+{
+	size_t i = sp_lidmap_slot (hash, m->mask);
+	while (m->slots [i].lid != 0)
+		i = (i + 1) & m->mask;
+	m->slots [i].hash = hash;
+	m->slots [i].lid = lid;
+	m->count++;
+	return &m->slots [i];
 }
 
 /* Double the table when it is half full, keeping probe sequences short. */
@@ -66,39 +81,18 @@ sp_lidmap_grow (SpLidMap *m)
 	SpLidMap bigger;
 	if (sp_lidmap_alloc (&bigger, (m->mask + 1) * 2) < 0)
 		return -1;
-	for (size_t i = 0; i <= m->mask; i++) {
-		SpLidEntry *e = &m->slots [i];
-		if (e->mid == 0)
-			continue;
-		size_t j = sp_lidmap_hash (e->mid, bigger.mask);
-		while (bigger.slots [j].mid != 0)
-			j = (j + 1) & bigger.mask;
-		bigger.slots [j] = *e;
-	}
-	bigger.count = m->count;
+	for (size_t i = 0; i <= m->mask; i++)
+		if (m->slots [i].lid != 0)
+			sp_lidmap_place (&bigger, m->slots [i].hash, m->slots [i].lid);
 	free (m->slots);
 	*m = bigger;
 	return 0;
 }
 
 SpLidEntry *
-sp_lidmap_insert (SpLidMap *m, uintptr_t mid, uint32_t lid, bool *inserted)
+sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid)
 {
 	if ((m->count + 1) * 2 > m->mask + 1 && sp_lidmap_grow (m) < 0)
 		return NULL;
-	size_t i = sp_lidmap_hash (mid, m->mask);
-	for (;; i = (i + 1) & m->mask) {
-		SpLidEntry *e = &m->slots [i];
-		if (e->mid == mid) {
-			*inserted = false;
-			return e;
-		}
-		if (e->mid == 0)
-			break;
-	}
-	m->slots [i].mid = mid;
-	m->slots [i].lid = lid;
-	m->count++;
-	*inserted = true;
-	return &m->slots [i];
+	return sp_lidmap_place (m, hash, lid);
 }

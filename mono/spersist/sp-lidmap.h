@@ -1,14 +1,18 @@
 /*
- * sp-lidmap.h: the MID->LID map of paper section 4.
+ * sp-lidmap.h: the MID->LID map of paper section 4, made safe for a moving GC.
  *
- * Maps an object's memory address (MID) to the logical id (LID, 1..N) it has in
- * the snapshot being written, and records whether the object's record has been
- * written yet.  As in the paper the "serialized" state lives in the LID's most
- * significant bit, so an entry is two words.  Open addressing with linear probing;
- * keys are never removed within a cycle, and the map is cleared between cycles.
+ * Maps an object to the logical id (LID, 1..N) it has in the snapshot being
+ * written, and records whether its record has been written yet.  As in the paper
+ * the "serialized" state is the LID's most significant bit.
  *
- * Addresses are only stable while objects cannot move: the caller guarantees
- * that (the stop-the-world cycle holds the GC lock; see sp-mono.c).
+ * The paper keys the map by memory address (MID).  SGen moves objects at any GC,
+ * so here an entry is keyed by the object's identity hash, which the runtime keeps
+ * stable across moves (it is what RuntimeHelpers.GetHashCode returns), and an
+ * entry's identity is confirmed through the client's LID table, which the GC
+ * updates when objects move (sp_client_lid_object).  Nothing in this map goes
+ * stale when the GC moves objects, and the GC needs no callback into it.
+ *
+ * Open addressing with linear probing; entries are never removed within a cycle.
  */
 #ifndef SP_LIDMAP_H
 #define SP_LIDMAP_H
@@ -21,8 +25,8 @@
 #define SP_LID_MAX        0x7fffffffu
 
 typedef struct SpLidEntry {
-	uintptr_t mid;          /* 0 = empty slot */
-	uint32_t lid;           /* LID | SP_LID_SERIALIZED once its record is written */
+	uint32_t hash;          /* the object's identity hash */
+	uint32_t lid;           /* LID | SP_LID_SERIALIZED once written; 0 = empty slot */
 } SpLidEntry;
 
 typedef struct SpLidMap {
@@ -35,13 +39,10 @@ int sp_lidmap_init (SpLidMap *m, size_t expected);
 void sp_lidmap_free (SpLidMap *m);
 void sp_lidmap_clear (SpLidMap *m);
 
-/* The entry for mid, or NULL. */
-SpLidEntry *sp_lidmap_find (const SpLidMap *m, uintptr_t mid);
-/*
- * The entry for mid, inserting it with `lid` when absent (*inserted tells which).
- * NULL only when memory runs out.
- */
-SpLidEntry *sp_lidmap_insert (SpLidMap *m, uintptr_t mid, uint32_t lid, bool *inserted);
+/* The entry of obj (whose identity hash is `hash`), or NULL. */
+SpLidEntry *sp_lidmap_find (const SpLidMap *m, uint32_t hash, const void *obj);
+/* Add an entry for an object not in the map; NULL only when memory runs out. */
+SpLidEntry *sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid);
 
 static inline uint32_t sp_lid_of (const SpLidEntry *e) { return e->lid & SP_LID_MAX; }
 static inline bool sp_lid_is_serialized (const SpLidEntry *e) { return (e->lid & SP_LID_SERIALIZED) != 0; }

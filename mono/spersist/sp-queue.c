@@ -21,7 +21,7 @@ static int
 sp_queue_grow (SpQueue *q)
 {
 	size_t cap = q->cap ? q->cap * 2 : 256;
-	void **items = malloc (cap * sizeof *items);
+	uint32_t *items = malloc (cap * sizeof *items);
 	if (!items)
 		return -1;
 	/* Unwrap the ring into the new array. */
@@ -35,7 +35,7 @@ sp_queue_grow (SpQueue *q)
 }
 
 int
-sp_queue_push (SpQueue *q, void *item)
+sp_queue_push (SpQueue *q, uint32_t item)
 {
 	if (q->count == q->cap && sp_queue_grow (q) < 0)
 		return -1;
@@ -45,7 +45,7 @@ sp_queue_push (SpQueue *q, void *item)
 }
 
 bool
-sp_queue_pop (SpQueue *q, void **item)
+sp_queue_pop (SpQueue *q, uint32_t *item)
 {
 	if (q->count == 0)
 		return false;

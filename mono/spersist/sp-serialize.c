@@ -38,9 +38,8 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	s->nobjects = s->nclasses = s->nroots = 0;
 	s->objects_written = 0;
 	sp_lidmap_clear (&s->lids);
-	void *ignored;
-	while (sp_queue_pop (&s->queue, &ignored))
-		;
+	sp_queue_clear (&s->queue);
+	sp_client_lid_reset ();
 	sp_buf_reset (out);
 	uint8_t *hdr = sp_buf_reserve (out, SP_FORMAT_HEADER_SIZE);
 	if (!hdr)
@@ -61,7 +60,8 @@ sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, const char *what_fmt, 
 		*lid = 0;
 		return 0;
 	}
-	SpLidEntry *e = sp_lidmap_find (&s->lids, (uintptr_t)obj);
+	uint32_t hash = sp_client_identity_hash (obj);
+	SpLidEntry *e = sp_lidmap_find (&s->lids, hash, obj);
 	if (e) {
 		*lid = sp_lid_of (e);
 		return 0;
@@ -70,11 +70,12 @@ sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, const char *what_fmt, 
 		return sp_error_prefix (err, what_fmt, a, b);
 	if (s->nobjects >= SP_LID_MAX)
 		return sp_error_set (err, "the snapshot would hold more than %u objects", SP_LID_MAX);
-	bool inserted;
-	e = sp_lidmap_insert (&s->lids, (uintptr_t)obj, s->nobjects + 1, &inserted);
-	if (!e || sp_queue_push (&s->queue, obj) < 0)
+	uint32_t new_lid = s->nobjects + 1;
+	if (sp_client_lid_bind (new_lid, obj, err) < 0)
+		return -1;
+	if (!sp_lidmap_add (&s->lids, hash, new_lid) || sp_queue_push (&s->queue, new_lid) < 0)
 		return sp_ser_oom (err);
-	*lid = ++s->nobjects;
+	*lid = s->nobjects = new_lid;
 	return 0;
 }
 
@@ -237,26 +238,28 @@ sp_ser_array (SpSerializer *s, void *arr, SpClass *c, uint32_t lid, SpError *err
 int
 sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 {
-	void *obj;
+	uint32_t lid;
 	for (size_t done = 0; done < max_objects; done++) {
-		if (!sp_queue_pop (&s->queue, &obj))
+		if (!sp_queue_pop (&s->queue, &lid))
 			return 0;
-		SpLidEntry *e = sp_lidmap_find (&s->lids, (uintptr_t)obj);
+		void *obj = sp_client_lid_object (lid);
 		SpClass *c = sp_client_class_of (obj, err);   /* known persistable: checked when queued */
+		SpLidEntry *e = sp_lidmap_find (&s->lids, sp_client_identity_hash (obj), obj);
 		if (!e || !c)
-			return sp_error_set (err, "internal error: queued object lost its LID or class");
+			return sp_error_set (err, "internal error: queued object %u lost its entry or class", lid);
+		/* Claimed before writing: writing may grow the map and move `e`. */
+		sp_lid_set_serialized (e);
 		int rc = 0;
 		switch (c->kind) {
-		case SP_CLASS_OBJECT: rc = sp_ser_object (s, obj, c, sp_lid_of (e), err); break;
-		case SP_CLASS_STRING: sp_ser_string (s, obj, sp_lid_of (e)); break;
-		case SP_CLASS_ARRAY: rc = sp_ser_array (s, obj, c, sp_lid_of (e), err); break;
+		case SP_CLASS_OBJECT: rc = sp_ser_object (s, obj, c, lid, err); break;
+		case SP_CLASS_STRING: sp_ser_string (s, obj, lid); break;
+		case SP_CLASS_ARRAY: rc = sp_ser_array (s, obj, c, lid, err); break;
 		default: rc = sp_error_set (err, "internal error: class %s has kind %u", c->name, c->kind);
 		}
 		if (rc < 0)
 			return -1;
 		if (s->out->oom)
 			return sp_ser_oom (err);
-		sp_lid_set_serialized (e);
 		s->objects_written++;
 	}
 	return sp_queue_count (&s->queue) ? 1 : 0;

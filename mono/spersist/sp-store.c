@@ -75,13 +75,19 @@ sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn 
 		SpError why = { 0 };
 		uint8_t *bytes = NULL;
 		size_t len = 0;
-		if (s->ops->read (s, infos [i].sequence, &bytes, &len, &why) == 0 && accept (accept_ctx, bytes, len, &why) == 0) {
+		int verdict = s->ops->read (s, infos [i].sequence, &bytes, &len, &why) == 0 ? accept (accept_ctx, bytes, len, &why) : SP_ACCEPT_SKIP;
+		if (verdict == 0) {
 			*data = bytes;
 			*size = len;
 			*sequence = infos [i].sequence;
 			break;
 		}
 		free (bytes);
+		if (verdict == SP_ACCEPT_FATAL) {
+			*err = why;
+			free (infos);
+			return sp_error_prefix (err, "snapshot %llu in %s", (unsigned long long)infos [i].sequence, s->location);
+		}
 		if (warn) {
 			char msg [SP_ERROR_MAX + 128];
 			snprintf (msg, sizeof msg, "skipping damaged snapshot %llu in %s: %s",

@@ -60,7 +60,11 @@ static inline uint64_t sp_store_next_sequence (const SpStore *s) { return s->las
  * The newest snapshot that passes `accept` (the checksum check when NULL):
  * malloc'd bytes and its sequence; *data = NULL when there is none.  Each newer
  * snapshot skipped is reported through `warn` (e.g. to stderr) with its reason.
+ * accept returns 0 to take a snapshot, SP_ACCEPT_SKIP when it is damaged (try
+ * an older one), SP_ACCEPT_FATAL to stop: load then fails with accept's error.
  */
+#define SP_ACCEPT_SKIP  (-1)
+#define SP_ACCEPT_FATAL (-2)
 typedef int (*SpAcceptFn) (void *ctx, const uint8_t *data, size_t size, SpError *err);
 typedef void (*SpWarnFn) (void *ctx, const char *message);
 int sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn warn, void *warn_ctx,

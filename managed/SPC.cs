@@ -1,0 +1,89 @@
+// SPC: the whole persistence API a program needs (paper section 3.1, Listing 2).
+// Every method is a thin wrapper over an internal call into the runtime
+// (mono/metadata/sp-mono.c); the native side reports failure as a message,
+// which becomes an SPersistenceException here.
+using System;
+using System.Runtime.CompilerServices;
+
+namespace SPersistence
+{
+	/// <summary>Schedulable persistence: roots, snapshots and warm restart.</summary>
+	public static class SPC
+	{
+		/// <summary>
+		/// Registers a persistent root and returns its id. Ids are 1, 2, 3, ... in
+		/// registration order, so a program that registers its roots in the same
+		/// order gets the same ids after a restart. On a warm restart the roots of
+		/// the snapshot are registered already, with their ids.
+		/// </summary>
+		public static int AddRoot (object root)
+		{
+			if (root == null)
+				throw new ArgumentNullException ("root");
+			int id;
+			Check (sp_add_root (root, out id));
+			return id;
+		}
+
+		/// <summary>Stops persisting root <paramref name="id"/>.</summary>
+		public static void RemoveRoot (int id)
+		{
+			Check (sp_remove_root (id));
+		}
+
+		/// <summary>
+		/// Persists everything reachable from the roots through persistent fields,
+		/// as it is at the instant of the call. Returns once the snapshot is durable.
+		/// </summary>
+		public static void SendPData ()
+		{
+			Check (sp_send ());
+		}
+
+		/// <summary>The object registered as root <paramref name="id"/> (after a warm restart, the restored one).</summary>
+		public static object RecvPData (int id)
+		{
+			object root;
+			Check (sp_recv (id, out root));
+			return root;
+		}
+
+		/// <summary>True when this run started from a persisted snapshot.</summary>
+		public static bool IsWarmRestart ()
+		{
+			bool warm;
+			Check (sp_is_warm (out warm));
+			return warm;
+		}
+
+		static void Check (string error)
+		{
+			if (error != null)
+				throw new SPersistenceException (error);
+		}
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_add_root (object root, out int id);
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_remove_root (int id);
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_send ();
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_recv (int id, out object root);
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_is_warm (out bool warm);
+	}
+
+	/// <summary>A persistence operation failed; the message says what and where.</summary>
+	[Serializable]
+	public class SPersistenceException : Exception
+	{
+		public SPersistenceException (string message) : base (message)
+		{
+		}
+	}
+}

@@ -1,0 +1,826 @@
+/*
+ * sp-mono.c: spmono's client: the Mono side of the persistence core.
+ *
+ * - The persistent class map: built from [SPersistent]/[SPersistentField] the
+ *   first time a class is persisted or restored, cached per MonoClass.
+ * - Object identity for the core (sp-client.h): the identity hash Mono keeps in
+ *   the object header, and a LID table that is a managed object[] the GC keeps
+ *   current, so serialization needs no hook into the collector.
+ * - Restore: construction phase (allocate every object without running a
+ *   constructor), then fix-up phase (fields, references, checked for type).
+ * - The internal calls behind SPersistence.SPC.  Each returns NULL or an error
+ *   message, which the managed side turns into an SPersistenceException.
+ *
+ * Locking: one mutex (sp_lock) serializes the SPC calls.  In this version
+ * SendPData persists on the calling thread, start to finish (stop-the-world
+ * for that thread); other threads' writes during the call are not yet guarded
+ * (the write barriers of the incremental mode do that).
+ */
+
+#include <mono/metadata/sp-mono.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mono/metadata/assembly-internals.h>
+#include <mono/metadata/class-init.h>
+#include <mono/metadata/class-inlines.h>
+#include <mono/metadata/class-internals.h>
+#include <mono/metadata/icall-internals.h>
+#include <mono/metadata/object-internals.h>
+#include <mono/metadata/reflection-internals.h>
+#include <mono/metadata/tabledefs.h>
+#include <mono/utils/mono-coop-mutex.h>
+
+#include "../spersist/sp-client.h"
+#include "../spersist/sp-options.h"
+#include "../spersist/sp-serialize.h"
+#include "../spersist/sp-snapshot.h"
+#include "../spersist/sp-store.h"
+
+static SpOptions sp_options;
+static char *sp_program;                 /* path of the program being run */
+static MonoCoopMutex sp_lock;
+
+/* Started lazily by the first SPC call: the store is opened and the newest snapshot restored. */
+static gboolean sp_started;
+static SpStore *sp_store;
+static gboolean sp_warm;                 /* a snapshot was restored */
+
+/* Roots: id i is sp_roots[i-1], a strong GC handle (0: removed). */
+static GArray *sp_roots;
+
+/* MonoClass* -> SpClass*, built once per class. */
+static GHashTable *sp_class_maps;
+static SpClass sp_string_class = { .kind = SP_CLASS_STRING, .assembly = "mscorlib", .name = "System.String" };
+
+/* The LID table: a pinned object[] the GC updates when objects move. */
+static MonoArray *sp_lid_table;
+static guint32 sp_lid_table_handle;
+static uint32_t sp_lid_used;             /* highest LID bound since the last reset */
+
+static SpSerializer sp_ser;
+static SpBuf sp_out;
+
+/* ---- class map ------------------------------------------------------------ */
+
+static gboolean
+sp_mono_has_attr (MonoCustomAttrInfo *attrs, const char *name)
+{
+	for (int i = 0; attrs && i < attrs->num_attrs; i++) {
+		MonoClass *k = attrs->attrs [i].ctor->klass;
+		if (!strcmp (m_class_get_name (k), name) && !strcmp (m_class_get_name_space (k), "SPersistence"))
+			return TRUE;
+	}
+	return FALSE;
+}
+
+static gboolean
+sp_mono_class_has_attr (MonoClass *klass, const char *name)
+{
+	ERROR_DECL (error);
+	MonoCustomAttrInfo *attrs = mono_custom_attrs_from_class_checked (klass, error);
+	mono_error_cleanup (error);
+	gboolean found = sp_mono_has_attr (attrs, name);
+	if (attrs && !attrs->cached)
+		mono_custom_attrs_free (attrs);
+	return found;
+}
+
+static gboolean
+sp_mono_field_has_attr (MonoClass *klass, MonoClassField *field, const char *name)
+{
+	ERROR_DECL (error);
+	MonoCustomAttrInfo *attrs = mono_custom_attrs_from_field_checked (klass, field, error);
+	mono_error_cleanup (error);
+	gboolean found = sp_mono_has_attr (attrs, name);
+	if (attrs && !attrs->cached)
+		mono_custom_attrs_free (attrs);
+	return found;
+}
+
+/* [SPersistent] on the class or an ancestor (the attribute is inherited, as Inherited=true). */
+static gboolean
+sp_mono_is_persistent_class (MonoClass *klass)
+{
+	for (MonoClass *k = klass; k; k = m_class_get_parent (k))
+		if (sp_mono_class_has_attr (k, "SPersistentAttribute"))
+			return TRUE;
+	return FALSE;
+}
+
+static char *
+sp_mono_type_name (MonoType *type)
+{
+	return mono_type_get_name_full (type, MONO_TYPE_NAME_FORMAT_REFLECTION);
+}
+
+static gboolean
+sp_mono_is_instance_field (MonoClassField *f)
+{
+	return !(f->type->attrs & (FIELD_ATTRIBUTE_STATIC | FIELD_ATTRIBUTE_LITERAL));
+}
+
+static int
+sp_mono_class_ref_allowed (MonoClass *klass, SpError *err)
+{
+	if (klass == mono_defaults.object_class || klass == mono_defaults.string_class ||
+	    mono_class_is_interface (klass) || sp_mono_is_persistent_class (klass))
+		return 0;
+	if (m_class_get_rank (klass) == 1 && m_class_get_byval_arg (klass)->type == MONO_TYPE_SZARRAY) {
+		MonoClass *elem = m_class_get_element_class (klass);
+		if (m_class_is_valuetype (elem))
+			return 0;   /* its leaves are checked when the array's layout is built */
+		return sp_mono_class_ref_allowed (elem, err);
+	}
+	char *name = sp_mono_type_name (m_class_get_byval_arg (klass));
+	sp_error_set (err, "type %s is not [SPersistent]", name);
+	g_free (name);
+	return -1;
+}
+
+static int sp_mono_add_leaves (GArray *leaves, MonoType *type, const char *name, guint32 offset, SpError *err);
+
+/* Flatten the instance fields of a struct embedded at `offset`. */
+static int
+sp_mono_add_struct_leaves (GArray *leaves, MonoClass *klass, const char *name, guint32 offset, SpError *err)
+{
+	mono_class_init_internal (klass);
+	gpointer iter = NULL;
+	MonoClassField *f;
+	while ((f = mono_class_get_fields_internal (klass, &iter))) {
+		if (!sp_mono_is_instance_field (f))
+			continue;
+		char *leaf = *name ? g_strdup_printf ("%s.%s", name, mono_field_get_name (f)) : g_strdup (mono_field_get_name (f));
+		/* A struct's field offsets count the object header it has when boxed. */
+		guint32 at = offset + (guint32)mono_field_get_offset (f) - (guint32)sizeof (MonoObject);
+		int rc = sp_mono_add_leaves (leaves, f->type, leaf, at, err);
+		g_free (leaf);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+sp_mono_add_leaf (GArray *leaves, const char *name, unsigned kind, guint32 offset, MonoType *ref_type)
+{
+	SpField leaf = { .name = g_strdup (name), .kind = (uint8_t)kind, .offset = offset };
+	if (ref_type) {
+		leaf.type_name = sp_mono_type_name (ref_type);
+		leaf.type_client = mono_class_from_mono_type_internal (ref_type);
+	}
+	g_array_append_val (leaves, leaf);
+	return 0;
+}
+
+/* The leaves of a value of `type` stored at `offset` (a field, or an array element). */
+static int
+sp_mono_add_leaves (GArray *leaves, MonoType *type, const char *name, guint32 offset, SpError *err)
+{
+	static const uint8_t kinds [] = {
+		[MONO_TYPE_BOOLEAN] = SP_KIND_BOOL, [MONO_TYPE_CHAR] = SP_KIND_CHAR,
+		[MONO_TYPE_I1] = SP_KIND_I1, [MONO_TYPE_U1] = SP_KIND_U1,
+		[MONO_TYPE_I2] = SP_KIND_I2, [MONO_TYPE_U2] = SP_KIND_U2,
+		[MONO_TYPE_I4] = SP_KIND_I4, [MONO_TYPE_U4] = SP_KIND_U4,
+		[MONO_TYPE_I8] = SP_KIND_I8, [MONO_TYPE_U8] = SP_KIND_U8,
+		[MONO_TYPE_R4] = SP_KIND_R4, [MONO_TYPE_R8] = SP_KIND_R8,
+	};
+	if (type->byref)
+		goto unsupported;
+	if (type->type < G_N_ELEMENTS (kinds) && kinds [type->type])
+		return sp_mono_add_leaf (leaves, name, kinds [type->type], offset, NULL);
+	switch (type->type) {
+	case MONO_TYPE_STRING:
+	case MONO_TYPE_CLASS:
+	case MONO_TYPE_OBJECT:
+	case MONO_TYPE_SZARRAY:
+		return sp_mono_add_leaf (leaves, name, SP_KIND_REF, offset, type);
+	case MONO_TYPE_GENERICINST:
+		if (!mono_type_generic_inst_is_valuetype (type))
+			return sp_mono_add_leaf (leaves, name, SP_KIND_REF, offset, type);
+		/* a generic struct */
+		/* FALLTHROUGH */
+	case MONO_TYPE_VALUETYPE: {
+		MonoClass *klass = mono_class_from_mono_type_internal (type);
+		if (m_class_is_enumtype (klass))
+			return sp_mono_add_leaves (leaves, mono_class_enum_basetype_internal (klass), name, offset, err);
+		return sp_mono_add_struct_leaves (leaves, klass, name, offset, err);
+	}
+	default:
+		break;
+	}
+unsupported: {
+		char *tname = sp_mono_type_name (type);
+		sp_error_set (err, "'%s' has type %s, which cannot be persisted (pointers, handles and multi-dimensional arrays are not supported)",
+			      *name ? name : "element", tname);
+		g_free (tname);
+		return -1;
+	}
+}
+
+static char *
+sp_mono_assembly_of (MonoClass *klass)
+{
+	while (m_class_get_rank (klass))
+		klass = m_class_get_element_class (klass);
+	MonoAssembly *assembly = m_class_get_image (klass)->assembly;
+	if (!assembly)
+		return g_strdup ("");
+	MonoAssemblyName *an = &assembly->aname;
+	return g_strdup_printf ("%s, Version=%d.%d.%d.%d", an->name, an->major, an->minor, an->build, an->revision);
+}
+
+static SpClass *
+sp_mono_class_new (MonoClass *klass, uint8_t kind, GArray *leaves)
+{
+	SpClass *c = g_new0 (SpClass, 1);
+	c->kind = kind;
+	c->assembly = sp_mono_assembly_of (klass);
+	c->name = sp_mono_type_name (m_class_get_byval_arg (klass));
+	c->nfields = leaves->len;
+	c->fields = (SpField *)g_array_free (leaves, FALSE);
+	c->client = klass;
+	return c;
+}
+
+static void
+sp_mono_leaves_free (GArray *leaves)
+{
+	for (guint i = 0; i < leaves->len; i++) {
+		SpField *f = &g_array_index (leaves, SpField, i);
+		g_free ((char *)f->name);
+		g_free ((char *)f->type_name);
+	}
+	g_array_free (leaves, TRUE);
+}
+
+/* Persistent fields, base class first, so a derived class extends its base's layout. */
+static int
+sp_mono_object_leaves (GArray *leaves, MonoClass *klass, SpError *err)
+{
+	MonoClass *parent = m_class_get_parent (klass);
+	if (parent && sp_mono_object_leaves (leaves, parent, err) < 0)
+		return -1;
+	gpointer iter = NULL;
+	MonoClassField *f;
+	while ((f = mono_class_get_fields_internal (klass, &iter))) {
+		if (!sp_mono_is_instance_field (f) || !sp_mono_field_has_attr (klass, f, "SPersistentFieldAttribute"))
+			continue;
+		if (sp_mono_add_leaves (leaves, f->type, mono_field_get_name (f), (guint32)mono_field_get_offset (f), err) < 0)
+			return sp_error_prefix (err, "class %s", m_class_get_name (klass));
+	}
+	return 0;
+}
+
+static SpClass *
+sp_mono_class_map_build (MonoClass *klass, SpError *err)
+{
+	mono_class_init_internal (klass);
+	GArray *leaves = g_array_new (FALSE, TRUE, sizeof (SpField));
+	char *name = sp_mono_type_name (m_class_get_byval_arg (klass));
+	int rc;
+	uint8_t kind;
+	if (m_class_get_rank (klass)) {
+		kind = SP_CLASS_ARRAY;
+		if (m_class_get_byval_arg (klass)->type != MONO_TYPE_SZARRAY)
+			rc = sp_error_set (err, "type %s is a multi-dimensional array, which cannot be persisted", name);
+		else if ((rc = sp_mono_class_ref_allowed (klass, err)) == 0)
+			rc = sp_mono_add_leaves (leaves, m_class_get_byval_arg (m_class_get_element_class (klass)), "", 0, err);
+	} else if (m_class_is_valuetype (klass)) {
+		kind = SP_CLASS_OBJECT;
+		rc = sp_error_set (err, "a boxed %s cannot be persisted; store it in a field of its own type", name);
+	} else if (!sp_mono_is_persistent_class (klass)) {
+		kind = SP_CLASS_OBJECT;
+		rc = sp_error_set (err, "type %s is not [SPersistent]", name);
+	} else {
+		kind = SP_CLASS_OBJECT;
+		rc = sp_mono_object_leaves (leaves, klass, err);
+	}
+	g_free (name);
+	if (rc < 0) {
+		sp_mono_leaves_free (leaves);
+		return NULL;
+	}
+	SpClass *c = sp_mono_class_new (klass, kind, leaves);
+	if (kind == SP_CLASS_ARRAY)
+		c->elem_size = (uint32_t)mono_array_element_size (klass);
+	return c;
+}
+
+/* The class map of klass, built on first use.  Called with sp_lock held. */
+static SpClass *
+sp_mono_class_map (MonoClass *klass, SpError *err)
+{
+	if (klass == mono_defaults.string_class)
+		return &sp_string_class;
+	SpClass *c = (SpClass *)g_hash_table_lookup (sp_class_maps, klass);
+	if (c)
+		return c;
+	c = sp_mono_class_map_build (klass, err);
+	if (c)
+		g_hash_table_insert (sp_class_maps, klass, c);
+	return c;
+}
+
+/* ---- the core's client interface (sp-client.h) ---------------------------- */
+
+SpClass *
+sp_client_class_of (void *obj, SpError *err)
+{
+	return sp_mono_class_map (mono_object_class ((MonoObject *)obj), err);
+}
+
+uint32_t
+sp_client_string_length (void *str)
+{
+	return (uint32_t)mono_string_length_internal ((MonoString *)str);
+}
+
+const uint16_t *
+sp_client_string_chars (void *str)
+{
+	return (const uint16_t *)mono_string_chars_internal ((MonoString *)str);
+}
+
+uint64_t
+sp_client_array_length (void *arr)
+{
+	return mono_array_length_internal ((MonoArray *)arr);
+}
+
+void *
+sp_client_array_data (void *arr)
+{
+	return mono_array_addr_with_size_fast ((MonoArray *)arr, 1, 0);
+}
+
+uint32_t
+sp_client_identity_hash (void *obj)
+{
+	return (uint32_t)mono_object_hash_internal ((MonoObject *)obj);
+}
+
+/* Replace the LID table by one with room for `need` entries, keeping the bound ones. */
+static int
+sp_mono_lid_table_grow (uint32_t need, SpError *err)
+{
+	uint32_t cap = sp_lid_table ? (uint32_t)mono_array_length_internal (sp_lid_table) : 0;
+	uint32_t new_cap = cap ? cap : 1024;
+	while (new_cap < need)
+		new_cap *= 2;
+	ERROR_DECL (error);
+	MonoArray *table = mono_array_new_checked (mono_get_root_domain (), mono_defaults.object_class, new_cap, error);
+	if (!is_ok (error)) {
+		mono_error_cleanup (error);
+		return sp_error_set (err, "out of memory for a table of %u objects", new_cap);
+	}
+	guint32 handle = mono_gchandle_new_internal ((MonoObject *)table, TRUE);
+	for (uint32_t i = 1; i <= sp_lid_used; i++)
+		mono_array_setref_fast (table, i, mono_array_get_fast (sp_lid_table, MonoObject *, i));
+	if (sp_lid_table_handle)
+		mono_gchandle_free_internal (sp_lid_table_handle);
+	sp_lid_table = table;
+	sp_lid_table_handle = handle;
+	return 0;
+}
+
+int
+sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
+{
+	if (!sp_lid_table || lid >= mono_array_length_internal (sp_lid_table)) {
+		if (sp_mono_lid_table_grow (lid + 1, err) < 0)
+			return -1;
+	}
+	mono_array_setref_fast (sp_lid_table, lid, (MonoObject *)obj);
+	if (lid > sp_lid_used)
+		sp_lid_used = lid;
+	return 0;
+}
+
+void *
+sp_client_lid_object (uint32_t lid)
+{
+	return mono_array_get_fast (sp_lid_table, MonoObject *, lid);
+}
+
+void
+sp_client_lid_reset (void)
+{
+	/* Storing nulls needs no write barrier. */
+	if (sp_lid_table && sp_lid_used)
+		memset (mono_array_addr_fast (sp_lid_table, MonoObject *, 0), 0, ((size_t)sp_lid_used + 1) * sizeof (MonoObject *));
+	sp_lid_used = 0;
+}
+
+/* ---- restore -------------------------------------------------------------- */
+
+/* The live class map for a class of the snapshot's class cache, or NULL and why. */
+static SpClass *
+sp_mono_resolve_class (const SpSnapClass *sc, SpError *err)
+{
+	/* "Type, Assembly": the version is informative; the layout check decides. */
+	char *comma = strchr (sc->assembly, ',');
+	char *qualified = g_strdup_printf ("%s, %.*s", sc->name, (int)(comma ? comma - sc->assembly : (long)strlen (sc->assembly)), sc->assembly);
+	ERROR_DECL (error);
+	MonoType *type = mono_reflection_type_from_name_checked (qualified, NULL, error);
+	g_free (qualified);
+	if (!is_ok (error) || !type) {
+		mono_error_cleanup (error);
+		sp_error_set (err, "class %s from assembly %s cannot be found", sc->name, sc->assembly);
+		return NULL;
+	}
+	MonoClass *klass = mono_class_from_mono_type_internal (type);
+	SpClass *live = sp_mono_class_map (klass, err);
+	if (!live)
+		return NULL;
+	if (live->kind != sc->kind || (sc->kind == SP_CLASS_OBJECT && (mono_class_is_abstract (klass) || mono_class_is_interface (klass)))) {
+		sp_error_set (err, "class %s is not of the kind the snapshot says", sc->name);
+		return NULL;
+	}
+	if (sp_snapshot_class_matches (sc, live, err) < 0)
+		return NULL;
+	return live;
+}
+
+typedef struct SpRestore {
+	SpSnapshot snap;
+	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
+	guint32 handle;
+} SpRestore;
+
+static MonoObject *
+sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
+{
+	const SpSnapObject *o = &r->snap.objects [lid];
+	MonoDomain *domain = mono_domain_get ();
+	ERROR_DECL (error);
+	MonoObject *obj = NULL;
+	if (o->kind == SP_CLASS_STRING) {
+		uint16_t *chars = (uint16_t *)malloc ((o->length ? o->length : 1) * sizeof (uint16_t));
+		if (!chars) {
+			sp_error_set (err, "out of memory for a string of %llu characters", (unsigned long long)o->length);
+			return NULL;
+		}
+		sp_snapshot_string_chars (&r->snap, lid, chars);
+		obj = (MonoObject *)mono_string_new_utf16_checked (domain, chars, (gint32)o->length, error);
+		free (chars);
+	} else {
+		SpClass *live = (SpClass *)r->snap.classes [o->class_id].resolved;
+		MonoClass *klass = (MonoClass *)live->client;
+		if (o->kind == SP_CLASS_ARRAY)
+			obj = (MonoObject *)mono_array_new_checked (domain, m_class_get_element_class (klass), (uintptr_t)o->length, error);
+		else
+			obj = mono_object_new_checked (domain, klass, error);   /* zeroed; no constructor runs */
+	}
+	if (!is_ok (error)) {
+		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
+		mono_error_cleanup (error);
+		return NULL;
+	}
+	return obj;
+}
+
+/* Fix-up of one reference: the target must fit the declared type of the slot. */
+static int
+sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	MonoObject *target = lid ? mono_array_get_fast (r->objects, MonoObject *, lid) : NULL;
+	if (target && !mono_class_is_assignable_from_internal ((MonoClass *)field->type_client, mono_object_class (target))) {
+		char *tname = sp_mono_type_name (m_class_get_byval_arg (mono_object_class (target)));
+		sp_error_set (err, "object %u has type %s, which cannot be stored in '%s' of type %s",
+			      lid, tname, *field->name ? field->name : "element", field->type_name);
+		g_free (tname);
+		return -1;
+	}
+	mono_gc_wbarrier_generic_store_internal (slot, target);
+	return 0;
+}
+
+static int
+sp_mono_fixup (SpRestore *r, uint32_t lid, SpError *err)
+{
+	const SpSnapObject *o = &r->snap.objects [lid];
+	if (o->kind == SP_CLASS_STRING)
+		return 0;
+	MonoObject *obj = mono_array_get_fast (r->objects, MonoObject *, lid);
+	const SpClass *live = (const SpClass *)r->snap.classes [o->class_id].resolved;
+	void *base = o->kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : (void *)obj;
+	return sp_snapshot_fill (&r->snap, lid, base, live, sp_mono_store_ref, r, err);
+}
+
+/* Make the snapshot's roots the registered roots, with their ids. */
+static void
+sp_mono_restore_roots (SpRestore *r)
+{
+	for (uint32_t i = 0; i < r->snap.trailer.nroots; i++) {
+		const SpSnapRoot *root = &r->snap.roots [i];
+		if (root->id > sp_roots->len)
+			g_array_set_size (sp_roots, root->id);
+		MonoObject *obj = root->lid ? mono_array_get_fast (r->objects, MonoObject *, root->lid) : NULL;
+		g_array_index (sp_roots, guint32, root->id - 1) = obj ? mono_gchandle_new_internal (obj, FALSE) : 0;
+	}
+}
+
+static int
+sp_mono_restore_objects (SpRestore *r, SpError *err)
+{
+	uint32_t n = r->snap.trailer.nobjects;
+	for (uint32_t i = 1; i <= r->snap.trailer.nclasses; i++) {
+		SpSnapClass *sc = &r->snap.classes [i];
+		if (!(sc->resolved = sp_mono_resolve_class (sc, err)))
+			return -1;
+	}
+	ERROR_DECL (error);
+	r->objects = mono_array_new_checked (mono_domain_get (), mono_defaults.object_class, (uintptr_t)n + 1, error);
+	if (!is_ok (error)) {
+		mono_error_cleanup (error);
+		return sp_error_set (err, "out of memory for %u objects", n);
+	}
+	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
+	for (uint32_t lid = 1; lid <= n; lid++) {
+		MonoObject *obj = sp_mono_construct (r, lid, err);
+		if (!obj)
+			return -1;
+		mono_array_setref_fast (r->objects, lid, obj);
+	}
+	for (uint32_t lid = 1; lid <= n; lid++)
+		if (sp_mono_fixup (r, lid, err) < 0)
+			return -1;
+	return 0;
+}
+
+/* Used by the store to pick the newest snapshot that restores; on success the roots are live. */
+static int
+sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
+{
+	(void)ctx;
+	SpRestore r = { 0 };
+	if (sp_snapshot_parse (data, size, &r.snap, err) < 0)
+		return SP_ACCEPT_SKIP;      /* damaged: an older snapshot may do */
+	/* Intact but not restorable into this program: never fall back silently. */
+	int rc = sp_mono_restore_objects (&r, err) < 0 ? SP_ACCEPT_FATAL : 0;
+	if (rc == 0)
+		sp_mono_restore_roots (&r);
+	if (r.handle)
+		mono_gchandle_free_internal (r.handle);
+	sp_snapshot_free (&r.snap);
+	return rc;
+}
+
+/* ---- starting: store and warm restart -------------------------------------- */
+
+static void
+sp_mono_warn (void *ctx, const char *message)
+{
+	(void)ctx;
+	fprintf (stderr, "spmono: warning: %s\n", message);
+}
+
+static int
+sp_mono_start (SpError *err)
+{
+	if (sp_started)
+		return 0;
+	char *location = sp_options_store_location (&sp_options, sp_program);
+	int rc = sp_store_open (location, sp_options.keep, &sp_store, err);
+	free (location);
+	if (rc < 0)
+		return -1;
+	uint8_t *data;
+	size_t size;
+	uint64_t seq;
+	/*
+	 * Damaged snapshots are skipped (with a warning) in favour of older ones.  A
+	 * snapshot that is intact but does not fit the program (a class changed or
+	 * is missing) is an error: a cold start would silently lose the state.
+	 */
+	if (sp_store_load_newest (sp_store, sp_mono_restore, NULL, sp_mono_warn, NULL, &data, &size, &seq, err) < 0) {
+		sp_store_close (sp_store);
+		sp_store = NULL;
+		return -1;
+	}
+	free (data);
+	sp_warm = data != NULL;
+	if (sp_warm && sp_options.verbose)
+		fprintf (stderr, "spmono: warm restart from snapshot %llu in %s\n", (unsigned long long)seq, sp_store->location);
+	sp_started = TRUE;
+	return 0;
+}
+
+/* ---- SendPData ----------------------------------------------------------- */
+
+static uint64_t
+sp_mono_now_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+sp_mono_monotonic_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int
+sp_mono_serialize_all (uint64_t seq, SpError *err)
+{
+	SpSnapHeader h = { .sequence = seq, .time_ns = sp_mono_now_ns () };
+	if (sp_ser_begin (&sp_ser, &sp_out, &h, err) < 0)
+		return -1;
+	int rc = 0;
+	for (guint i = 0; i < sp_roots->len && rc == 0; i++) {
+		guint32 handle = g_array_index (sp_roots, guint32, i);
+		if (handle)
+			rc = sp_ser_root (&sp_ser, i + 1, mono_gchandle_get_target_internal (handle), err);
+	}
+	while (rc == 0 && (rc = sp_ser_step (&sp_ser, 4096, err)) > 0)
+		;
+	if (rc == 0)
+		rc = sp_ser_finish (&sp_ser, err);
+	sp_client_lid_reset ();
+	return rc;
+}
+
+static int
+sp_mono_send (SpError *err)
+{
+	if (sp_mono_start (err) < 0)
+		return -1;
+	uint64_t t0 = sp_mono_monotonic_ns ();
+	uint64_t seq = sp_store_next_sequence (sp_store);
+	if (sp_mono_serialize_all (seq, err) < 0)
+		return sp_error_prefix (err, "SendPData");
+	uint64_t t1 = sp_mono_monotonic_ns ();
+	if (sp_store_commit (sp_store, sp_out.data, sp_out.len, seq, err) < 0)
+		return sp_error_prefix (err, "SendPData");
+	if (sp_options.verbose)
+		fprintf (stderr, "spmono: snapshot %llu: %llu objects, %zu bytes, serialized in %.3f ms, committed in %.3f ms\n",
+			 (unsigned long long)seq, (unsigned long long)sp_ser.objects_written, sp_out.len,
+			 (t1 - t0) / 1e6, (sp_mono_monotonic_ns () - t1) / 1e6);
+	/* Do not pin a large buffer between cycles. */
+	if (sp_out.cap > (64u << 20))
+		sp_buf_free (&sp_out);
+	return 0;
+}
+
+/* ---- internal calls -------------------------------------------------------- */
+
+static MonoString *
+sp_mono_result (int rc, const SpError *err)
+{
+	if (rc == 0)
+		return NULL;
+	ERROR_DECL (error);
+	MonoString *msg = mono_string_new_checked (mono_domain_get (), err->msg, error);
+	mono_error_cleanup (error);
+	return msg;
+}
+
+static MonoString *
+sp_icall_add_root (MonoObject *root, gint32 *id)
+{
+	SpError err = { 0 };
+	mono_coop_mutex_lock (&sp_lock);
+	int rc = sp_mono_start (&err);
+	if (rc == 0) {
+		guint32 handle = mono_gchandle_new_internal (root, FALSE);
+		g_array_append_val (sp_roots, handle);
+		*id = (gint32)sp_roots->len;
+	}
+	mono_coop_mutex_unlock (&sp_lock);
+	return sp_mono_result (rc, &err);
+}
+
+static guint32 *
+sp_mono_root_slot (gint32 id, SpError *err)
+{
+	if (id < 1 || (guint)id > sp_roots->len || !g_array_index (sp_roots, guint32, id - 1)) {
+		sp_error_set (err, "there is no persistent root with id %d", id);
+		return NULL;
+	}
+	return &g_array_index (sp_roots, guint32, id - 1);
+}
+
+static MonoString *
+sp_icall_remove_root (gint32 id)
+{
+	SpError err = { 0 };
+	mono_coop_mutex_lock (&sp_lock);
+	int rc = sp_mono_start (&err);
+	guint32 *slot = rc == 0 ? sp_mono_root_slot (id, &err) : NULL;
+	if (slot) {
+		mono_gchandle_free_internal (*slot);
+		*slot = 0;
+	} else {
+		rc = -1;
+	}
+	mono_coop_mutex_unlock (&sp_lock);
+	return sp_mono_result (rc, &err);
+}
+
+static MonoString *
+sp_icall_recv (gint32 id, MonoObject **root)
+{
+	SpError err = { 0 };
+	*root = NULL;
+	mono_coop_mutex_lock (&sp_lock);
+	int rc = sp_mono_start (&err);
+	guint32 *slot = rc == 0 ? sp_mono_root_slot (id, &err) : NULL;
+	if (slot)
+		*root = mono_gchandle_get_target_internal (*slot);
+	else
+		rc = -1;
+	mono_coop_mutex_unlock (&sp_lock);
+	return sp_mono_result (rc, &err);
+}
+
+static MonoString *
+sp_icall_is_warm (MonoBoolean *warm)
+{
+	SpError err = { 0 };
+	mono_coop_mutex_lock (&sp_lock);
+	int rc = sp_mono_start (&err);
+	*warm = rc == 0 && sp_warm;
+	mono_coop_mutex_unlock (&sp_lock);
+	return sp_mono_result (rc, &err);
+}
+
+static MonoString *
+sp_icall_send (void)
+{
+	SpError err = { 0 };
+	mono_coop_mutex_lock (&sp_lock);
+	int rc = sp_mono_send (&err);
+	mono_coop_mutex_unlock (&sp_lock);
+	return sp_mono_result (rc, &err);
+}
+
+/* ---- driver hooks (sp-mono.h) ---------------------------------------------- */
+
+gboolean
+sp_mono_parse_option (const char *arg)
+{
+	SpError err = { 0 };
+	if (sp_options_parse (&sp_options, arg, &err) == 0)
+		return TRUE;
+	fprintf (stderr, "spmono: %s\n", err.msg);
+	return FALSE;
+}
+
+void
+sp_mono_print_usage (FILE *out)
+{
+	sp_options_usage (out);
+}
+
+/* SPersistence.dll is found next to the runtime (<bin>/../lib), before any other copy. */
+static MonoAssembly *
+sp_mono_preload (MonoAssemblyLoadContext *alc, MonoAssemblyName *aname, char **paths, gboolean refonly, gpointer user_data, MonoError *error)
+{
+	(void)paths;
+	(void)user_data;
+	if (refonly || strcmp (aname->name, "SPersistence") != 0)
+		return NULL;
+	char exe [4096];
+	ssize_t len = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+	if (len <= 0)
+		return NULL;
+	exe [len] = '\0';
+	char *bindir = g_path_get_dirname (exe);
+	char *path = g_build_filename (bindir, "..", "lib", "SPersistence.dll", (const char *)NULL);
+	MonoAssembly *assembly = NULL;
+	if (g_file_test (path, G_FILE_TEST_EXISTS)) {
+		MonoAssemblyOpenRequest req;
+		mono_assembly_request_prepare_open (&req, MONO_ASMCTX_DEFAULT, alc);
+		MonoImageOpenStatus status;
+		assembly = mono_assembly_request_open (path, &req, &status);
+	}
+	g_free (path);
+	g_free (bindir);
+	return assembly;
+}
+
+void
+sp_mono_init (const char *program)
+{
+	mono_coop_mutex_init (&sp_lock);
+	sp_program = g_strdup (program);
+	sp_roots = g_array_new (FALSE, TRUE, sizeof (guint32));
+	sp_class_maps = g_hash_table_new (NULL, NULL);
+	sp_ser_init (&sp_ser);
+	sp_buf_init (&sp_out);
+	mono_install_assembly_preload_hook_v2 (sp_mono_preload, NULL, FALSE);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_add_root", sp_icall_add_root);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_remove_root", sp_icall_remove_root);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_recv", sp_icall_recv);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_is_warm", sp_icall_is_warm);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_send", sp_icall_send);
+}

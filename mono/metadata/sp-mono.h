@@ -1,0 +1,23 @@
+/*
+ * sp-mono.h: spmono's client side, what the rest of Mono calls.
+ *
+ * The persistence core (mono/spersist/) knows nothing of Mono; this client
+ * builds its persistent class maps from custom attributes, gives it object
+ * identity that survives a moving GC, allocates objects on restore, and
+ * implements the internal calls behind SPersistence.SPC.
+ */
+#ifndef __MONO_METADATA_SP_MONO_H__
+#define __MONO_METADATA_SP_MONO_H__
+
+#include <stdio.h>
+
+#include <glib.h>
+
+/* One "--sp-..." option from the command line or MONO_ENV_OPTIONS; FALSE (after a message on stderr) when bad. */
+gboolean sp_mono_parse_option (const char *arg);
+/* The persistence part of `spmono --help`. */
+void sp_mono_print_usage (FILE *out);
+/* Once the JIT is up: register SPC's internal calls; `program` is the assembly being run. */
+void sp_mono_init (const char *program);
+
+#endif

@@ -1,0 +1,33 @@
+// TestUtil: assertions for the runtime tests' C# programs. A failed check exits
+// with status 1 and says what differed, so the shell side only checks status.
+using System;
+
+static class T
+{
+	public static void Check (bool ok, string what)
+	{
+		if (!ok) {
+			Console.Error.WriteLine ("CHECK FAILED: " + what);
+			Environment.Exit (1);
+		}
+	}
+
+	public static void Eq<V> (V expected, V actual, string what)
+	{
+		if (!object.Equals (expected, actual))
+			Check (false, what + ": expected <" + expected + "> got <" + actual + ">");
+	}
+
+	public static void Throws<E> (Action a, string mustContain, string what) where E : Exception
+	{
+		try {
+			a ();
+		} catch (E e) {
+			Check (mustContain == null || e.Message.Contains (mustContain),
+				what + ": message <" + e.Message + "> lacks <" + mustContain + ">");
+			Console.WriteLine (what + " threw: " + e.Message);
+			return;
+		}
+		Check (false, what + ": no " + typeof (E).Name + " thrown");
+	}
+}
