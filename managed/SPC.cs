@@ -56,6 +56,14 @@ namespace SPersistence
 			return warm;
 		}
 
+		/// <summary>Figures of the latest snapshot and of the restore.</summary>
+		public static SPStats GetStats ()
+		{
+			var v = new long [SPStats.Count];
+			Check (sp_stats (v));
+			return new SPStats (v);
+		}
+
 		static void Check (string error)
 		{
 			if (error != null)
@@ -76,6 +84,32 @@ namespace SPersistence
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
 		static extern string sp_is_warm (out bool warm);
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_stats (long [] values);
+	}
+
+	/// <summary>Persistence statistics (times in nanoseconds).</summary>
+	public sealed class SPStats
+	{
+		internal const int Count = 11;
+
+		/// <summary>Snapshots committed by this process.</summary>
+		public readonly long Snapshots;
+		public readonly long LastSequence, LastObjects, LastBytes, LastSerializeNs, LastCommitNs;
+		/// <summary>SendPData calls that failed.</summary>
+		public readonly long Failures;
+		/// <summary>The snapshot this process started from (0: cold start).</summary>
+		public readonly long RestoredSequence, RestoredObjects, RestoredBytes;
+		/// <summary>Opening the store and restoring, in total.</summary>
+		public readonly long RestoreNs;
+
+		internal SPStats (long [] v)
+		{
+			Snapshots = v [0]; LastSequence = v [1]; LastObjects = v [2]; LastBytes = v [3];
+			LastSerializeNs = v [4]; LastCommitNs = v [5]; Failures = v [6];
+			RestoredSequence = v [7]; RestoredObjects = v [8]; RestoredBytes = v [9]; RestoreNs = v [10];
+		}
 	}
 
 	/// <summary>A persistence operation failed; the message says what and where.</summary>

@@ -40,7 +40,7 @@
 #include "../spersist/sp-snapshot.h"
 #include "../spersist/sp-store.h"
 
-static SpOptions sp_options;
+static SpOptions sp_options = SP_OPTIONS_DEFAULT;
 static char *sp_program;                 /* path of the program being run */
 static MonoCoopMutex sp_lock;
 
@@ -63,6 +63,15 @@ static uint32_t sp_lid_used;             /* highest LID bound since the last res
 
 static SpSerializer sp_ser;
 static SpBuf sp_out;
+
+/* Figures for SPC.GetStats, in the order of SPStats' constructor (managed/SPC.cs). */
+enum {
+	SP_STAT_SNAPSHOTS, SP_STAT_LAST_SEQUENCE, SP_STAT_LAST_OBJECTS, SP_STAT_LAST_BYTES,
+	SP_STAT_LAST_SERIALIZE_NS, SP_STAT_LAST_COMMIT_NS, SP_STAT_FAILURES,
+	SP_STAT_RESTORED_SEQUENCE, SP_STAT_RESTORED_OBJECTS, SP_STAT_RESTORED_BYTES, SP_STAT_RESTORE_NS,
+	SP_STAT_COUNT
+};
+static gint64 sp_stats [SP_STAT_COUNT];
 
 /* ---- class map ------------------------------------------------------------ */
 
@@ -563,8 +572,10 @@ sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
 		return SP_ACCEPT_SKIP;      /* damaged: an older snapshot may do */
 	/* Intact but not restorable into this program: never fall back silently. */
 	int rc = sp_mono_restore_objects (&r, err) < 0 ? SP_ACCEPT_FATAL : 0;
-	if (rc == 0)
+	if (rc == 0) {
 		sp_mono_restore_roots (&r);
+		sp_stats [SP_STAT_RESTORED_OBJECTS] = r.snap.trailer.nobjects;
+	}
 	if (r.handle)
 		mono_gchandle_free_internal (r.handle);
 	sp_snapshot_free (&r.snap);
@@ -572,6 +583,23 @@ sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
 }
 
 /* ---- starting: store and warm restart -------------------------------------- */
+
+static uint64_t
+sp_mono_now_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+sp_mono_monotonic_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 
 static void
 sp_mono_warn (void *ctx, const char *message)
@@ -585,6 +613,7 @@ sp_mono_start (SpError *err)
 {
 	if (sp_started)
 		return 0;
+	uint64_t t0 = sp_mono_monotonic_ns ();
 	char *location = sp_options_store_location (&sp_options, sp_program);
 	int rc = sp_store_open (location, sp_options.keep, &sp_store, err);
 	free (location);
@@ -605,6 +634,11 @@ sp_mono_start (SpError *err)
 	}
 	free (data);
 	sp_warm = data != NULL;
+	if (sp_warm) {
+		sp_stats [SP_STAT_RESTORED_SEQUENCE] = (gint64)seq;
+		sp_stats [SP_STAT_RESTORED_BYTES] = (gint64)size;
+	}
+	sp_stats [SP_STAT_RESTORE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
 	if (sp_warm && sp_options.verbose)
 		fprintf (stderr, "spmono: warm restart from snapshot %llu in %s\n", (unsigned long long)seq, sp_store->location);
 	sp_started = TRUE;
@@ -612,22 +646,6 @@ sp_mono_start (SpError *err)
 }
 
 /* ---- SendPData ----------------------------------------------------------- */
-
-static uint64_t
-sp_mono_now_ns (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t
-sp_mono_monotonic_ns (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int
 sp_mono_serialize_all (uint64_t seq, SpError *err)
@@ -654,17 +672,24 @@ sp_mono_send (SpError *err)
 {
 	if (sp_mono_start (err) < 0)
 		return -1;
-	uint64_t t0 = sp_mono_monotonic_ns ();
+	uint64_t t0 = sp_mono_monotonic_ns (), t1 = 0;
 	uint64_t seq = sp_store_next_sequence (sp_store);
-	if (sp_mono_serialize_all (seq, err) < 0)
+	if (sp_mono_serialize_all (seq, err) < 0 ||
+	    (t1 = sp_mono_monotonic_ns (), sp_store_commit (sp_store, sp_out.data, sp_out.len, seq, err) < 0)) {
+		sp_stats [SP_STAT_FAILURES]++;
 		return sp_error_prefix (err, "SendPData");
-	uint64_t t1 = sp_mono_monotonic_ns ();
-	if (sp_store_commit (sp_store, sp_out.data, sp_out.len, seq, err) < 0)
-		return sp_error_prefix (err, "SendPData");
+	}
+	uint64_t t2 = sp_mono_monotonic_ns ();
+	sp_stats [SP_STAT_SNAPSHOTS]++;
+	sp_stats [SP_STAT_LAST_SEQUENCE] = (gint64)seq;
+	sp_stats [SP_STAT_LAST_OBJECTS] = (gint64)sp_ser.objects_written;
+	sp_stats [SP_STAT_LAST_BYTES] = (gint64)sp_out.len;
+	sp_stats [SP_STAT_LAST_SERIALIZE_NS] = (gint64)(t1 - t0);
+	sp_stats [SP_STAT_LAST_COMMIT_NS] = (gint64)(t2 - t1);
 	if (sp_options.verbose)
 		fprintf (stderr, "spmono: snapshot %llu: %llu objects, %zu bytes, serialized in %.3f ms, committed in %.3f ms\n",
 			 (unsigned long long)seq, (unsigned long long)sp_ser.objects_written, sp_out.len,
-			 (t1 - t0) / 1e6, (sp_mono_monotonic_ns () - t1) / 1e6);
+			 (t1 - t0) / 1e6, (t2 - t1) / 1e6);
 	/* Do not pin a large buffer between cycles. */
 	if (sp_out.cap > (64u << 20))
 		sp_buf_free (&sp_out);
@@ -763,6 +788,18 @@ sp_icall_send (void)
 	return sp_mono_result (rc, &err);
 }
 
+static MonoString *
+sp_icall_stats (MonoArray *out)
+{
+	SpError err = { 0 };
+	mono_coop_mutex_lock (&sp_lock);
+	int rc = sp_mono_start (&err);
+	for (int i = 0; rc == 0 && i < SP_STAT_COUNT && (uintptr_t)i < mono_array_length_internal (out); i++)
+		mono_array_set_fast (out, gint64, i, sp_stats [i]);
+	mono_coop_mutex_unlock (&sp_lock);
+	return sp_mono_result (rc, &err);
+}
+
 /* ---- driver hooks (sp-mono.h) ---------------------------------------------- */
 
 gboolean
@@ -823,4 +860,5 @@ sp_mono_init (const char *program)
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_recv", sp_icall_recv);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_is_warm", sp_icall_is_warm);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_send", sp_icall_send);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_stats", sp_icall_stats);
 }

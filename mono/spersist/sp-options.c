@@ -11,9 +11,7 @@
 void
 sp_options_init (SpOptions *o)
 {
-	o->store = NULL;
-	o->keep = SP_DEFAULT_KEEP;
-	o->verbose = false;
+	*o = (SpOptions)SP_OPTIONS_DEFAULT;
 }
 
 void

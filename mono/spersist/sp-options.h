@@ -23,6 +23,9 @@ typedef struct SpOptions {
 	bool verbose;           /* one line on stderr per snapshot */
 } SpOptions;
 
+/* Defaults, usable as a static initializer (options are parsed before any init runs). */
+#define SP_OPTIONS_DEFAULT { .store = NULL, .keep = SP_DEFAULT_KEEP, .verbose = false }
+
 void sp_options_init (SpOptions *o);
 void sp_options_free (SpOptions *o);
 /* Parse one "--sp-..." argument: 0, or -1 with err naming the problem. */

@@ -1,0 +1,114 @@
+// TreeBench: SP against BinaryFormatter on a binary tree of composite nodes
+// (several primitive fields and three references each: left, right, parent).
+//
+//   TreeBench.exe save N REPS   build, then time REPS serializations of each
+//   TreeBench.exe load N REPS   (warm restart) time SP's restore of this process
+//                               and REPS BinaryFormatter deserializations
+// Prints CSV rows: mechanism,operation,nodes,rep,ns,bytes.  Each restored graph
+// is compared with a freshly built one before its time counts.
+using System;
+using System.Diagnostics;
+using System.IO;
+using System.Runtime.Serialization.Formatters.Binary;
+using SPersistence;
+
+[Serializable, SPersistent]
+class TreeNode
+{
+	[SPersistentField] public int Key;
+	[SPersistentField] public long Stamp;
+	[SPersistentField] public double Weight;
+	[SPersistentField] public bool Red;
+	[SPersistentField] public short Depth;
+	[SPersistentField] public TreeNode Left, Right, Parent;
+}
+
+static class TreeBench
+{
+	// A complete binary tree of n nodes with deterministic contents.
+	static TreeNode Build (int n)
+	{
+		var nodes = new TreeNode [n];
+		for (int i = 0; i < n; i++) {
+			var t = new TreeNode { Key = i * 7, Stamp = (long)i << 20, Weight = i * 0.5, Red = i % 3 == 0 };
+			nodes [i] = t;
+			if (i > 0) {
+				t.Parent = nodes [(i - 1) / 2];
+				t.Depth = (short)(t.Parent.Depth + 1);
+				if (i % 2 == 1) t.Parent.Left = t; else t.Parent.Right = t;
+			}
+		}
+		return nodes [0];
+	}
+
+	static bool Same (TreeNode a, TreeNode b, int n)
+	{
+		var qa = new TreeNode [n];
+		var qb = new TreeNode [n];
+		int head = 0, tail = 0;
+		qa [tail] = a; qb [tail++] = b;
+		while (head < tail) {
+			TreeNode x = qa [head], y = qb [head++];
+			if (x.Key != y.Key || x.Stamp != y.Stamp || x.Weight != y.Weight || x.Red != y.Red || x.Depth != y.Depth)
+				return false;
+			if ((x.Parent == null) != (y.Parent == null) || (x.Parent != null && x.Parent.Key != y.Parent.Key))
+				return false;
+			foreach (var pair in new [] { new [] { x.Left, y.Left }, new [] { x.Right, y.Right } }) {
+				if ((pair [0] == null) != (pair [1] == null)) return false;
+				if (pair [0] != null) { qa [tail] = pair [0]; qb [tail++] = pair [1]; }
+			}
+		}
+		return tail == n;
+	}
+
+	static void Row (string mech, string op, int n, int rep, long ns, long bytes)
+	{
+		Console.WriteLine ("{0},{1},{2},{3},{4},{5}", mech, op, n, rep, ns, bytes);
+	}
+
+	static long Ns (Stopwatch sw) { return (long)(sw.ElapsedTicks * (1e9 / Stopwatch.Frequency)); }
+
+	static int Main (string[] args)
+	{
+		int n = int.Parse (args [1]), reps = int.Parse (args [2]);
+		var sw = new Stopwatch ();
+		if (args [0] == "save") {
+			TreeNode root = Build (n);
+			var bf = new BinaryFormatter ();
+			for (int r = 0; r <= reps; r++) {           // rep 0 warms up the JIT
+				var ms = new MemoryStream ();
+				sw.Restart (); bf.Serialize (ms, root); sw.Stop ();
+				if (r > 0) Row ("BinaryFormatter", "serialize", n, r, Ns (sw), ms.Length);
+			}
+			SPC.AddRoot (root);
+			for (int r = 0; r <= reps; r++) {
+				SPC.SendPData ();
+				SPStats s = SPC.GetStats ();
+				if (r > 0) {
+					Row ("SP", "serialize", n, r, s.LastSerializeNs, s.LastBytes);
+					Row ("SP", "commit", n, r, s.LastCommitNs, s.LastBytes);
+				}
+			}
+			return 0;
+		}
+		// load: this process started warm; SP's restore already ran in IsWarmRestart.
+		sw.Restart ();
+		bool warm = SPC.IsWarmRestart ();
+		sw.Stop ();
+		if (!warm) { Console.Error.WriteLine ("load needs a store written by save"); return 1; }
+		TreeNode expected = Build (n);
+		if (!Same (expected, (TreeNode)SPC.RecvPData (1), n)) { Console.Error.WriteLine ("SP restore differs"); return 1; }
+		SPStats st = SPC.GetStats ();
+		Row ("SP", "restore", n, 1, st.RestoreNs, st.RestoredBytes);
+		var f = new BinaryFormatter ();
+		var buf = new MemoryStream ();
+		f.Serialize (buf, expected);
+		for (int r = 0; r <= reps; r++) {
+			buf.Position = 0;
+			sw.Restart (); var back = (TreeNode)f.Deserialize (buf); sw.Stop ();
+			if (!Same (expected, back, n)) { Console.Error.WriteLine ("BinaryFormatter restore differs"); return 1; }
+			if (r > 0) Row ("BinaryFormatter", "restore", n, r, Ns (sw), buf.Length);
+		}
+		return 0;
+	}
+}

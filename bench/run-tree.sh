@@ -1,0 +1,21 @@
+#!/bin/bash
+# run-tree.sh [NODES] [REPS]: SP vs BinaryFormatter on a tree of composite nodes.
+# Writes bench/results/tree.csv and prints min/median/max per figure and the ratios.
+# The store is on tmpfs (/dev/shm) so "serialize" and "commit" are told apart;
+# SP restore needs a fresh process per repetition.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD:-$here/../build}
+n=${1:-25000}; reps=${2:-5}
+out=$here/results; mkdir -p "$out"
+work=$(mktemp -d /dev/shm/spbench.XXXXXX); trap 'rm -rf "$work"' EXIT
+mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/TreeBench.exe" "$here/TreeBench.cs"
+csv=$out/tree.csv
+echo "mechanism,operation,nodes,rep,ns,bytes" > "$csv"
+"$build/bin/spmono" --sp-store="$work/store" --sp-keep=1 "$work/TreeBench.exe" save "$n" "$reps" >> "$csv"
+for r in $(seq "$reps"); do
+	rows=$("$build/bin/spmono" --sp-store="$work/store" "$work/TreeBench.exe" load "$n" "$reps")
+	echo "$rows" | awk -F, -v r="$r" 'BEGIN{OFS=","} $1=="SP" {$4=r; print}' >> "$csv"
+	[ "$r" -gt 1 ] || echo "$rows" | grep '^BinaryFormatter' >> "$csv"
+done
+python3 "$here/summarize.py" "$csv"

@@ -1,0 +1,24 @@
+#!/usr/bin/env python3
+"""summarize.py CSV: min/median/max of every (mechanism, operation, size) and SP's advantage."""
+import csv, statistics, sys
+from collections import defaultdict
+
+rows = defaultdict(list)
+size = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    key = (r["mechanism"], r["operation"], int(r["nodes"]))
+    rows[key].append(int(r["ns"]) / 1e6)
+    size[key] = int(r["bytes"])
+print(f"{'mechanism':16} {'operation':10} {'nodes':>8} {'n':>3} {'min ms':>9} {'median':>9} {'max':>9} {'bytes':>10}")
+for key in sorted(rows):
+    v = rows[key]
+    print(f"{key[0]:16} {key[1]:10} {key[2]:8} {len(v):3} {min(v):9.3f} {statistics.median(v):9.3f} {max(v):9.3f} {size[key]:10}")
+for op in ("serialize", "restore"):
+    for n in sorted({k[2] for k in rows}):
+        bf, sp = rows.get(("BinaryFormatter", op, n)), rows.get(("SP", op, n))
+        if bf and sp:
+            print(f"{op} {n} nodes: SP is {statistics.median(bf) / statistics.median(sp):.1f}x faster (medians)")
+n = max(k[2] for k in rows)
+if ("SP", "serialize", n) in size and ("BinaryFormatter", "serialize", n) in size:
+    b, s = size[("BinaryFormatter", "serialize", n)], size[("SP", "serialize", n)]
+    print(f"size {n} nodes: SP {s} bytes, BinaryFormatter {b} bytes ({b / s:.1f}x larger)")

@@ -1,0 +1,197 @@
+/* test_lidmap.c: the object -> LID map, keyed by identity hash and confirmed through the LID table. */
+#include "unit.h"
+
+#include "fake-objects.h"
+#include "sp-lidmap.h"
+
+static int
+teardown (void **state)
+{
+	(void)state;
+	fake_reset ();
+	return 0;
+}
+
+/* n fresh objects bound to LIDs 1..n in the client's table (objs [lid]). */
+static void **
+make_bound_objects (uint32_t n)
+{
+	FakeClass *c = fake_class_object ("App", "App.Thing");
+	fake_class_add_field (c, "v", SP_KIND_I4, NULL);
+	void **objs = calloc ((size_t)n + 1, sizeof *objs);
+	assert_non_null (objs);
+	SpError err = { 0 };
+	for (uint32_t lid = 1; lid <= n; lid++) {
+		objs [lid] = fake_new_object (c);
+		assert_ok (sp_client_lid_bind (lid, objs [lid], &err), &err);
+	}
+	return objs;
+}
+
+static void
+add_all (SpLidMap *m, void **objs, uint32_t n)
+{
+	for (uint32_t lid = 1; lid <= n; lid++) {
+		SpLidEntry *e = sp_lidmap_add (m, sp_client_identity_hash (objs [lid]), lid);
+		assert_non_null (e);
+		assert_int_equal (sp_lid_of (e), lid);
+		assert_false (sp_lid_is_serialized (e));
+	}
+}
+
+static void
+check_all_found (SpLidMap *m, void **objs, uint32_t n)
+{
+	for (uint32_t lid = 1; lid <= n; lid++) {
+		SpLidEntry *e = sp_lidmap_find (m, sp_client_identity_hash (objs [lid]), objs [lid]);
+		if (!e || sp_lid_of (e) != lid) {
+			print_error ("object of lid %u: %s %u\n", lid, e ? "found as lid" : "not found", e ? sp_lid_of (e) : 0);
+			fail ();
+		}
+	}
+}
+
+static void
+test_200k_objects (void **state)
+{
+	(void)state;
+	const uint32_t n = 200000;
+	void **objs = make_bound_objects (n);
+	SpLidMap m;
+	assert_int_equal (sp_lidmap_init (&m, 16), 0);   /* small on purpose: many growths */
+	add_all (&m, objs, n);
+	assert_int_equal (m.count, n);
+	/* Capacity is a power of two, at most half full. */
+	assert_int_equal ((m.mask + 1) & m.mask, 0);
+	assert_true (m.count * 2 <= m.mask + 1);
+	check_all_found (&m, objs, n);
+	/* Objects never added are not found (some bound to a LID, some not bound at all). */
+	FakeClass *other = fake_class_object ("App", "App.Other");
+	SpError err = { 0 };
+	for (uint32_t i = 0; i < 1000; i++) {
+		void *stranger = fake_new_object (other);
+		if (i % 2)
+			assert_ok (sp_client_lid_bind (n + 1 + i / 2, stranger, &err), &err);
+		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (stranger), stranger));
+	}
+	/* The right hash with the wrong object is no match either. */
+	assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [1]), objs [2]));
+	sp_lidmap_free (&m);
+	free (objs);
+}
+
+static void
+test_forced_collisions (void **state)
+{
+	(void)state;
+	for (uint32_t buckets = 1; buckets <= 3; buckets += 2) {
+		fake_reset ();
+		fake_set_hash_buckets (buckets);   /* 1: every object hashes to 0 */
+		const uint32_t n = 400;
+		void **objs = make_bound_objects (n + 1);   /* lid n+1 is bound but never added */
+		if (buckets == 1)
+			assert_int_equal (sp_client_identity_hash (objs [1]), sp_client_identity_hash (objs [n]));
+		SpLidMap m;
+		assert_int_equal (sp_lidmap_init (&m, 0), 0);
+		add_all (&m, objs, n);
+		check_all_found (&m, objs, n);
+		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [n + 1]), objs [n + 1]));
+		void *unbound = fake_new_object (fake_class_find ("App.Thing"));
+		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (unbound), unbound));
+		sp_lidmap_free (&m);
+		free (objs);
+	}
+}
+
+static void
+test_growth_keeps_entries_and_bits (void **state)
+{
+	(void)state;
+	const uint32_t n = 5000;
+	void **objs = make_bound_objects (n);
+	SpLidMap m;
+	assert_int_equal (sp_lidmap_init (&m, 1), 0);
+	size_t growths = 0, cap = m.mask + 1;
+	for (uint32_t lid = 1; lid <= n; lid++) {
+		SpLidEntry *e = sp_lidmap_add (&m, sp_client_identity_hash (objs [lid]), lid);
+		assert_non_null (e);
+		if (lid % 3 == 0)
+			sp_lid_set_serialized (e);
+		if (m.mask + 1 != cap) {
+			/* Just grew: everything added so far is still there, with its bit. */
+			growths++;
+			cap = m.mask + 1;
+			check_all_found (&m, objs, lid);
+			for (uint32_t k = 1; k <= lid; k++) {
+				SpLidEntry *f = sp_lidmap_find (&m, sp_client_identity_hash (objs [k]), objs [k]);
+				assert_int_equal (sp_lid_is_serialized (f), k % 3 == 0);
+			}
+		}
+	}
+	assert_true (growths >= 5);
+	assert_int_equal (m.count, n);
+	sp_lidmap_free (&m);
+	free (objs);
+}
+
+static void
+test_serialized_bit (void **state)
+{
+	(void)state;
+	void **objs = make_bound_objects (3);
+	SpLidMap m;
+	assert_int_equal (sp_lidmap_init (&m, 4), 0);
+	add_all (&m, objs, 3);
+	SpLidEntry *e = sp_lidmap_find (&m, sp_client_identity_hash (objs [2]), objs [2]);
+	assert_non_null (e);
+	sp_lid_set_serialized (e);
+	assert_true (sp_lid_is_serialized (e));
+	assert_int_equal (sp_lid_of (e), 2);
+	/* Still found, with the bit, after the bit is set; the others are untouched. */
+	SpLidEntry *again = sp_lidmap_find (&m, sp_client_identity_hash (objs [2]), objs [2]);
+	assert_ptr_equal (again, e);
+	assert_true (sp_lid_is_serialized (again));
+	assert_false (sp_lid_is_serialized (sp_lidmap_find (&m, sp_client_identity_hash (objs [1]), objs [1])));
+	assert_false (sp_lid_is_serialized (sp_lidmap_find (&m, sp_client_identity_hash (objs [3]), objs [3])));
+	/* The bit and the largest LID do not overlap. */
+	SpLidEntry big = { .hash = 7, .lid = SP_LID_MAX };
+	assert_false (sp_lid_is_serialized (&big));
+	sp_lid_set_serialized (&big);
+	assert_true (sp_lid_is_serialized (&big));
+	assert_int_equal (sp_lid_of (&big), SP_LID_MAX);
+	sp_lid_set_serialized (&big);   /* idempotent */
+	assert_int_equal (sp_lid_of (&big), SP_LID_MAX);
+	sp_lidmap_free (&m);
+	free (objs);
+}
+
+static void
+test_clear_forgets (void **state)
+{
+	(void)state;
+	void **objs = make_bound_objects (100);
+	SpLidMap m;
+	assert_int_equal (sp_lidmap_init (&m, 0), 0);
+	add_all (&m, objs, 100);
+	sp_lidmap_clear (&m);
+	assert_int_equal (m.count, 0);
+	for (uint32_t lid = 1; lid <= 100; lid++)
+		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [lid]), objs [lid]));
+	add_all (&m, objs, 100);
+	check_all_found (&m, objs, 100);
+	sp_lidmap_free (&m);
+	free (objs);
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test_teardown (test_200k_objects, teardown),
+		cmocka_unit_test_teardown (test_forced_collisions, teardown),
+		cmocka_unit_test_teardown (test_growth_keeps_entries_and_bits, teardown),
+		cmocka_unit_test_teardown (test_serialized_bit, teardown),
+		cmocka_unit_test_teardown (test_clear_forgets, teardown),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}

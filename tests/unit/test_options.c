@@ -1,0 +1,198 @@
+/* test_options.c: --sp-* parsing and the store location's precedence. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* setenv */
+#endif
+#include "unit.h"
+
+#include "sp-options.h"
+
+static int
+setup (void **state)
+{
+	(void)state;
+	unsetenv ("SPMONO_STORE");
+	return 0;
+}
+
+static void
+test_defaults (void **state)
+{
+	(void)state;
+	SpOptions o;
+	sp_options_init (&o);
+	assert_null (o.store);
+	assert_int_equal (o.keep, SP_DEFAULT_KEEP);
+	assert_false (o.verbose);
+	sp_options_free (&o);
+}
+
+static void
+test_store_option (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_ok (sp_options_parse (&o, "--sp-store=/var/lib/app", &err), &err);
+	assert_string_equal (o.store, "/var/lib/app");
+	/* The last one wins; '=' inside the value is kept. */
+	assert_ok (sp_options_parse (&o, "--sp-store=file:/data/a=b", &err), &err);
+	assert_string_equal (o.store, "file:/data/a=b");
+	/* Empty, or no value at all: refused, naming the option; the previous value stays. */
+	assert_fails (sp_options_parse (&o, "--sp-store=", &err), &err);
+	assert_contains (err.msg, "--sp-store");
+	assert_fails (sp_options_parse (&o, "--sp-store", &err), &err);
+	assert_contains (err.msg, "--sp-store");
+	assert_string_equal (o.store, "file:/data/a=b");
+	sp_options_free (&o);
+	assert_null (o.store);
+}
+
+static void
+test_keep_option (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_ok (sp_options_parse (&o, "--sp-keep=5", &err), &err);
+	assert_int_equal (o.keep, 5);
+	assert_ok (sp_options_parse (&o, "--sp-keep=1", &err), &err);
+	assert_int_equal (o.keep, 1);
+	assert_ok (sp_options_parse (&o, "--sp-keep=1000000", &err), &err);
+	assert_int_equal (o.keep, 1000000);
+	const char *const bad [] = {
+		"--sp-keep=0", "--sp-keep=-1", "--sp-keep=abc", "--sp-keep=", "--sp-keep",
+		"--sp-keep=3x", "--sp-keep=1000001", "--sp-keep=4294967297", "--sp-keep=18446744073709551617",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
+		o.keep = 7;
+		err.msg [0] = '\0';
+		if (sp_options_parse (&o, bad [i], &err) != -1) {
+			print_error ("%s accepted (keep = %u)\n", bad [i], o.keep);
+			fail ();
+		}
+		assert_contains (err.msg, "--sp-keep");
+		/* The message quotes what it refused. */
+		const char *value = strchr (bad [i], '=');
+		assert_contains (err.msg, value ? value + 1 : "");
+		assert_int_equal (o.keep, 7);
+	}
+	sp_options_free (&o);
+}
+
+static void
+test_verbose_option (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_ok (sp_options_parse (&o, "--sp-verbose", &err), &err);
+	assert_true (o.verbose);
+	sp_options_init (&o);
+	assert_fails (sp_options_parse (&o, "--sp-verbose=yes", &err), &err);
+	assert_contains (err.msg, "--sp-verbose");
+	assert_false (o.verbose);
+	sp_options_free (&o);
+}
+
+static void
+test_unknown_options (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	const char *const bad [] = { "--sp-foo", "--sp-foo=1", "--sp-stores=x", "--sp-kee=2", "--sp-", "--sp-verbosex" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
+		err.msg [0] = '\0';
+		assert_int_equal (sp_options_parse (&o, bad [i], &err), -1);
+		/* Named without its value. */
+		char name [32];
+		snprintf (name, sizeof name, "%.*s", (int)strcspn (bad [i], "="), bad [i]);
+		assert_contains (err.msg, name);
+	}
+	/* Nothing changed. */
+	assert_null (o.store);
+	assert_int_equal (o.keep, SP_DEFAULT_KEEP);
+	assert_false (o.verbose);
+	sp_options_free (&o);
+}
+
+static void
+check_location (const SpOptions *o, const char *program, const char *want)
+{
+	char *loc = sp_options_store_location (o, program);
+	assert_non_null (loc);
+	assert_string_equal (loc, want);
+	free (loc);
+}
+
+static void
+test_store_location_precedence (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	/* Default: next to the program, extension replaced. */
+	check_location (&o, "dir/App.exe", "dir/App.spstore");
+	check_location (&o, "/opt/plant/Controller.exe", "/opt/plant/Controller.spstore");
+	check_location (&o, "dir/App", "dir/App.spstore");
+	check_location (&o, "App.exe", "App.spstore");
+	/* A dot in a directory name is not an extension; nor is a leading dot. */
+	check_location (&o, "my.dir/App", "my.dir/App.spstore");
+	check_location (&o, "dir/.hidden", "dir/.hidden.spstore");
+	check_location (&o, "dir/App.v2.exe", "dir/App.v2.spstore");
+	/* SPMONO_STORE beats the default (an empty one does not count). */
+	assert_int_equal (setenv ("SPMONO_STORE", "", 1), 0);
+	check_location (&o, "dir/App.exe", "dir/App.spstore");
+	assert_int_equal (setenv ("SPMONO_STORE", "/env/store", 1), 0);
+	check_location (&o, "dir/App.exe", "/env/store");
+	/* --sp-store beats SPMONO_STORE. */
+	assert_ok (sp_options_parse (&o, "--sp-store=/opt/explicit", &err), &err);
+	check_location (&o, "dir/App.exe", "/opt/explicit");
+	unsetenv ("SPMONO_STORE");
+	check_location (&o, "dir/App.exe", "/opt/explicit");
+	sp_options_free (&o);
+	/* No program name at all still gives a location. */
+	sp_options_init (&o);
+	char *loc = sp_options_store_location (&o, NULL);
+	assert_non_null (loc);
+	assert_true (strlen (loc) > strlen (".spstore"));
+	free (loc);
+	sp_options_free (&o);
+}
+
+static void
+test_usage_lists_every_option (void **state)
+{
+	(void)state;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *fp = open_memstream (&text, &size);
+	assert_non_null (fp);
+	sp_options_usage (fp);
+	fclose (fp);
+	assert_contains (text, "--sp-store");
+	assert_contains (text, "--sp-keep");
+	assert_contains (text, "--sp-verbose");
+	assert_contains (text, "SPMONO_STORE");
+	free (text);
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test_setup (test_defaults, setup),
+		cmocka_unit_test_setup (test_store_option, setup),
+		cmocka_unit_test_setup (test_keep_option, setup),
+		cmocka_unit_test_setup (test_verbose_option, setup),
+		cmocka_unit_test_setup (test_unknown_options, setup),
+		cmocka_unit_test_setup (test_store_location_precedence, setup),
+		cmocka_unit_test_setup (test_usage_lists_every_option, setup),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}

@@ -1,0 +1,884 @@
+/*
+ * test_roundtrip.c: serialize a fake graph, parse the snapshot, restore it
+ * (construction phase, then fix-up phase) and compare; plus the properties of
+ * the serializer (increments, moving objects, collisions, errors) and of
+ * sp_snapshot_class_matches.
+ */
+#include "unit.h"
+
+#include <math.h>
+
+#include "fake-objects.h"
+#include "sample-graph.h"
+#include "sp-serialize.h"
+#include "sp-snapshot.h"
+
+static int
+teardown (void **state)
+{
+	(void)state;
+	fake_reset ();
+	return 0;
+}
+
+static void
+parse_ok (const SpBuf *b, SpSnapshot *snap)
+{
+	SpError err = { 0 };
+	assert_false (b->oom);
+	assert_ok (sp_snapshot_parse (b->data, b->len, snap, &err), &err);
+}
+
+static void
+assert_same_bytes (const SpBuf *a, const SpBuf *b, const char *what)
+{
+	if (a->len != b->len || memcmp (a->data, b->data, a->len) != 0) {
+		size_t i = 0;
+		while (i < a->len && i < b->len && a->data [i] == b->data [i])
+			i++;
+		print_error ("%s: snapshots differ (%zu vs %zu bytes, first difference at byte %zu)\n", what, a->len, b->len, i);
+		fail ();
+	}
+}
+
+static uint64_t
+bits64 (const void *p)
+{
+	uint64_t v;
+	memcpy (&v, p, 8);
+	return v;
+}
+
+static uint32_t
+bits32 (const void *p)
+{
+	uint32_t v;
+	memcpy (&v, p, 4);
+	return v;
+}
+
+/* ---- the sample graph, there and back ----------------------------------- */
+
+static void
+test_sample_round_trip (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpBuf b;
+	sp_buf_init (&b);
+	sample_graph_serialize (&g, SIZE_MAX, &b);
+
+	SpSnapshot snap;
+	parse_ok (&b, &snap);
+	assert_int_equal (snap.header.version, SP_FORMAT_VERSION);
+	assert_true (snap.header.sequence == 42);
+	assert_true (snap.header.time_ns == 1700000000123456789ull);
+	assert_true (snap.header.base_sequence == 0);
+	/* Exactly the objects reachable through persistent references: not the
+	 * unreferenced node, not the FileStream behind a non-persistent slot. */
+	assert_int_equal (snap.trailer.nobjects, fake_graph_count (g.roots, g.nroots));
+	assert_int_equal (snap.trailer.nroots, g.nroots);
+
+	/* Roots get the first LIDs, in registration order; a repeated object keeps its LID. */
+	bool found;
+	uint32_t lid_of_root [16] = { 0 };
+	for (uint32_t i = 0; i < snap.trailer.nroots; i++)
+		lid_of_root [snap.roots [i].id] = snap.roots [i].lid;
+	assert_int_equal (lid_of_root [SAMPLE_ROOT_A], 1);
+	assert_int_equal (lid_of_root [SAMPLE_ROOT_D], 2);
+	assert_int_equal (lid_of_root [SAMPLE_ROOT_PRIMS], 3);
+	assert_int_equal (lid_of_root [SAMPLE_ROOT_BAG], 4);
+	assert_int_equal (lid_of_root [SAMPLE_ROOT_NULL], 0);
+	assert_int_equal (lid_of_root [SAMPLE_ROOT_A2], 1);
+
+	void **objects;
+	SpError err = { 0 };
+	assert_ok (fake_restore (&snap, &objects, &err), &err);
+
+	void *restored [SAMPLE_MAX_ROOTS];
+	for (size_t i = 0; i < g.nroots; i++) {
+		restored [i] = fake_restored_root (&snap, objects, g.ids [i], &found);
+		assert_true (found);
+		assert_true ((restored [i] == NULL) == (g.roots [i] == NULL));
+	}
+	fake_restored_root (&snap, objects, 4, &found);
+	assert_false (found);
+
+	char why [512] = "";
+	if (!fake_graphs_equal (g.roots, restored, g.nroots, why, sizeof why)) {
+		print_error ("restored graph differs: %s\n", why);
+		fail ();
+	}
+
+	/* Spot checks, independent of the equality walk. */
+	void *ra = restored [0], *rd = restored [1], *rp = restored [2], *rbag = restored [3];
+	assert_ptr_not_equal (ra, g.a);                      /* fresh objects, not the originals */
+	assert_ptr_equal (restored [5], ra);                 /* roots 1 and 9: one object */
+	assert_null (restored [4]);
+	void *rb = fake_get_ref (ra, "next");
+	assert_ptr_equal (fake_get_ref (rb, "next"), ra);     /* cycle a <-> b */
+	assert_ptr_equal (fake_get_ref (ra, "other"), ra);    /* self loop */
+	void *rc = fake_get_ref (rb, "other");
+	assert_ptr_equal (fake_get_ref (rd, "other"), rc);    /* c shared by b and d */
+	assert_ptr_equal (fake_get_ref (rb, "name"), fake_get_ref (rd, "name"));   /* shared string */
+	assert_ptr_equal (fake_get_ref (rp, "owner"), rc);
+	void *rj = fake_get_ref (ra, "data");
+	assert_int_equal (fake_length (rj), 4);
+	assert_ptr_equal (fake_elem_get_ref (rj, 0), fake_elem_get_ref (rj, 3));   /* jagged: shared inner array */
+	assert_null (fake_elem_get_ref (rj, 2));
+	assert_ptr_equal (fake_elem_get_ref (rj, 1), fake_get_ref (rbag, "empty"));
+	assert_int_equal (fake_length (fake_elem_get_ref (rj, 1)), 0);
+	void *rnodes = fake_get_ref (rb, "data");
+	assert_ptr_equal (fake_get_ref (rbag, "nodes"), rnodes);
+	assert_ptr_equal (fake_elem_get_ref (rnodes, 0), ra);
+	assert_ptr_equal (fake_elem_get_ref (rnodes, 4), ra);
+	assert_ptr_equal (fake_elem_get_ref (rnodes, 2), rb);
+	assert_null (fake_elem_get_ref (rnodes, 1));
+	/* Strings: empty, Latin-1 (units 0x80..0xFF), UTF-16 with surrogates. */
+	assert_int_equal (fake_length (fake_get_ref (ra, "name")), 0);
+	void *rlatin = fake_get_ref (rb, "name");
+	assert_int_equal (fake_length (rlatin), 13);
+	assert_int_equal (fake_string_units (rlatin) [3], 0xe9);
+	assert_int_equal (fake_string_units (rlatin) [11], 0xff);
+	void *rwide = fake_get_ref (rc, "name");
+	assert_int_equal (fake_length (rwide), fake_length (g.utf16));
+	assert_memory_equal (fake_string_units (rwide), fake_string_units (g.utf16), 2 * fake_length (g.utf16));
+	assert_int_equal (fake_string_units (rwide) [2], 0xd83d);
+	assert_int_equal (fake_string_units (rwide) [3], 0xde00);
+	void *rlong = fake_get_ref (rbag, "long_string");
+	assert_int_equal (fake_length (rlong), 5000);
+	assert_int_equal (fake_string_units (rlong) [4999], 0x263a);
+	assert_int_equal (fake_string_units (rlong) [27], 'b');
+	/* Primitives at their edges, bit for bit. */
+	assert_true (bits64 (fake_field_ptr (rp, "d_nan")) == 0x7ff8deadbeef0001ull);
+	assert_true (bits64 (fake_field_ptr (rp, "d_neg0")) == 0x8000000000000000ull);
+	assert_true (bits32 (fake_field_ptr (rp, "f_nan")) == 0x7fc12345u);
+	assert_true (bits32 (fake_field_ptr (rp, "f_neg0")) == 0x80000000u);
+	int64_t l;
+	fake_get (rp, "l_min", &l, 8);
+	assert_true (l == INT64_MIN);
+	fake_get (rp, "l_max", &l, 8);
+	assert_true (l == INT64_MAX);
+	uint16_t ch;
+	fake_get (rp, "surrogate", &ch, 2);
+	assert_int_equal (ch, 0xdc00);
+	assert_int_equal (*(uint8_t *)fake_field_ptr (rp, "flag"), 1);
+	assert_int_equal (*(uint8_t *)fake_field_ptr (rp, "flag_false"), 0);
+	/* Struct elements: leaves back, NaN payload kept; padding is not part of the state. */
+	void *rpoints = fake_get_ref (rc, "data");
+	assert_int_equal (fake_length (rpoints), 3);
+	assert_true (bits64 (fake_elem (rpoints, 1) + SAMPLE_POINT_X) == 0x7ff800000000beefull);
+	assert_true (bits64 (fake_elem (rpoints, 2) + SAMPLE_POINT_X) == 0x8000000000000000ull);
+	uint16_t k;
+	memcpy (&k, fake_elem (rpoints, 1) + SAMPLE_POINT_K, 2);
+	assert_int_equal (k, 0xffff);
+	void *tag2;
+	memcpy (&tag2, fake_elem (rpoints, 2) + SAMPLE_POINT_TAG, sizeof tag2);
+	assert_ptr_equal (tag2, fake_get_ref (ra, "name"));     /* the empty string, shared */
+	assert_int_equal (fake_elem (rpoints, 0) [SAMPLE_POINT_K + 2], 0);   /* padding: not copied from 0xEE */
+
+	/* Every restored object is distinct, and nothing outside the snapshot was made. */
+	for (uint32_t i = 1; i <= snap.trailer.nobjects; i++) {
+		assert_non_null (objects [i]);
+		assert_string_not_equal (fake_class_of (objects [i])->sp.name, "System.IO.FileStream");
+		for (uint32_t j = i + 1; j <= snap.trailer.nobjects; j++)
+			assert_ptr_not_equal (objects [i], objects [j]);
+	}
+	free (objects);
+	sp_snapshot_free (&snap);
+	sp_buf_free (&b);
+}
+
+/* Serializing the restored graph gives the same bytes: same order, same LIDs, same everything. */
+static void
+test_restored_graph_reserializes_identically (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpBuf first, second;
+	sp_buf_init (&first);
+	sp_buf_init (&second);
+	sample_graph_serialize (&g, SIZE_MAX, &first);
+	SpSnapshot snap;
+	parse_ok (&first, &snap);
+	void **objects;
+	SpError err = { 0 };
+	assert_ok (fake_restore (&snap, &objects, &err), &err);
+	void *roots [SAMPLE_MAX_ROOTS];
+	for (size_t i = 0; i < g.nroots; i++)
+		roots [i] = fake_restored_root (&snap, objects, g.ids [i], NULL);
+	assert_ok (fake_serialize (g.ids, roots, g.nroots, SIZE_MAX, 42, &second, &err), &err);
+	assert_same_bytes (&first, &second, "original vs restored");
+	free (objects);
+	sp_snapshot_free (&snap);
+	sp_buf_free (&first);
+	sp_buf_free (&second);
+}
+
+/* ---- increments ----------------------------------------------------------- */
+
+static void
+test_small_steps_same_bytes (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpBuf whole, steps;
+	sp_buf_init (&whole);
+	sp_buf_init (&steps);
+	sample_graph_serialize (&g, SIZE_MAX, &whole);
+	const size_t sizes [] = { 1, 2, 3, 7, 64 };
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes [0]; i++) {
+		sample_graph_serialize (&g, sizes [i], &steps);
+		assert_same_bytes (&whole, &steps, "steps vs one step");
+	}
+	sp_buf_free (&whole);
+	sp_buf_free (&steps);
+}
+
+/* sp_ser_step (s, 1) writes exactly one object a call, and says 0 only when none remain. */
+static void
+test_step_one_writes_one_object (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	size_t reachable = fake_graph_count (g.roots, g.nroots);
+	SpSerializer s;
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	SpSnapHeader h = { .sequence = 1 };
+	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
+	for (size_t i = 0; i < g.nroots; i++)
+		assert_ok (sp_ser_root (&s, g.ids [i], g.roots [i], &err), &err);
+	size_t calls = 0;
+	int rc;
+	do {
+		uint64_t before = s.objects_written;
+		rc = sp_ser_step (&s, 1, &err);
+		assert_int_not_equal (rc, -1);
+		calls++;
+		assert_true (s.objects_written == before + 1);
+	} while (rc == 1);
+	assert_int_equal (calls, reachable);
+	assert_int_equal (s.nobjects, reachable);
+	/* Nothing left: another step writes nothing. */
+	assert_int_equal (sp_ser_step (&s, 1, &err), 0);
+	assert_true (s.objects_written == reachable);
+	assert_ok (sp_ser_finish (&s, &err), &err);
+	SpSnapshot snap;
+	parse_ok (&b, &snap);
+	sp_snapshot_free (&snap);
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+}
+
+/* Finishing with objects still queued is refused: the snapshot would be incomplete. */
+static void
+test_finish_refuses_unfinished (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpSerializer s;
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	SpSnapHeader h = { .sequence = 1 };
+	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
+	for (size_t i = 0; i < g.nroots; i++)
+		assert_ok (sp_ser_root (&s, g.ids [i], g.roots [i], &err), &err);
+	assert_int_equal (sp_ser_step (&s, 3, &err), 1);
+	assert_fails (sp_ser_finish (&s, &err), &err);
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+}
+
+/* The GC moves every object between increments: the snapshot is the same. */
+static void
+test_objects_move_between_steps (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpBuf ref, moved;
+	sp_buf_init (&ref);
+	sp_buf_init (&moved);
+	sample_graph_serialize (&g, SIZE_MAX, &ref);
+
+	SpSerializer s;
+	SpError err = { 0 };
+	assert_int_equal (sp_ser_init (&s), 0);
+	SpSnapHeader h = { .sequence = 42, .time_ns = 1700000000123456789ull };
+	assert_ok (sp_ser_begin (&s, &moved, &h, &err), &err);
+	for (size_t i = 0; i < g.nroots; i++) {
+		assert_ok (sp_ser_root (&s, g.ids [i], g.roots [i], &err), &err);
+		fake_gc_move_all (g.roots, g.nroots);
+	}
+	int rc;
+	while ((rc = sp_ser_step (&s, 1, &err)) == 1)
+		fake_gc_move_all (g.roots, g.nroots);
+	if (rc < 0) {
+		print_error ("sp_ser_step: %s\n", err.msg);
+		fail ();
+	}
+	assert_ok (sp_ser_finish (&s, &err), &err);
+	sp_ser_free (&s);
+	assert_same_bytes (&ref, &moved, "moving vs still");
+	assert_int_equal (fake_class_of_failures (), 0);
+	sp_buf_free (&ref);
+	sp_buf_free (&moved);
+}
+
+/* Identity hashes that collide change nothing in the output. */
+static void
+test_hash_collisions_same_bytes (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpBuf ref, collided;
+	sp_buf_init (&ref);
+	sp_buf_init (&collided);
+	sample_graph_serialize (&g, SIZE_MAX, &ref);
+	for (uint32_t buckets = 1; buckets <= 4; buckets++) {
+		fake_set_hash_buckets (buckets);
+		sample_graph_serialize (&g, 5, &collided);
+		assert_same_bytes (&ref, &collided, "colliding hashes vs distinct");
+	}
+	sp_buf_free (&ref);
+	sp_buf_free (&collided);
+}
+
+/* One serializer, two snapshots: the second starts from nothing (LIDs, classes). */
+static void
+test_serializer_reuse (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpSerializer s;
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	SpSnapHeader h = { .sequence = 1 };
+	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
+	for (size_t i = 0; i < g.nroots; i++)
+		assert_ok (sp_ser_root (&s, g.ids [i], g.roots [i], &err), &err);
+	while (sp_ser_step (&s, 4, &err) == 1)
+		;
+	assert_ok (sp_ser_finish (&s, &err), &err);
+	/* Second snapshot: only node c (and what it reaches), with the same classes. */
+	h.sequence = 2;
+	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
+	assert_ok (sp_ser_root (&s, 1, g.c, &err), &err);
+	while (sp_ser_step (&s, 4, &err) == 1)
+		;
+	assert_ok (sp_ser_finish (&s, &err), &err);
+	SpSnapshot snap;
+	parse_ok (&b, &snap);
+	assert_true (snap.header.sequence == 2);
+	assert_int_equal (snap.trailer.nobjects, fake_graph_count (&g.c, 1));
+	assert_int_equal (snap.trailer.nroots, 1);
+	assert_int_equal (snap.roots [0].lid, 1);
+	void **objects;
+	assert_ok (fake_restore (&snap, &objects, &err), &err);
+	void *rc = objects [1];
+	char why [512] = "";
+	if (!fake_graphs_equal (&g.c, &rc, 1, why, sizeof why)) {
+		print_error ("second snapshot differs: %s\n", why);
+		fail ();
+	}
+	free (objects);
+	sp_snapshot_free (&snap);
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+}
+
+static void
+test_empty_snapshot (void **state)
+{
+	(void)state;
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	assert_ok (fake_serialize (NULL, NULL, 0, 1, 3, &b, &err), &err);
+	assert_int_equal (b.len, SP_FORMAT_HEADER_SIZE + SP_FORMAT_TRAILER_SIZE);
+	SpSnapshot snap;
+	parse_ok (&b, &snap);
+	assert_int_equal (snap.trailer.nobjects, 0);
+	assert_int_equal (snap.trailer.nclasses, 0);
+	assert_int_equal (snap.trailer.nroots, 0);
+	sp_snapshot_free (&snap);
+	/* Only null roots. */
+	uint32_t id = 5;
+	void *none = NULL;
+	assert_ok (fake_serialize (&id, &none, 1, 1, 3, &b, &err), &err);
+	parse_ok (&b, &snap);
+	assert_int_equal (snap.trailer.nroots, 1);
+	assert_int_equal (snap.roots [0].id, 5);
+	assert_int_equal (snap.roots [0].lid, 0);
+	sp_snapshot_free (&snap);
+	sp_buf_free (&b);
+}
+
+/* bool is stored as 0/1 whatever non-zero byte memory held. */
+static void
+test_bool_is_normalized (void **state)
+{
+	(void)state;
+	FakeClass *c = fake_class_object ("App", "App.Flags");
+	fake_class_add_field (c, "f", SP_KIND_BOOL, NULL);
+	fake_class_add_field (c, "arr", SP_KIND_REF, "System.Boolean[]");
+	FakeClass *bools = fake_class_prim_array (SP_KIND_BOOL);
+	void *o = fake_new_object (c);
+	FAKE_SET (o, "f", uint8_t, 0x80);
+	void *arr = fake_new_array (bools, 4);
+	const uint8_t raw [4] = { 0, 2, 0xff, 1 };
+	memcpy (fake_elem (arr, 0), raw, 4);
+	fake_set_ref (o, "arr", arr);
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	uint32_t id = 1;
+	assert_ok (fake_serialize (&id, &o, 1, 1, 1, &b, &err), &err);
+	SpSnapshot snap;
+	parse_ok (&b, &snap);
+	void **objects;
+	assert_ok (fake_restore (&snap, &objects, &err), &err);
+	void *r = objects [1];
+	assert_int_equal (*(uint8_t *)fake_field_ptr (r, "f"), 1);
+	void *rarr = fake_get_ref (r, "arr");
+	assert_int_equal (fake_elem (rarr, 0) [0], 0);
+	assert_int_equal (fake_elem (rarr, 1) [0], 1);
+	assert_int_equal (fake_elem (rarr, 2) [0], 1);
+	assert_int_equal (fake_elem (rarr, 3) [0], 1);
+	free (objects);
+	sp_snapshot_free (&snap);
+	sp_buf_free (&b);
+}
+
+/* What a store_ref callback saw. */
+typedef struct RefLog {
+	void *slots [8];
+	uint32_t lids [8];
+	const char *fields [8];
+	int n;
+	int fail_at;            /* 1-based call that fails, 0 = none */
+} RefLog;
+
+static int
+log_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err)
+{
+	RefLog *log = ctx;
+	if (log->n >= 8)
+		return sp_error_set (err, "too many references");
+	log->slots [log->n] = slot;
+	log->lids [log->n] = lid;
+	log->fields [log->n] = field->name;
+	log->n++;
+	if (log->fail_at == log->n)
+		return sp_error_set (err, "store refused");
+	void *marker = (void *)(uintptr_t)(0x1000 + lid);
+	memcpy (slot, &marker, sizeof marker);
+	return 0;
+}
+
+/* sp_snapshot_fill writes the leaves and nothing else (padding, neighbours stay). */
+static void
+test_fill_touches_only_leaves (void **state)
+{
+	(void)state;
+	/* An array whose element is one int at offset 0 inside 8 bytes: not a block copy. */
+	FakeClass *wrapped = fake_class_struct_array ("App.Wrapped[]", 8);
+	fake_class_add_field_at (wrapped, "v", SP_KIND_I4, NULL, 0);
+	FakeClass *points = fake_class_struct_array ("App.Point[]", SAMPLE_POINT_SIZE);
+	fake_class_add_field_at (points, "x", SP_KIND_R8, NULL, SAMPLE_POINT_X);
+	fake_class_add_field_at (points, "tag", SP_KIND_REF, "System.String", SAMPLE_POINT_TAG);
+	fake_class_add_field_at (points, "k", SP_KIND_U2, NULL, SAMPLE_POINT_K);
+	fake_class_add_field_at (points, "flag", SP_KIND_BOOL, NULL, SAMPLE_POINT_FLAG);
+	FakeClass *holder = fake_class_object ("App", "App.Holder");
+	fake_class_add_field (holder, "w", SP_KIND_REF, "App.Wrapped[]");
+	fake_class_add_field (holder, "p", SP_KIND_REF, "App.Point[]");
+	void *h = fake_new_object (holder);
+	void *w = fake_new_array (wrapped, 5);
+	memset (fake_elem (w, 0), 0x55, 5 * 8);
+	for (int32_t i = 0; i < 5; i++)
+		memcpy (fake_elem (w, i), &(int32_t){ -i * 1000 }, 4);
+	void *p = fake_new_array (points, 2);
+	for (int i = 0; i < 2; i++) {
+		memcpy (fake_elem (p, i) + SAMPLE_POINT_X, &(double){ i + 0.5 }, 8);
+		memcpy (fake_elem (p, i) + SAMPLE_POINT_K, &(uint16_t){ (uint16_t)(i + 100) }, 2);
+		fake_elem (p, i) [SAMPLE_POINT_FLAG] = 1;
+	}
+	void *tag = fake_new_string_ascii ("t");
+	memcpy (fake_elem (p, 0) + SAMPLE_POINT_TAG, &tag, sizeof tag);
+	fake_set_ref (h, "w", w);
+	fake_set_ref (h, "p", p);
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	uint32_t id = 1;
+	assert_ok (fake_serialize (&id, &h, 1, 1, 1, &b, &err), &err);
+	SpSnapshot snap;
+	parse_ok (&b, &snap);
+	/* Breadth-first, in field order: h = 1, w = 2, p = 3, the tag string = 4. */
+	assert_int_equal (snap.trailer.nobjects, 4);
+	assert_int_equal (snap.objects [2].kind, SP_CLASS_ARRAY);
+	assert_true (snap.objects [2].length == 5);
+	assert_int_equal (snap.objects [4].kind, SP_CLASS_STRING);
+
+	uint8_t mem [8 + 5 * 8 + 8];
+	memset (mem, 0xaa, sizeof mem);
+	assert_ok (sp_snapshot_fill (&snap, 2, mem + 8, &wrapped->sp, log_ref, NULL, &err), &err);
+	for (int i = 0; i < 5; i++) {
+		int32_t v;
+		memcpy (&v, mem + 8 + 8 * i, 4);
+		assert_int_equal (v, -i * 1000);
+		for (int pad = 4; pad < 8; pad++)
+			assert_int_equal (mem [8 + 8 * i + pad], 0xaa);
+	}
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal (mem [i], 0xaa);
+		assert_int_equal (mem [8 + 40 + i], 0xaa);
+	}
+
+	/* Struct elements with a reference: the callback gets each slot and its LID. */
+	uint8_t pm [2 * SAMPLE_POINT_SIZE + 8];
+	memset (pm, 0xaa, sizeof pm);
+	RefLog log = { .n = 0 };
+	assert_ok (sp_snapshot_fill (&snap, 3, pm, &points->sp, log_ref, &log, &err), &err);
+	assert_int_equal (log.n, 2);
+	assert_ptr_equal (log.slots [0], pm + SAMPLE_POINT_TAG);
+	assert_int_equal (log.lids [0], 4);
+	assert_string_equal (log.fields [0], "tag");
+	assert_ptr_equal (log.slots [1], pm + SAMPLE_POINT_SIZE + SAMPLE_POINT_TAG);
+	assert_int_equal (log.lids [1], 0);
+	for (int i = 0; i < 2; i++) {
+		const uint8_t *e = pm + i * SAMPLE_POINT_SIZE;
+		double x;
+		uint16_t k;
+		memcpy (&x, e + SAMPLE_POINT_X, 8);
+		memcpy (&k, e + SAMPLE_POINT_K, 2);
+		assert_true (x == i + 0.5);
+		assert_int_equal (k, i + 100);
+		assert_int_equal (e [SAMPLE_POINT_FLAG], 1);
+		for (int off = SAMPLE_POINT_K + 2; off < SAMPLE_POINT_SIZE; off++)
+			if (off != SAMPLE_POINT_FLAG)
+				assert_int_equal (e [off], 0xaa);
+	}
+	for (int i = 0; i < 8; i++)
+		assert_int_equal (pm [2 * SAMPLE_POINT_SIZE + i], 0xaa);
+
+	/* The object's fields: refs through the callback, in field order. */
+	uint8_t hm [64];
+	memset (hm, 0, sizeof hm);
+	log = (RefLog){ .n = 0 };
+	assert_ok (sp_snapshot_fill (&snap, 1, hm, &holder->sp, log_ref, &log, &err), &err);
+	assert_int_equal (log.n, 2);
+	assert_int_equal (log.lids [0], 2);
+	assert_int_equal (log.lids [1], 3);
+	assert_ptr_equal (log.slots [0], hm + fake_class_field (holder, "w")->offset);
+
+	/* A store the callback refuses stops the fill with its error. */
+	log = (RefLog){ .n = 0, .fail_at = 1 };
+	assert_int_not_equal (sp_snapshot_fill (&snap, 1, hm, &holder->sp, log_ref, &log, &err), 0);
+	assert_int_equal (log.n, 1);
+	assert_string_equal (err.msg, "store refused");
+	sp_snapshot_free (&snap);
+	sp_buf_free (&b);
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+static void
+serialize_expect_failure (void *root, SpError *err)
+{
+	SpSerializer s;
+	SpBuf b;
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	SpSnapHeader h = { .sequence = 1 };
+	assert_ok (sp_ser_begin (&s, &b, &h, err), err);
+	assert_ok (sp_ser_root (&s, 1, root, err), err);
+	int rc;
+	err->msg [0] = '\0';
+	while ((rc = sp_ser_step (&s, 1, err)) == 1)
+		;
+	assert_int_equal (rc, -1);
+	assert_true (err->msg [0] != '\0');
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+}
+
+static void
+test_unpersistable_field_names_owner_and_type (void **state)
+{
+	(void)state;
+	FakeClass *plant = fake_class_object ("App", "Plant");
+	fake_class_add_field (plant, "speed", SP_KIND_R8, NULL);
+	fake_class_add_field (plant, "valve", SP_KIND_REF, "System.Object");
+	FakeClass *stream = fake_class_unpersistable ("System.IO.FileStream");
+	void *p = fake_new_object (plant);
+	fake_set_ref (p, "valve", fake_new_object (stream));
+	SpError err = { 0 };
+	serialize_expect_failure (p, &err);
+	assert_contains (err.msg, "Plant");
+	assert_contains (err.msg, "valve");
+	assert_contains (err.msg, "System.IO.FileStream");
+}
+
+static void
+test_unpersistable_element_names_array_and_type (void **state)
+{
+	(void)state;
+	FakeClass *objs = fake_class_ref_array ("System.Object[]", "System.Object");
+	FakeClass *socket = fake_class_unpersistable ("System.Net.Sockets.Socket");
+	void *arr = fake_new_array (objs, 3);
+	fake_elem_set_ref (arr, 0, fake_new_string_ascii ("fine"));
+	fake_elem_set_ref (arr, 2, fake_new_object (socket));
+	SpError err = { 0 };
+	serialize_expect_failure (arr, &err);
+	assert_contains (err.msg, "System.Object[]");
+	assert_contains (err.msg, "System.Net.Sockets.Socket");
+
+	/* A reference leaf of a struct element: the leaf is named too. */
+	FakeClass *points = fake_class_struct_array ("App.Point[]", 16);
+	fake_class_add_field_at (points, "x", SP_KIND_R8, NULL, 0);
+	fake_class_add_field_at (points, "owner", SP_KIND_REF, "System.Object", 8);
+	void *pts = fake_new_array (points, 2);
+	void *sock = fake_new_object (socket);
+	memcpy (fake_elem (pts, 1) + 8, &sock, sizeof sock);
+	serialize_expect_failure (pts, &err);
+	assert_contains (err.msg, "App.Point[]");
+	assert_contains (err.msg, "owner");
+	assert_contains (err.msg, "System.Net.Sockets.Socket");
+}
+
+static void
+test_unpersistable_root (void **state)
+{
+	(void)state;
+	FakeClass *stream = fake_class_unpersistable ("System.IO.FileStream");
+	SpSerializer s;
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	SpSnapHeader h = { .sequence = 1 };
+	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
+	assert_fails (sp_ser_root (&s, 17, fake_new_object (stream), &err), &err);
+	assert_contains (err.msg, "17");
+	assert_contains (err.msg, "System.IO.FileStream");
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+}
+
+/* The client failing to bind a LID (out of memory) stops the snapshot with its error. */
+static void
+test_bind_failure_propagates (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	fake_fail_bind_from (5);
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	assert_fails (fake_serialize (g.ids, g.roots, g.nroots, 1, 1, &b, &err), &err);
+	assert_contains (err.msg, "lid 5");
+	assert_true (fake_lid_count () < 5);
+	sp_buf_free (&b);
+}
+
+/*
+ * A root id the writer accepts must be one the reader accepts: otherwise
+ * the writer produces snapshots that can never be loaded.
+ */
+static void
+test_root_ids_writer_and_reader_agree (void **state)
+{
+	(void)state;
+	FakeClass *c = fake_class_object ("App", "App.Thing");
+	fake_class_add_field (c, "v", SP_KIND_I4, NULL);
+	void *obj = fake_new_object (c);
+	const uint32_t ids [] = { 1, SP_MAX_ROOT_ID, 0, SP_MAX_ROOT_ID + 1u, UINT32_MAX };
+	for (size_t i = 0; i < sizeof ids / sizeof ids [0]; i++) {
+		SpBuf b;
+		SpError err = { 0 };
+		sp_buf_init (&b);
+		int rc = fake_serialize (&ids [i], &obj, 1, 1, 1, &b, &err);
+		if (rc == 0) {
+			SpSnapshot snap;
+			SpError perr = { 0 };
+			if (sp_snapshot_parse (b.data, b.len, &snap, &perr) != 0) {
+				print_error ("root id %u: sp_ser_root accepted it, but the snapshot it wrote does not parse: %s\n",
+					     ids [i], perr.msg);
+				sp_buf_free (&b);
+				fail ();
+			}
+			assert_int_equal (snap.roots [0].id, ids [i]);
+			sp_snapshot_free (&snap);
+		}
+		sp_buf_free (&b);
+	}
+}
+
+/* ---- class layout checks -------------------------------------------------- */
+
+/* The snapshot's view of class App.Node (fields: value I4, name REF String, next REF App.Node, pos.x R8). */
+static void
+snapshot_of_node_class (SpSnapshot *snap, SpBuf *b, FakeClass **live)
+{
+	FakeClass *c = fake_class_object ("App", "App.Node");
+	fake_class_add_field (c, "value", SP_KIND_I4, NULL);
+	fake_class_add_field (c, "name", SP_KIND_REF, "System.String");
+	fake_class_add_field (c, "next", SP_KIND_REF, "App.Node");
+	fake_class_add_field (c, "pos.x", SP_KIND_R8, NULL);
+	void *n = fake_new_object (c);
+	SpError err = { 0 };
+	uint32_t id = 1;
+	assert_ok (fake_serialize (&id, &n, 1, 1, 1, b, &err), &err);
+	parse_ok (b, snap);
+	assert_int_equal (snap->trailer.nclasses, 1);
+	assert_string_equal (snap->classes [1].name, "App.Node");
+	assert_int_equal (snap->classes [1].nfields, 4);
+	*live = c;
+}
+
+/* A copy of the live class's fields, for mutation. */
+static SpClass
+class_copy (const FakeClass *c, SpField *fields, uint32_t nfields)
+{
+	SpClass k = c->sp;
+	memcpy (fields, c->sp.fields, (nfields < c->sp.nfields ? nfields : c->sp.nfields) * sizeof *fields);
+	k.fields = fields;
+	k.nfields = nfields;
+	return k;
+}
+
+static void
+test_class_matches (void **state)
+{
+	(void)state;
+	SpSnapshot snap;
+	SpBuf b;
+	sp_buf_init (&b);
+	FakeClass *live;
+	snapshot_of_node_class (&snap, &b, &live);
+	const SpSnapClass *sc = &snap.classes [1];
+	SpError err = { 0 };
+	SpField f [8];
+
+	/* Identical layout (offsets may differ: they are the live class's business). */
+	SpClass same = class_copy (live, f, 4);
+	f [0].offset += 64;
+	assert_ok (sp_snapshot_class_matches (sc, &same, &err), &err);
+
+	/* A renamed field. */
+	SpClass renamed = class_copy (live, f, 4);
+	f [2].name = "successor";
+	assert_fails (sp_snapshot_class_matches (sc, &renamed, &err), &err);
+	assert_contains (err.msg, "successor");
+
+	/* A changed kind (int -> long). */
+	SpClass retyped = class_copy (live, f, 4);
+	f [0].kind = SP_KIND_I8;
+	assert_fails (sp_snapshot_class_matches (sc, &retyped, &err), &err);
+	assert_contains (err.msg, "value");
+
+	/* A primitive that became a reference, with the same name. */
+	SpClass to_ref = class_copy (live, f, 4);
+	f [3].kind = SP_KIND_REF;
+	f [3].type_name = "System.Object";
+	assert_fails (sp_snapshot_class_matches (sc, &to_ref, &err), &err);
+	assert_contains (err.msg, "pos.x");
+
+	/* An added field (at the end, and in the middle). */
+	SpClass added = class_copy (live, f, 5);
+	f [4] = (SpField){ .name = "extra", .kind = SP_KIND_U2, .offset = 200 };
+	assert_fails (sp_snapshot_class_matches (sc, &added, &err), &err);
+	assert_contains (err.msg, "extra");
+	SpClass inserted = class_copy (live, f, 5);
+	memmove (&f [2], &f [1], 3 * sizeof *f);
+	f [1] = (SpField){ .name = "inserted", .kind = SP_KIND_I4, .offset = 200 };
+	assert_fails (sp_snapshot_class_matches (sc, &inserted, &err), &err);
+	assert_contains (err.msg, "inserted");
+
+	/* A removed field (the last, and the first). */
+	SpClass removed = class_copy (live, f, 3);
+	assert_fails (sp_snapshot_class_matches (sc, &removed, &err), &err);
+	assert_contains (err.msg, "pos.x");
+	SpClass removed_first = class_copy (live, f, 4);
+	memmove (&f [0], &f [1], 3 * sizeof *f);
+	removed_first.nfields = 3;
+	assert_fails (sp_snapshot_class_matches (sc, &removed_first, &err), &err);
+	assert_contains (err.msg, "value");
+
+	/* A reference whose declared type changed name. */
+	SpClass ref_type = class_copy (live, f, 4);
+	f [2].type_name = "App.Vertex";
+	assert_fails (sp_snapshot_class_matches (sc, &ref_type, &err), &err);
+	assert_contains (err.msg, "App.Vertex");
+	assert_contains (err.msg, "next");
+
+	/* No fields at all on one side. */
+	SpClass empty = class_copy (live, f, 0);
+	assert_fails (sp_snapshot_class_matches (sc, &empty, &err), &err);
+
+	sp_snapshot_free (&snap);
+	sp_buf_free (&b);
+}
+
+/* Restore refuses a class whose live layout differs from the snapshot's. */
+static void
+test_restore_refuses_changed_layout (void **state)
+{
+	(void)state;
+	SpSnapshot snap;
+	SpBuf b;
+	sp_buf_init (&b);
+	FakeClass *live;
+	snapshot_of_node_class (&snap, &b, &live);
+	/* The application was rebuilt: 'value' became a long. */
+	live->sp.fields [0].kind = SP_KIND_I8;
+	void **objects;
+	SpError err = { 0 };
+	assert_fails (fake_restore (&snap, &objects, &err), &err);
+	assert_contains (err.msg, "value");
+	free (objects);
+	sp_snapshot_free (&snap);
+	sp_buf_free (&b);
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test_teardown (test_sample_round_trip, teardown),
+		cmocka_unit_test_teardown (test_restored_graph_reserializes_identically, teardown),
+		cmocka_unit_test_teardown (test_small_steps_same_bytes, teardown),
+		cmocka_unit_test_teardown (test_step_one_writes_one_object, teardown),
+		cmocka_unit_test_teardown (test_finish_refuses_unfinished, teardown),
+		cmocka_unit_test_teardown (test_objects_move_between_steps, teardown),
+		cmocka_unit_test_teardown (test_hash_collisions_same_bytes, teardown),
+		cmocka_unit_test_teardown (test_serializer_reuse, teardown),
+		cmocka_unit_test_teardown (test_empty_snapshot, teardown),
+		cmocka_unit_test_teardown (test_bool_is_normalized, teardown),
+		cmocka_unit_test_teardown (test_fill_touches_only_leaves, teardown),
+		cmocka_unit_test_teardown (test_unpersistable_field_names_owner_and_type, teardown),
+		cmocka_unit_test_teardown (test_unpersistable_element_names_array_and_type, teardown),
+		cmocka_unit_test_teardown (test_unpersistable_root, teardown),
+		cmocka_unit_test_teardown (test_bind_failure_propagates, teardown),
+		cmocka_unit_test_teardown (test_root_ids_writer_and_reader_agree, teardown),
+		cmocka_unit_test_teardown (test_class_matches, teardown),
+		cmocka_unit_test_teardown (test_restore_refuses_changed_layout, teardown),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}

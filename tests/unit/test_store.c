@@ -1,0 +1,581 @@
+/* test_store.c: the file store: commit, keep, list, load with fallback, locking, leftovers. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* mkdtemp, nftw */
+#endif
+#include "unit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake-objects.h"
+#include "sp-serialize.h"
+#include "sp-snapshot.h"
+#include "sp-store.h"
+
+typedef struct Fixture {
+	char dir [256];         /* the mkdtemp directory */
+	char store [300];       /* the store inside it (created by open) */
+} Fixture;
+
+static int
+setup (void **state)
+{
+	Fixture *f = calloc (1, sizeof *f);
+	snprintf (f->dir, sizeof f->dir, "/tmp/sp-store-test-XXXXXX");
+	if (!mkdtemp (f->dir))
+		return -1;
+	snprintf (f->store, sizeof f->store, "%s/nested/app.spstore", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int
+rm_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove (path);
+}
+
+static int
+teardown (void **state)
+{
+	Fixture *f = *state;
+	nftw (f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free (f);
+	fake_reset ();
+	return 0;
+}
+
+/* A valid snapshot of sequence `seq`: one root, a string naming the sequence. */
+static void
+make_snapshot (uint64_t seq, SpBuf *out)
+{
+	char text [64];
+	snprintf (text, sizeof text, "snapshot number %llu", (unsigned long long)seq);
+	void *s = fake_new_string_ascii (text);
+	SpSerializer ser;
+	SpError err = { 0 };
+	sp_buf_init (out);
+	assert_int_equal (sp_ser_init (&ser), 0);
+	SpSnapHeader h = { .sequence = seq, .time_ns = seq * 1000 + 7 };
+	assert_ok (sp_ser_begin (&ser, out, &h, &err), &err);
+	assert_ok (sp_ser_root (&ser, 1, s, &err), &err);
+	while (sp_ser_step (&ser, 16, &err) == 1)
+		;
+	assert_ok (sp_ser_finish (&ser, &err), &err);
+	sp_ser_free (&ser);
+}
+
+static void
+commit (SpStore *st, uint64_t seq)
+{
+	SpBuf b;
+	SpError err = { 0 };
+	make_snapshot (seq, &b);
+	assert_ok (sp_store_commit (st, b.data, b.len, seq, &err), &err);
+	sp_buf_free (&b);
+}
+
+static SpStore *
+open_ok (const char *location, unsigned keep)
+{
+	SpStore *st = NULL;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (location, keep, &st, &err), &err);
+	assert_non_null (st);
+	return st;
+}
+
+static void
+file_path (const Fixture *f, uint64_t seq, const char *suffix, char *out, size_t cap)
+{
+	snprintf (out, cap, "%s/snap-%020llu.spm%s", f->store, (unsigned long long)seq, suffix);
+}
+
+/* Names in the store directory other than LOCK, sorted, joined by spaces. */
+static void
+dir_listing (const char *dir, char *out, size_t cap)
+{
+	struct dirent **names;
+	int n = scandir (dir, &names, NULL, alphasort);
+	assert_true (n >= 0);
+	out [0] = '\0';
+	for (int i = 0; i < n; i++) {
+		const char *name = names [i]->d_name;
+		if (strcmp (name, ".") && strcmp (name, "..") && strcmp (name, "LOCK")) {
+			size_t len = strlen (out);
+			snprintf (out + len, cap - len, "%s%s", len ? " " : "", name);
+		}
+		free (names [i]);
+	}
+	free (names);
+}
+
+static void
+write_file (const char *path, const void *data, size_t size)
+{
+	FILE *fp = fopen (path, "wb");
+	assert_non_null (fp);
+	assert_int_equal (fwrite (data, 1, size, fp), size);
+	assert_int_equal (fclose (fp), 0);
+}
+
+static void
+read_whole (const char *path, uint8_t **data, size_t *size)
+{
+	FILE *fp = fopen (path, "rb");
+	assert_non_null (fp);
+	fseek (fp, 0, SEEK_END);
+	*size = (size_t)ftell (fp);
+	fseek (fp, 0, SEEK_SET);
+	*data = malloc (*size ? *size : 1);
+	assert_int_equal (fread (*data, 1, *size, fp), *size);
+	fclose (fp);
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+static void
+test_keep_two_of_three (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);   /* "mkdir -p" of nested/app.spstore */
+	assert_true (sp_store_next_sequence (st) == 1);
+	for (uint64_t seq = 1; seq <= 3; seq++) {
+		commit (st, seq);
+		assert_true (sp_store_next_sequence (st) == seq + 1);
+	}
+	char listing [1024];
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000002.spm snap-00000000000000000003.spm");
+
+	SpSnapInfo *infos;
+	size_t n;
+	SpError err = { 0 };
+	assert_ok (sp_store_list (st, &infos, &n, &err), &err);
+	assert_int_equal (n, 2);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t seq = 3 - i;     /* newest first */
+		assert_true (infos [i].sequence == seq);
+		assert_true (infos [i].valid);
+		assert_true (infos [i].time_ns == seq * 1000 + 7);
+		SpBuf b;
+		make_snapshot (seq, &b);
+		assert_true (infos [i].size == b.len);
+		sp_buf_free (&b);
+		char path [512];
+		file_path (f, seq, "", path, sizeof path);
+		assert_string_equal (infos [i].path, path);
+	}
+	free (infos);
+	sp_store_close (st);
+}
+
+static void
+test_committed_snapshots_are_never_modified (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 3);
+	commit (st, 1);
+	char path [512];
+	file_path (f, 1, "", path, sizeof path);
+	uint8_t *before, *after;
+	size_t before_size, after_size;
+	read_whole (path, &before, &before_size);
+	commit (st, 2);
+	commit (st, 3);
+	read_whole (path, &after, &after_size);
+	assert_int_equal (before_size, after_size);
+	assert_memory_equal (before, after, before_size);
+	/* And it is exactly what was committed. */
+	SpBuf b;
+	make_snapshot (1, &b);
+	assert_int_equal (before_size, b.len);
+	assert_memory_equal (before, b.data, b.len);
+	sp_buf_free (&b);
+	free (before);
+	free (after);
+	/* A sequence not after the last is refused, and changes nothing. */
+	make_snapshot (2, &b);
+	SpError err = { 0 };
+	assert_fails (sp_store_commit (st, b.data, b.len, 2, &err), &err);
+	assert_fails (sp_store_commit (st, b.data, b.len, 3, &err), &err);
+	sp_buf_free (&b);
+	assert_true (sp_store_next_sequence (st) == 4);
+	sp_store_close (st);
+}
+
+static void
+test_reopen_continues_sequence (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	commit (st, 1);
+	commit (st, 2);
+	sp_store_close (st);
+	st = open_ok (f->store, 2);
+	assert_true (sp_store_next_sequence (st) == 3);
+	commit (st, 3);
+	sp_store_close (st);
+	/* With the file prefix, and a gap in the numbering. */
+	char loc [400];
+	snprintf (loc, sizeof loc, "file:%s", f->store);
+	st = open_ok (loc, 2);
+	assert_true (sp_store_next_sequence (st) == 4);
+	commit (st, 10);
+	sp_store_close (st);
+	st = open_ok (f->store, 2);
+	assert_true (sp_store_next_sequence (st) == 11);
+	sp_store_close (st);
+}
+
+typedef struct Warnings {
+	int count;
+	char last [SP_ERROR_MAX + 256];
+} Warnings;
+
+static void
+collect_warning (void *ctx, const char *message)
+{
+	Warnings *w = ctx;
+	w->count++;
+	snprintf (w->last, sizeof w->last, "%s", message);
+}
+
+static void
+load_expect (SpStore *st, uint64_t want_seq, Warnings *w)
+{
+	uint8_t *data;
+	size_t size;
+	uint64_t seq;
+	SpError err = { 0 };
+	assert_ok (sp_store_load_newest (st, NULL, NULL, collect_warning, w, &data, &size, &seq, &err), &err);
+	assert_true (seq == want_seq);
+	if (!want_seq) {
+		assert_null (data);
+		return;
+	}
+	assert_non_null (data);
+	SpBuf b;
+	make_snapshot (want_seq, &b);
+	assert_int_equal (size, b.len);
+	assert_memory_equal (data, b.data, b.len);
+	sp_buf_free (&b);
+	free (data);
+}
+
+static void
+test_load_newest (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	Warnings w = { 0 };
+	load_expect (st, 0, &w);     /* empty store: nothing, no error */
+	assert_int_equal (w.count, 0);
+	commit (st, 1001);
+	commit (st, 1002);
+	commit (st, 1003);
+	load_expect (st, 1003, &w);
+	assert_int_equal (w.count, 0);
+	sp_store_close (st);
+}
+
+static void
+test_damaged_newest_falls_back (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	commit (st, 1001);
+	commit (st, 1002);
+	commit (st, 1003);
+	char path [512];
+	file_path (f, 1003, "", path, sizeof path);
+	uint8_t *data;
+	size_t size;
+	read_whole (path, &data, &size);
+	data [size / 2] ^= 0x10;
+	write_file (path, data, size);
+	free (data);
+
+	SpSnapInfo *infos;
+	size_t n;
+	SpError err = { 0 };
+	assert_ok (sp_store_list (st, &infos, &n, &err), &err);
+	assert_int_equal (n, 2);
+	assert_true (infos [0].sequence == 1003);
+	assert_false (infos [0].valid);
+	assert_true (infos [0].why [0] != '\0');
+	assert_true (infos [1].valid);
+	free (infos);
+
+	Warnings w = { 0 };
+	load_expect (st, 1002, &w);
+	assert_int_equal (w.count, 1);
+	assert_contains (w.last, "1003");
+
+	/* Both damaged: nothing to load, two warnings, no error. */
+	file_path (f, 1002, "", path, sizeof path);
+	read_whole (path, &data, &size);
+	write_file (path, data, size - 1);   /* truncated */
+	free (data);
+	w = (Warnings){ 0 };
+	load_expect (st, 0, &w);
+	assert_int_equal (w.count, 2);
+	assert_contains (w.last, "1002");
+	sp_store_close (st);
+}
+
+typedef struct Verdicts {
+	uint64_t fatal_seq;     /* the snapshot whose bytes name this sequence is fatal */
+	uint64_t skip_seq;
+	int calls;
+} Verdicts;
+
+static uint64_t
+sequence_of (const uint8_t *data, size_t size)
+{
+	SpSnapHeader h;
+	return sp_snapshot_check (data, size, &h, NULL, NULL) == 0 ? h.sequence : 0;
+}
+
+static int
+judge (void *ctx, const uint8_t *data, size_t size, SpError *err)
+{
+	Verdicts *v = ctx;
+	v->calls++;
+	uint64_t seq = sequence_of (data, size);
+	if (seq == v->fatal_seq) {
+		sp_error_set (err, "class App.Node from assembly App cannot be found");
+		return SP_ACCEPT_FATAL;
+	}
+	if (seq == v->skip_seq) {
+		sp_error_set (err, "layout of App.Node changed");
+		return SP_ACCEPT_SKIP;
+	}
+	return 0;
+}
+
+static void
+test_accept_callback (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 3);
+	commit (st, 1001);
+	commit (st, 1002);
+	commit (st, 1003);
+	uint8_t *data;
+	size_t size;
+	uint64_t seq;
+	SpError err = { 0 };
+	Warnings w = { 0 };
+
+	/* SKIP: the next older one is taken, the skip is reported with accept's reason. */
+	Verdicts v = { .skip_seq = 1003 };
+	assert_ok (sp_store_load_newest (st, judge, &v, collect_warning, &w, &data, &size, &seq, &err), &err);
+	assert_true (seq == 1002);
+	assert_true (sequence_of (data, size) == 1002);
+	assert_int_equal (v.calls, 2);
+	assert_int_equal (w.count, 1);
+	assert_contains (w.last, "1003");
+	assert_contains (w.last, "layout of App.Node changed");
+	free (data);
+
+	/* FATAL: load fails with accept's error, naming the snapshot; nothing older is tried. */
+	v = (Verdicts){ .fatal_seq = 1003 };
+	w = (Warnings){ 0 };
+	assert_int_equal (sp_store_load_newest (st, judge, &v, collect_warning, &w, &data, &size, &seq, &err), -1);
+	assert_null (data);
+	assert_int_equal (v.calls, 1);
+	assert_contains (err.msg, "class App.Node from assembly App cannot be found");
+	assert_contains (err.msg, "1003");
+	/* FATAL after a skip. */
+	v = (Verdicts){ .skip_seq = 1003, .fatal_seq = 1002 };
+	assert_int_equal (sp_store_load_newest (st, judge, &v, collect_warning, &w, &data, &size, &seq, &err), -1);
+	assert_int_equal (v.calls, 2);
+	assert_contains (err.msg, "1002");
+	sp_store_close (st);
+}
+
+static void
+test_leftover_tmp_is_removed_and_never_loaded (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	commit (st, 1);
+	sp_store_close (st);
+	/* A crash during commit 2 left its temporary file: complete bytes, even. */
+	char tmp [512];
+	file_path (f, 2, ".tmp", tmp, sizeof tmp);
+	SpBuf b;
+	make_snapshot (2, &b);
+	write_file (tmp, b.data, b.len);
+	sp_buf_free (&b);
+	assert_int_equal (access (tmp, F_OK), 0);
+
+	st = open_ok (f->store, 2);
+	assert_int_equal (access (tmp, F_OK), -1);
+	assert_true (sp_store_next_sequence (st) == 2);
+	Warnings w = { 0 };
+	load_expect (st, 1, &w);
+	assert_int_equal (w.count, 0);
+	char listing [1024];
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000001.spm");
+	/* Sequence 2 can be committed for real. */
+	commit (st, 2);
+	load_expect (st, 2, &w);
+	sp_store_close (st);
+}
+
+static void
+test_second_open_in_process_fails (void **state)
+{
+	Fixture *f = *state;
+	SpStore *first = open_ok (f->store, 2);
+	SpStore *second = (SpStore *)0x1;
+	SpError err = { 0 };
+	assert_fails (sp_store_open (f->store, 2, &second, &err), &err);
+	assert_null (second);
+	assert_contains (err.msg, "in use");
+	assert_contains (err.msg, f->store);
+	/* The failed attempt did not break the holder's lock or its store. */
+	commit (first, 1);
+	assert_fails (sp_store_open (f->store, 2, &second, &err), &err);
+	sp_store_close (first);
+	/* Released on close. */
+	second = open_ok (f->store, 2);
+	sp_store_close (second);
+}
+
+static void
+test_second_open_in_other_process_fails (void **state)
+{
+	Fixture *f = *state;
+	SpStore *first = open_ok (f->store, 2);
+	fflush (NULL);
+	pid_t pid = fork ();
+	assert_true (pid >= 0);
+	if (pid == 0) {
+		SpStore *st = NULL;
+		SpError err = { 0 };
+		int rc = sp_store_open (f->store, 2, &st, &err);
+		char want [64];
+		snprintf (want, sizeof want, "pid %ld", (long)getppid ());
+		/* 0: refused, saying in use and by whom. */
+		_exit (rc == -1 && strstr (err.msg, "in use") && strstr (err.msg, want) ? 0 : 1);
+	}
+	int status;
+	assert_int_equal (waitpid (pid, &status, 0), pid);
+	assert_true (WIFEXITED (status));
+	assert_int_equal (WEXITSTATUS (status), 0);
+	sp_store_close (first);
+	/* Once closed, another process may take it. */
+	fflush (NULL);
+	pid = fork ();
+	assert_true (pid >= 0);
+	if (pid == 0) {
+		SpStore *st = NULL;
+		int rc = sp_store_open (f->store, 2, &st, NULL);
+		if (rc == 0)
+			sp_store_close (st);
+		_exit (rc == 0 ? 0 : 1);
+	}
+	assert_int_equal (waitpid (pid, &status, 0), pid);
+	assert_true (WIFEXITED (status));
+	assert_int_equal (WEXITSTATUS (status), 0);
+}
+
+static void
+test_bad_locations (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = (SpStore *)0x1;
+	SpError err = { 0 };
+	/* A regular file where the directory should be. */
+	char file [400];
+	snprintf (file, sizeof file, "%s/plain-file", f->dir);
+	write_file (file, "x", 1);
+	assert_fails (sp_store_open (file, 2, &st, &err), &err);
+	assert_null (st);
+	assert_contains (err.msg, file);
+	assert_int_not_equal (err.code, 0);
+	/* ... or on the way to it. */
+	char below [450];
+	snprintf (below, sizeof below, "%s/plain-file/store", f->dir);
+	assert_fails (sp_store_open (below, 2, &st, &err), &err);
+	assert_contains (err.msg, below);
+	/* keep = 0, empty locations, a store type this build lacks. */
+	assert_fails (sp_store_open (f->store, 0, &st, &err), &err);
+	assert_null (st);
+	assert_int_equal (access (f->store, F_OK), -1);   /* refused before creating anything */
+	assert_fails (sp_store_open ("", 2, &st, &err), &err);
+	assert_fails (sp_store_open ("file:", 2, &st, &err), &err);
+	assert_fails (sp_store_open ("pmem:/mnt/pmem0/x", 2, &st, &err), &err);
+	assert_contains (err.msg, "pmem");
+}
+
+/*
+ * Only the store's own names are snapshots: files a person copied in, or
+ * names that merely start like one, are neither listed nor counted.
+ */
+static void
+test_foreign_names_are_ignored (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	commit (st, 3);
+	sp_store_close (st);
+	SpBuf b;
+	make_snapshot (9, &b);
+	const char *const foreign [] = { "snap--1.spm", "snap-+9.spm", "snap- 9.spm", "snap-9.spm", "snap-00000000000000000009.spm.bak" };
+	for (size_t i = 0; i < sizeof foreign / sizeof foreign [0]; i++) {
+		char path [512];
+		snprintf (path, sizeof path, "%s/%s", f->store, foreign [i]);
+		write_file (path, b.data, b.len);
+	}
+	sp_buf_free (&b);
+	st = open_ok (f->store, 2);
+	if (sp_store_next_sequence (st) != 4) {
+		print_error ("after foreign files, next sequence is %llu (want 4)\n", (unsigned long long)sp_store_next_sequence (st));
+		sp_store_close (st);
+		fail ();
+	}
+	SpSnapInfo *infos;
+	size_t n;
+	SpError err = { 0 };
+	assert_ok (sp_store_list (st, &infos, &n, &err), &err);
+	assert_int_equal (n, 1);
+	assert_true (infos [0].sequence == 3);
+	free (infos);
+	Warnings w = { 0 };
+	load_expect (st, 3, &w);
+	assert_int_equal (w.count, 0);
+	commit (st, 4);
+	sp_store_close (st);
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test_setup_teardown (test_keep_two_of_three, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_committed_snapshots_are_never_modified, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_reopen_continues_sequence, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_load_newest, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_damaged_newest_falls_back, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_accept_callback, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_leftover_tmp_is_removed_and_never_loaded, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_second_open_in_process_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_second_open_in_other_process_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_bad_locations, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_foreign_names_are_ignored, setup, teardown),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}
