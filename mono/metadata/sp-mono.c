@@ -659,8 +659,8 @@ sp_mono_serialize_all (uint64_t seq, SpError *err)
 		if (handle)
 			rc = sp_ser_root (&sp_ser, i + 1, mono_gchandle_get_target_internal (handle), err);
 	}
-	while (rc == 0 && (rc = sp_ser_step (&sp_ser, 4096, err)) > 0)
-		;
+	while (rc == 0 && (rc = sp_ser_step (&sp_ser, 4096, err)) == 1)
+		rc = 0;
 	if (rc == 0)
 		rc = sp_ser_finish (&sp_ser, err);
 	sp_client_lid_reset ();

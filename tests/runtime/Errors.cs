@@ -8,7 +8,7 @@ using SPersistence;
 [SPersistent] class HoldsPointer { [SPersistentField] public IntPtr Handle; }
 [SPersistent] class HoldsMatrix { [SPersistentField] public int[,] Matrix; }
 [SPersistent] class Good { [SPersistentField] public int Value; [SPersistentField] public object Any; }
-class NotMarked { public int X; }
+class NotMarked { public int X = 1; }
 
 static class Program
 {

@@ -11,7 +11,7 @@ compile () {
 		|| fail "compiling $out"
 }
 
-# spm ARGS...: run spmono
+# spm ARGS...: run spmono (in the background use "$SPMONO" itself, so that $! is its pid)
 spm () { "$SPMONO" "$@"; }
 
 # expect_fail PATTERN CMD...: CMD must exit non-zero with PATTERN (grep -E) in its output

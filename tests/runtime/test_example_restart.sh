@@ -4,7 +4,7 @@ compile loop.exe "$SRCDIR/../../examples/ControlLoop.cs"
 expect_out "^cold start" spm --sp-store=store loop.exe 3 0
 expect_out "warm restart: resuming after period 3 " spm --sp-store=store loop.exe 2 0
 
-spm --sp-store=store loop.exe 1000000 1 > run.out 2>&1 &
+"$SPMONO" --sp-store=store loop.exe 1000000 1 > run.out 2>&1 &
 pid=$!
 for i in $(seq 100); do [ "$(grep -c persisted run.out)" -ge 20 ] && break; sleep 0.05; done
 kill -9 $pid; wait $pid 2>/dev/null || true

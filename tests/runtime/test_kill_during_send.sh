@@ -4,7 +4,7 @@ source "$SRCDIR/lib.sh"
 compile kill.exe "$SRCDIR/KillLoop.cs"
 trials=${KILL_TRIALS:-8}
 for t in $(seq "$trials"); do
-	spm --sp-store=store kill.exe > run.$t 2>&1 &
+	"$SPMONO" --sp-store=store kill.exe > run.$t 2>&1 &
 	pid=$!
 	# Wait for the first durable snapshot of this run, then a random 0-400 ms more.
 	for i in $(seq 300); do grep -q durable run.$t && break; sleep 0.05; done
@@ -21,7 +21,7 @@ for t in $(seq "$trials"); do
 	echo "trial $t: restored $restored, last durable $prev_durable"
 done
 # A final clean restore verifies the last state.
-spm --sp-store=store kill.exe > final.out 2>&1 &
+"$SPMONO" --sp-store=store kill.exe > final.out 2>&1 &
 pid=$!
 for i in $(seq 300); do grep -q "restored\|CHECK" final.out && break; sleep 0.05; done
 kill -9 $pid; wait $pid 2>/dev/null || true

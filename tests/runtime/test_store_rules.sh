@@ -22,7 +22,7 @@ out=$(spm --sp-store=k2 err.exe count 1 2>&1) || fail "cold start over damaged s
 echo "$out" | grep -q "skipping damaged snapshot" || fail "no warning: $out"
 
 # One process at a time.
-spm --sp-store=held err.exe hold 3000 > hold.out &
+"$SPMONO" --sp-store=held err.exe hold 3000 > hold.out &
 holder=$!
 for i in $(seq 50); do grep -q holding hold.out 2>/dev/null && break; sleep 0.1; done
 expect_fail "in use by another process \\(pid $holder\\)" spm --sp-store=held err.exe value

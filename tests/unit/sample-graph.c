@@ -170,6 +170,9 @@ sample_graph_build (SampleGraph *g)
 	fake_set_ref (b, "other", c);
 	fake_set_ref (d, "other", c);
 	fake_set_ref (c, "pos.tag", fake_new_string_ascii ("tag of c"));
+	/* Wider than Latin-1 by little: every unit < 0x200. */
+	static const uint16_t just_wide [] = { 'x', 0x0100, 0x017f, 0x00ff };
+	fake_set_ref (d, "pos.tag", fake_new_string_utf16 (just_wide, 4));
 	void *stream = fake_new_object (file_stream);
 	memcpy ((uint8_t *)a + hidden, &stream, sizeof stream);
 

@@ -213,6 +213,7 @@ typedef enum Defect {
 	ARRAY_PIECE_HUGE,
 	ARRAY_INCOMPLETE,
 	STRING_PIECE_TOO_LONG,
+	STRING_PIECE_COUNT_WRAPS,
 	STRING_LENGTH_HUGE,
 	STRING_ENCODING_UNKNOWN,
 	STRING_INCOMPLETE,
@@ -252,7 +253,7 @@ static const char *const defect_names [DEFECT_COUNT] = {
 	N(ARRAY_OF_OBJECT_CLASS), N(CLASS_KIND_STRING), N(CLASS_KIND_ZERO), N(FIELD_KIND_ZERO),
 	N(FIELD_KIND_BEYOND), N(NAME_WITH_NUL), N(NAME_TOO_LONG), N(NFIELDS_HUGE), N(ARRAY_CLASS_NO_FIELDS),
 	N(ARRAY_LENGTH_7FFFFFFF), N(ARRAY_LENGTH_MAX_FEW_BYTES), N(ARRAY_PIECE_HUGE), N(ARRAY_INCOMPLETE),
-	N(STRING_PIECE_TOO_LONG), N(STRING_LENGTH_HUGE), N(STRING_ENCODING_UNKNOWN), N(STRING_INCOMPLETE),
+	N(STRING_PIECE_TOO_LONG), N(STRING_PIECE_COUNT_WRAPS), N(STRING_LENGTH_HUGE), N(STRING_ENCODING_UNKNOWN), N(STRING_INCOMPLETE),
 	N(ELEMS_OUT_OF_ORDER), N(ELEMS_OVERLAP), N(ELEMS_FOR_OBJECT), N(ELEMS_BEFORE_ITS_OBJECT),
 	N(ELEMS_LID_BEYOND), N(ELEMS_PAST_LENGTH), N(ROOT_DUPLICATE), N(ROOT_ID_ZERO), N(ROOT_LID_BEYOND),
 	N(TRAILER_MORE_CLASSES), N(TRAILER_FEWER_CLASSES), N(TRAILER_MORE_ROOTS), N(TRAILER_FEWER_ROOTS),
@@ -362,12 +363,28 @@ craft (SpBuf *b, Defect d)
 		sp_buf_put_varint (b, 4);
 		sp_buf_put_u8 (b, SP_STR_LATIN1);
 		sp_buf_put_bytes (b, "abcd", 4);
+	} else if (d == STRING_PIECE_COUNT_WRAPS) {
+		/*
+		 * Counts whose byte sizes wrap around 2^64 (2 units -> 4 bytes, then
+		 * 1 unit -> 2 bytes) and whose sum wraps back to the length, 3: only the
+		 * per-piece check (a piece is at most what is left) stops it, and
+		 * without it the restore would write 2^63 units into a 3-unit string.
+		 */
+		sp_buf_put_varint (b, (1ull << 63) + 2);
+		sp_buf_put_u8 (b, SP_STR_UTF16LE);
+		sp_buf_put_bytes (b, "a\0b\0", 4);
+		sp_buf_put_u8 (b, SP_REC_ELEMS);
+		sp_buf_put_varint (b, 3);
+		sp_buf_put_varint (b, (1ull << 63) + 2);
+		sp_buf_put_varint (b, (1ull << 63) + 1);
+		sp_buf_put_u8 (b, SP_STR_UTF16LE);
+		sp_buf_put_le (b, 0x263a, 2);
 	} else {
 		sp_buf_put_varint (b, 2);
 		sp_buf_put_u8 (b, d == STRING_ENCODING_UNKNOWN ? 2 : SP_STR_LATIN1);
 		sp_buf_put_bytes (b, "ab", 2);
 	}
-	if (d != STRING_PIECE_TOO_LONG) {
+	if (d != STRING_PIECE_TOO_LONG && d != STRING_PIECE_COUNT_WRAPS) {
 		sp_buf_put_u8 (b, SP_REC_ELEMS);
 		sp_buf_put_varint (b, 3);
 		sp_buf_put_varint (b, 2);

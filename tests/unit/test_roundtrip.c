@@ -8,6 +8,8 @@
 
 #include <math.h>
 
+#include <glib.h>
+
 #include "fake-objects.h"
 #include "sample-graph.h"
 #include "sp-serialize.h"
@@ -177,6 +179,20 @@ test_sample_round_trip (void **state)
 	memcpy (&tag2, fake_elem (rpoints, 2) + SAMPLE_POINT_TAG, sizeof tag2);
 	assert_ptr_equal (tag2, fake_get_ref (ra, "name"));     /* the empty string, shared */
 	assert_int_equal (fake_elem (rpoints, 0) [SAMPLE_POINT_K + 2], 0);   /* padding: not copied from 0xEE */
+
+	void *rjust = fake_get_ref (rd, "pos.tag");
+	assert_int_equal (fake_length (rjust), 4);
+	assert_int_equal (fake_string_units (rjust) [1], 0x0100);
+	assert_int_equal (fake_string_units (rjust) [2], 0x017f);
+	assert_int_equal (fake_string_units (rjust) [3], 0x00ff);
+
+	/* The class cache holds each class once: as many classes as distinct non-string classes. */
+	GHashTable *classes = g_hash_table_new (g_direct_hash, g_direct_equal);
+	for (uint32_t i = 1; i <= snap.trailer.nobjects; i++)
+		if (fake_class_of (objects [i])->sp.kind != SP_CLASS_STRING)
+			g_hash_table_add (classes, fake_class_of (objects [i]));
+	assert_int_equal (snap.trailer.nclasses, g_hash_table_size (classes));
+	g_hash_table_destroy (classes);
 
 	/* Every restored object is distinct, and nothing outside the snapshot was made. */
 	for (uint32_t i = 1; i <= snap.trailer.nobjects; i++) {
@@ -462,6 +478,34 @@ test_bool_is_normalized (void **state)
 	free (objects);
 	sp_snapshot_free (&snap);
 	sp_buf_free (&b);
+}
+
+/* Equal states give equal bytes: any non-zero bool byte is the same true. */
+static void
+test_bool_encoding_is_canonical (void **state)
+{
+	(void)state;
+	FakeClass *c = fake_class_object ("App", "App.Flags");
+	fake_class_add_field (c, "f", SP_KIND_BOOL, NULL);
+	fake_class_add_field (c, "arr", SP_KIND_REF, "System.Boolean[]");
+	FakeClass *bools = fake_class_prim_array (SP_KIND_BOOL);
+	const uint8_t odd [5] = { 0x80, 0, 2, 0xff, 1 }, canonical [5] = { 1, 0, 1, 1, 1 };
+	const uint8_t *const variants [2] = { odd, canonical };
+	SpBuf b [2];
+	for (int v = 0; v < 2; v++) {
+		void *o = fake_new_object (c);
+		FAKE_SET (o, "f", uint8_t, variants [v] [0]);
+		void *arr = fake_new_array (bools, 4);
+		memcpy (fake_elem (arr, 0), variants [v] + 1, 4);
+		fake_set_ref (o, "arr", arr);
+		SpError err = { 0 };
+		uint32_t id = 1;
+		sp_buf_init (&b [v]);
+		assert_ok (fake_serialize (&id, &o, 1, 1, 1, &b [v], &err), &err);
+	}
+	assert_same_bytes (&b [0], &b [1], "bools as 0x80/2/0xff vs 1");
+	sp_buf_free (&b [0]);
+	sp_buf_free (&b [1]);
 }
 
 /* What a store_ref callback saw. */
@@ -871,6 +915,7 @@ main (void)
 		cmocka_unit_test_teardown (test_serializer_reuse, teardown),
 		cmocka_unit_test_teardown (test_empty_snapshot, teardown),
 		cmocka_unit_test_teardown (test_bool_is_normalized, teardown),
+		cmocka_unit_test_teardown (test_bool_encoding_is_canonical, teardown),
 		cmocka_unit_test_teardown (test_fill_touches_only_leaves, teardown),
 		cmocka_unit_test_teardown (test_unpersistable_field_names_owner_and_type, teardown),
 		cmocka_unit_test_teardown (test_unpersistable_element_names_array_and_type, teardown),
