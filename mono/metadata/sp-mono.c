@@ -73,6 +73,30 @@ enum {
 };
 static gint64 sp_stats [SP_STAT_COUNT];
 
+static uint64_t
+sp_mono_now_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+sp_mono_monotonic_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+
+static void
+sp_mono_warn (void *ctx, const char *message)
+{
+	(void)ctx;
+	fprintf (stderr, "spmono: warning: %s\n", message);
+}
+
 /* ---- class map ------------------------------------------------------------ */
 
 static gboolean
@@ -339,7 +363,18 @@ sp_mono_class_map (MonoClass *klass, SpError *err)
 SpClass *
 sp_client_class_of (void *obj, SpError *err)
 {
-	return sp_mono_class_map (mono_object_class ((MonoObject *)obj), err);
+	/* Objects of one class tend to come in runs: remember the last lookup (under sp_lock). */
+	static MonoClass *last_klass;
+	static SpClass *last_map;
+	MonoClass *klass = mono_object_class ((MonoObject *)obj);
+	if (klass == last_klass)
+		return last_map;
+	SpClass *c = sp_mono_class_map (klass, err);
+	if (c) {
+		last_klass = klass;
+		last_map = c;
+	}
+	return c;
 }
 
 uint32_t
@@ -433,8 +468,11 @@ sp_mono_resolve_class (const SpSnapClass *sc, SpError *err)
 	/* "Type, Assembly": the version is informative; the layout check decides. */
 	char *comma = strchr (sc->assembly, ',');
 	char *qualified = g_strdup_printf ("%s, %.*s", sc->name, (int)(comma ? comma - sc->assembly : (long)strlen (sc->assembly)), sc->assembly);
+	/* Assemblies are looked for where the program is (Mono needs an image for that). */
+	MonoAssembly *main_assembly = mono_assembly_get_main ();
+	MonoImage *context = main_assembly ? main_assembly->image : mono_defaults.corlib;
 	ERROR_DECL (error);
-	MonoType *type = mono_reflection_type_from_name_checked (qualified, NULL, error);
+	MonoType *type = mono_reflection_type_from_name_checked (qualified, context, error);
 	g_free (qualified);
 	if (!is_ok (error) || !type) {
 		mono_error_cleanup (error);
@@ -456,6 +494,7 @@ sp_mono_resolve_class (const SpSnapClass *sc, SpError *err)
 
 typedef struct SpRestore {
 	SpSnapshot snap;
+	MonoVTable **vtables;        /* by snapshot class id: what objects/arrays are allocated with */
 	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
 	guint32 handle;
 } SpRestore;
@@ -464,7 +503,6 @@ static MonoObject *
 sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
 {
 	const SpSnapObject *o = &r->snap.objects [lid];
-	MonoDomain *domain = mono_domain_get ();
 	ERROR_DECL (error);
 	MonoObject *obj = NULL;
 	if (o->kind == SP_CLASS_STRING) {
@@ -474,15 +512,12 @@ sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
 			return NULL;
 		}
 		sp_snapshot_string_chars (&r->snap, lid, chars);
-		obj = (MonoObject *)mono_string_new_utf16_checked (domain, chars, (gint32)o->length, error);
+		obj = (MonoObject *)mono_string_new_utf16_checked (mono_domain_get (), chars, (gint32)o->length, error);
 		free (chars);
+	} else if (o->kind == SP_CLASS_ARRAY) {
+		obj = (MonoObject *)mono_array_new_specific_checked (r->vtables [o->class_id], (uintptr_t)o->length, error);
 	} else {
-		SpClass *live = (SpClass *)r->snap.classes [o->class_id].resolved;
-		MonoClass *klass = (MonoClass *)live->client;
-		if (o->kind == SP_CLASS_ARRAY)
-			obj = (MonoObject *)mono_array_new_checked (domain, m_class_get_element_class (klass), (uintptr_t)o->length, error);
-		else
-			obj = mono_object_new_checked (domain, klass, error);   /* zeroed; no constructor runs */
+		obj = mono_object_new_specific_checked (r->vtables [o->class_id], error);   /* zeroed; no constructor runs */
 	}
 	if (!is_ok (error)) {
 		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
@@ -498,7 +533,9 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
 {
 	SpRestore *r = (SpRestore *)ctx;
 	MonoObject *target = lid ? mono_array_get_fast (r->objects, MonoObject *, lid) : NULL;
-	if (target && !mono_class_is_assignable_from_internal ((MonoClass *)field->type_client, mono_object_class (target))) {
+	MonoClass *declared = (MonoClass *)field->type_client;
+	if (target && mono_object_class (target) != declared &&
+	    !mono_class_is_assignable_from_internal (declared, mono_object_class (target))) {
 		char *tname = sp_mono_type_name (m_class_get_byval_arg (mono_object_class (target)));
 		sp_error_set (err, "object %u has type %s, which cannot be stored in '%s' of type %s",
 			      lid, tname, *field->name ? field->name : "element", field->type_name);
@@ -538,27 +575,40 @@ static int
 sp_mono_restore_objects (SpRestore *r, SpError *err)
 {
 	uint32_t n = r->snap.trailer.nobjects;
+	uint64_t t0 = sp_mono_monotonic_ns (), t1, t2;
+	ERROR_DECL (error);
+	r->vtables = g_new0 (MonoVTable *, r->snap.trailer.nclasses + 1);
 	for (uint32_t i = 1; i <= r->snap.trailer.nclasses; i++) {
 		SpSnapClass *sc = &r->snap.classes [i];
 		if (!(sc->resolved = sp_mono_resolve_class (sc, err)))
 			return -1;
+		r->vtables [i] = mono_class_vtable_checked (mono_domain_get (), (MonoClass *)((SpClass *)sc->resolved)->client, error);
+		if (!is_ok (error)) {
+			sp_error_set (err, "class %s cannot be instantiated: %s", sc->name, mono_error_get_message (error));
+			mono_error_cleanup (error);
+			return -1;
+		}
 	}
-	ERROR_DECL (error);
 	r->objects = mono_array_new_checked (mono_domain_get (), mono_defaults.object_class, (uintptr_t)n + 1, error);
 	if (!is_ok (error)) {
 		mono_error_cleanup (error);
 		return sp_error_set (err, "out of memory for %u objects", n);
 	}
 	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
+	t1 = sp_mono_monotonic_ns ();
 	for (uint32_t lid = 1; lid <= n; lid++) {
 		MonoObject *obj = sp_mono_construct (r, lid, err);
 		if (!obj)
 			return -1;
 		mono_array_setref_fast (r->objects, lid, obj);
 	}
+	t2 = sp_mono_monotonic_ns ();
 	for (uint32_t lid = 1; lid <= n; lid++)
 		if (sp_mono_fixup (r, lid, err) < 0)
 			return -1;
+	if (sp_options.verbose)
+		fprintf (stderr, "spmono: restore of %u objects: classes %.3f ms, construction %.3f ms, fix-up %.3f ms\n",
+			 n, (t1 - t0) / 1e6, (t2 - t1) / 1e6, (sp_mono_monotonic_ns () - t2) / 1e6);
 	return 0;
 }
 
@@ -568,7 +618,11 @@ sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
 {
 	(void)ctx;
 	SpRestore r = { 0 };
-	if (sp_snapshot_parse (data, size, &r.snap, err) < 0)
+	uint64_t t0 = sp_mono_monotonic_ns ();
+	int parsed = sp_snapshot_parse (data, size, &r.snap, err);
+	if (sp_options.verbose)
+		fprintf (stderr, "spmono: checked and parsed %zu bytes in %.3f ms\n", size, (sp_mono_monotonic_ns () - t0) / 1e6);
+	if (parsed < 0)
 		return SP_ACCEPT_SKIP;      /* damaged: an older snapshot may do */
 	/* Intact but not restorable into this program: never fall back silently. */
 	int rc = sp_mono_restore_objects (&r, err) < 0 ? SP_ACCEPT_FATAL : 0;
@@ -578,35 +632,12 @@ sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
 	}
 	if (r.handle)
 		mono_gchandle_free_internal (r.handle);
+	g_free (r.vtables);
 	sp_snapshot_free (&r.snap);
 	return rc;
 }
 
 /* ---- starting: store and warm restart -------------------------------------- */
-
-static uint64_t
-sp_mono_now_ns (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t
-sp_mono_monotonic_ns (void)
-{
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-
-static void
-sp_mono_warn (void *ctx, const char *message)
-{
-	(void)ctx;
-	fprintf (stderr, "spmono: warning: %s\n", message);
-}
 
 static int
 sp_mono_start (SpError *err)

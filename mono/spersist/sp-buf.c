@@ -59,7 +59,7 @@ sp_buf_put_str (SpBuf *b, const char *s)
 }
 
 uint64_t
-sp_reader_varint (SpReader *r)
+sp_reader_varint_slow (SpReader *r)
 {
 	uint64_t v = 0;
 	for (unsigned shift = 0; shift < 64; shift += 7) {

@@ -147,7 +147,16 @@ sp_reader_u8 (SpReader *r)
 	return p ? *p : 0;
 }
 
-uint64_t sp_reader_varint (SpReader *r);
+uint64_t sp_reader_varint_slow (SpReader *r);
+
+/* Most varints (small LIDs, counts) are one byte: decode those inline. */
+static inline uint64_t
+sp_reader_varint (SpReader *r)
+{
+	if (r->pos < r->end && *r->pos < 0x80 && !r->bad)
+		return *r->pos++;
+	return sp_reader_varint_slow (r);
+}
 /*
  * A length-prefixed string, copied into `dst` (capacity `cap`, NUL-terminated).
  * Strings longer than cap-1 bytes or containing NUL bytes make the reader bad.

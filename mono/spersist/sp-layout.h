@@ -30,6 +30,9 @@ typedef enum SpKind {
 	SP_KIND_REF = 13,       /* object reference: a LID on the wire, a pointer in memory */
 } SpKind;
 
+/* Bytes of the longest varint of a 32-bit value (LIDs are below 2^31). */
+#define SP_VARINT32_MAX 5
+
 #define SP_KIND_FIRST SP_KIND_BOOL
 #define SP_KIND_LAST  SP_KIND_REF
 
@@ -67,9 +70,11 @@ typedef struct SpClass {
 	SpField *fields;
 	uint32_t elem_size;     /* ARRAY: distance between elements in memory */
 	void *client;           /* the client's class handle (MonoClass *) */
-	/* Owned by the serializer: the class id in the snapshot being written. */
+	/* Owned by the serializer: the class id in the snapshot being written, and
+	 * the largest encoding of one instance/element (set with the id). */
 	uint64_t snap_cycle;
 	uint32_t snap_id;
+	uint32_t wire_max;
 } SpClass;
 
 /* ARRAY whose element is one primitive at offset 0 with nothing around it: copied as a block. */

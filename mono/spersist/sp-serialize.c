@@ -51,10 +51,10 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 
 /*
  * The LID of obj, handing out a new one (and queueing obj) the first time.
- * `what` names the reference for the error message when obj cannot be persisted.
+ * Fails, with err saying why, when obj's class cannot be persisted.
  */
 static int
-sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, const char *what_fmt, const char *a, const char *b, SpError *err)
+sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, SpError *err)
 {
 	if (!obj) {
 		*lid = 0;
@@ -67,7 +67,7 @@ sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, const char *what_fmt, 
 		return 0;
 	}
 	if (!sp_client_class_of (obj, err))
-		return sp_error_prefix (err, what_fmt, a, b);
+		return -1;
 	if (s->nobjects >= SP_LID_MAX)
 		return sp_error_set (err, "the snapshot would hold more than %u objects", SP_LID_MAX);
 	uint32_t new_lid = s->nobjects + 1;
@@ -79,14 +79,23 @@ sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, const char *what_fmt, 
 	return 0;
 }
 
+/* Say which reference led to an object that cannot be persisted (only on failure). */
+static int
+sp_ser_blame (SpError *err, const SpClass *owner, const SpField *f)
+{
+	if (owner->kind == SP_CLASS_OBJECT)
+		return sp_error_prefix (err, "field %s.%s", owner->name, f->name);
+	if (f->name [0])
+		return sp_error_prefix (err, "field %s of an element of %s", f->name, owner->name);
+	return sp_error_prefix (err, "an element of %s", owner->name);
+}
+
 int
 sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err)
 {
-	char id [16];
-	snprintf (id, sizeof id, "%u", root_id);
 	uint32_t lid;
-	if (sp_ser_lid_of (s, obj, &lid, "root %s%s", id, "", err) < 0)
-		return -1;
+	if (sp_ser_lid_of (s, obj, &lid, err) < 0)
+		return sp_error_prefix (err, "root %u", root_id);
 	sp_buf_put_u8 (s->out, SP_REC_ROOT);
 	sp_buf_put_varint (s->out, root_id);
 	sp_buf_put_varint (s->out, lid);
@@ -109,47 +118,71 @@ sp_ser_class_id (SpSerializer *s, SpClass *c)
 	sp_buf_put_str (o, c->assembly);
 	sp_buf_put_str (o, c->name);
 	sp_buf_put_varint (o, c->nfields);
+	uint32_t wire_max = 0;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
 		sp_buf_put_str (o, f->name);
 		sp_buf_put_u8 (o, f->kind);
 		if (f->kind == SP_KIND_REF)
 			sp_buf_put_str (o, f->type_name ? f->type_name : "");
+		wire_max += f->kind == SP_KIND_REF ? SP_VARINT32_MAX : sp_kind_size (f->kind);
 	}
+	c->wire_max = wire_max;
 	return c->snap_id;
 }
 
-static void
-sp_ser_primitive (SpBuf *o, const uint8_t *src, unsigned kind)
+static inline uint8_t *
+sp_put_varint_raw (uint8_t *dst, uint32_t v)
 {
-	unsigned size = sp_kind_size (kind);
-	uint64_t v = 0;
-	memcpy (&v, src, size);      /* host order, low bytes first on little-endian hosts */
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v >>= 8 * (8 - size);
-#endif
-	if (kind == SP_KIND_BOOL)
-		v = v != 0;
-	sp_buf_put_le (o, v, size);
+	while (v >= 0x80) {
+		*dst++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*dst++ = (uint8_t)v;
+	return dst;
 }
 
-/* The leaves of one object or array element at `base`. */
-static int
-sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const char *owner, SpError *err)
+static inline uint8_t *
+sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
 {
+	unsigned size = sp_kind_size (kind);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy (dst, src, size);
+#else
+	for (unsigned i = 0; i < size; i++)
+		dst [i] = src [size - 1 - i];
+#endif
+	if (kind == SP_KIND_BOOL)
+		dst [0] = dst [0] != 0;
+	return dst + size;
+}
+
+/*
+ * The values of one object or array element at `base`.  Room for the largest
+ * encoding is reserved once, so the loop writes without further checks: nothing
+ * in it touches the output buffer but this loop.
+ */
+static int
+sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *err)
+{
+	uint8_t *start = sp_buf_reserve (s->out, c->wire_max);
+	if (!start)
+		return sp_ser_oom (err);
+	uint8_t *dst = start;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
 		if (f->kind != SP_KIND_REF) {
-			sp_ser_primitive (s->out, base + f->offset, f->kind);
+			dst = sp_put_primitive_raw (dst, base + f->offset, f->kind);
 			continue;
 		}
 		void *child;
 		memcpy (&child, base + f->offset, sizeof child);
 		uint32_t lid;
-		if (sp_ser_lid_of (s, child, &lid, "%s%s", owner, f->name, err) < 0)
-			return -1;
-		sp_buf_put_varint (s->out, lid);
+		if (sp_ser_lid_of (s, child, &lid, err) < 0)
+			return sp_ser_blame (err, c, f);
+		dst = sp_put_varint_raw (dst, lid);
 	}
+	s->out->len += (size_t)(dst - start);
 	return 0;
 }
 
@@ -160,9 +193,7 @@ sp_ser_object (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *er
 	sp_buf_put_u8 (s->out, SP_REC_OBJECT);
 	sp_buf_put_varint (s->out, lid);
 	sp_buf_put_varint (s->out, class_id);
-	char owner [SP_MAX_NAME + 32];
-	snprintf (owner, sizeof owner, "field %s.", c->name);
-	return sp_ser_leaves (s, c, obj, owner, err);
+	return sp_ser_leaves (s, c, obj, err);
 }
 
 static bool
@@ -207,16 +238,8 @@ sp_ser_array_elements (SpSerializer *s, const SpClass *c, const uint8_t *data, u
 		return 0;
 	}
 #endif
-	char owner [SP_MAX_NAME + 32];
-	snprintf (owner, sizeof owner, "an element of %s", c->name);
-	if (c->nfields == 1 && c->fields [0].name [0] == '\0') {
-		/* Element is the leaf itself: the message needs no field name. */
-	} else {
-		size_t len = strlen (owner);
-		snprintf (owner + len, sizeof owner - len, ", field ");
-	}
 	for (uint64_t i = 0; i < n; i++)
-		if (sp_ser_leaves (s, c, data + i * c->elem_size, owner, err) < 0)
+		if (sp_ser_leaves (s, c, data + i * c->elem_size, err) < 0)
 			return -1;
 	return 0;
 }
@@ -244,11 +267,8 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			return 0;
 		void *obj = sp_client_lid_object (lid);
 		SpClass *c = sp_client_class_of (obj, err);   /* known persistable: checked when queued */
-		SpLidEntry *e = sp_lidmap_find (&s->lids, sp_client_identity_hash (obj), obj);
-		if (!e || !c)
-			return sp_error_set (err, "internal error: queued object %u lost its entry or class", lid);
-		/* Claimed before writing: writing may grow the map and move `e`. */
-		sp_lid_set_serialized (e);
+		if (!c)
+			return sp_error_set (err, "internal error: queued object %u lost its class", lid);
 		int rc = 0;
 		switch (c->kind) {
 		case SP_CLASS_OBJECT: rc = sp_ser_object (s, obj, c, lid, err); break;

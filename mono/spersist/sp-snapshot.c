@@ -470,17 +470,21 @@ typedef struct SpFill {
 	int rc;
 } SpFill;
 
-static void
+static inline void
 sp_fill_primitive (uint8_t *dst, SpReader *r, unsigned kind)
 {
 	unsigned size = sp_kind_size (kind);
-	uint64_t v = sp_reader_le (r, size);
-	if (kind == SP_KIND_BOOL)
-		v = v != 0;
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v <<= 8 * (8 - size);
+	const uint8_t *src = sp_reader_take (r, size);
+	if (!src)
+		return;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy (dst, src, size);
+#else
+	for (unsigned i = 0; i < size; i++)
+		dst [i] = src [size - 1 - i];
 #endif
-	memcpy (dst, &v, size);
+	if (kind == SP_KIND_BOOL)
+		dst [0] = dst [0] != 0;
 }
 
 static void

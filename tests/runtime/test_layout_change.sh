@@ -8,3 +8,8 @@ spm --sp-store=store v1.exe write || fail "write"
 spm --sp-store=store new/v1.exe check || fail "changed layout was not refused with a clear message"
 # The refused snapshot is left as it was, for the program it belongs to.
 expect_out "." ls store/snap-00000000000000000001.spm
+
+# A snapshot naming an assembly the program cannot load: a clear error, no crash.
+mkdir -p other
+"$MCS" -nologo -r:"$SPLIB/SPersistence.dll" -out:other/v3.exe "$SRCDIR/TestUtil.cs" "$SRCDIR/Layout.cs"
+expect_fail "class Plant from assembly v1, Version=0.0.0.0 cannot be found" spm --sp-store=store other/v3.exe check
