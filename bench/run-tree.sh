@@ -1,7 +1,8 @@
 #!/bin/bash
 # run-tree.sh [NODES] [REPS]: SP vs BinaryFormatter on a tree of composite nodes.
 # Writes bench/results/tree.csv and prints min/median/max per figure and the ratios.
-# The store is on tmpfs (/dev/shm) so "serialize" and "commit" are told apart;
+# The store is on tmpfs (/dev/shm) so "serialize" and "commit" are told apart,
+# and "restore" (from opening the store) and "decode" (from bytes in memory);
 # SP restore needs a fresh process per repetition.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

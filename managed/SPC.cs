@@ -92,7 +92,7 @@ namespace SPersistence
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>
 	public sealed class SPStats
 	{
-		internal const int Count = 11;
+		internal const int Count = 12;
 
 		/// <summary>Snapshots committed by this process.</summary>
 		public readonly long Snapshots;
@@ -103,12 +103,14 @@ namespace SPersistence
 		public readonly long RestoredSequence, RestoredObjects, RestoredBytes;
 		/// <summary>Opening the store and restoring, in total.</summary>
 		public readonly long RestoreNs;
+		/// <summary>Of that, decoding the snapshot from memory: validate, construct, fix up.</summary>
+		public readonly long RestoreDecodeNs;
 
 		internal SPStats (long [] v)
 		{
 			Snapshots = v [0]; LastSequence = v [1]; LastObjects = v [2]; LastBytes = v [3];
 			LastSerializeNs = v [4]; LastCommitNs = v [5]; Failures = v [6];
-			RestoredSequence = v [7]; RestoredObjects = v [8]; RestoredBytes = v [9]; RestoreNs = v [10];
+			RestoredSequence = v [7]; RestoredObjects = v [8]; RestoredBytes = v [9]; RestoreNs = v [10]; RestoreDecodeNs = v [11];
 		}
 	}
 

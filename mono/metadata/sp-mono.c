@@ -30,8 +30,10 @@
 #include <mono/metadata/class-internals.h>
 #include <mono/metadata/icall-internals.h>
 #include <mono/metadata/object-internals.h>
+#include <mono/metadata/profiler.h>
 #include <mono/metadata/reflection-internals.h>
 #include <mono/metadata/tabledefs.h>
+#include <mono/utils/atomic.h>
 #include <mono/utils/mono-coop-mutex.h>
 
 #include "../spersist/sp-client.h"
@@ -69,6 +71,7 @@ enum {
 	SP_STAT_SNAPSHOTS, SP_STAT_LAST_SEQUENCE, SP_STAT_LAST_OBJECTS, SP_STAT_LAST_BYTES,
 	SP_STAT_LAST_SERIALIZE_NS, SP_STAT_LAST_COMMIT_NS, SP_STAT_FAILURES,
 	SP_STAT_RESTORED_SEQUENCE, SP_STAT_RESTORED_OBJECTS, SP_STAT_RESTORED_BYTES, SP_STAT_RESTORE_NS,
+	SP_STAT_RESTORE_DECODE_NS,
 	SP_STAT_COUNT
 };
 static gint64 sp_stats [SP_STAT_COUNT];
@@ -401,10 +404,18 @@ sp_client_array_data (void *arr)
 	return mono_array_addr_with_size_fast ((MonoArray *)arr, 1, 0);
 }
 
+/*
+ * Mono's identity hash is (address / 8) * 2654435761 mod 2^32, taken from the
+ * address the object had when first hashed and kept in its header ever after
+ * (monitor.c).  Multiplying by the inverse of that factor gives back address / 8:
+ * stable across moves, and address-like, as sp_client_identity_hash should be.
+ */
+#define SP_MONO_HASH_INVERSE 0x0e8b2f51u
+
 uint32_t
 sp_client_identity_hash (void *obj)
 {
-	return (uint32_t)mono_object_hash_internal ((MonoObject *)obj);
+	return (uint32_t)mono_object_hash_internal ((MonoObject *)obj) * SP_MONO_HASH_INVERSE;
 }
 
 /* Replace the LID table by one with room for `need` entries, keeping the bound ones. */
@@ -448,6 +459,31 @@ void *
 sp_client_lid_object (uint32_t lid)
 {
 	return mono_array_get_fast (sp_lid_table, MonoObject *, lid);
+}
+
+/* World stops seen; objects move only while the world is stopped (see sp_mono_gc_event). */
+static gint32 sp_world_stops;
+
+uint32_t
+sp_client_gc_epoch (void)
+{
+	return (uint32_t)mono_atomic_load_i32 (&sp_world_stops);
+}
+
+/*
+ * Counted after every thread is suspended and before the GC moves anything, so
+ * a thread that reads the epoch and then an address sees a new epoch whenever
+ * the address may be stale.  (sgen_global_stop_count is bumped before the
+ * threads are suspended, which leaves a window.)
+ */
+static void
+sp_mono_gc_event (MonoProfiler *prof, MonoProfilerGCEvent event, uint32_t generation, mono_bool is_serial)
+{
+	(void)prof;
+	(void)generation;
+	(void)is_serial;
+	if (event == MONO_GC_EVENT_POST_STOP_WORLD)
+		mono_atomic_inc_i32 (&sp_world_stops);
 }
 
 void
@@ -517,7 +553,8 @@ sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
 	} else if (o->kind == SP_CLASS_ARRAY) {
 		obj = (MonoObject *)mono_array_new_specific_checked (r->vtables [o->class_id], (uintptr_t)o->length, error);
 	} else {
-		obj = mono_object_new_specific_checked (r->vtables [o->class_id], error);   /* zeroed; no constructor runs */
+		/* Zeroed, no constructor runs; never a remoting proxy (the _specific variant may make one). */
+		obj = mono_object_new_alloc_specific_checked (r->vtables [o->class_id], error);
 	}
 	if (!is_ok (error)) {
 		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
@@ -629,6 +666,7 @@ sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
 	if (rc == 0) {
 		sp_mono_restore_roots (&r);
 		sp_stats [SP_STAT_RESTORED_OBJECTS] = r.snap.trailer.nobjects;
+		sp_stats [SP_STAT_RESTORE_DECODE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
 	}
 	if (r.handle)
 		mono_gchandle_free_internal (r.handle);
@@ -886,6 +924,7 @@ sp_mono_init (const char *program)
 	sp_ser_init (&sp_ser);
 	sp_buf_init (&sp_out);
 	mono_install_assembly_preload_hook_v2 (sp_mono_preload, NULL, FALSE);
+	mono_profiler_set_gc_event_callback (mono_profiler_create (NULL), sp_mono_gc_event);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_add_root", sp_icall_add_root);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_remove_root", sp_icall_remove_root);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_recv", sp_icall_recv);

@@ -35,7 +35,9 @@ void *sp_client_array_data (void *arr);
 
 /*
  * Identity: a hash of obj that stays the same when the GC moves it, and the
- * table of objects by LID for the snapshot being written or read.
+ * table of objects by LID for the snapshot being written or read.  The hash
+ * should be address-like (objects allocated together get nearby values): the
+ * LID map uses that for cache locality.  Any hash is correct, only slower.
  */
 uint32_t sp_client_identity_hash (void *obj);
 /* Record that `lid` (1, 2, ... in order) names obj; -1 when memory runs out. */
@@ -44,5 +46,11 @@ int sp_client_lid_bind (uint32_t lid, void *obj, SpError *err);
 void *sp_client_lid_object (uint32_t lid);
 /* Forget every binding (the objects may then be collected). */
 void sp_client_lid_reset (void);
+/*
+ * A number that changes whenever the GC may have moved objects since it was
+ * last read: it must change before any object moves, and while the reading
+ * thread cannot run (Mono: counted when the world is stopped).
+ */
+uint32_t sp_client_gc_epoch (void);
 
 #endif

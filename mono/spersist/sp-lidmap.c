@@ -6,12 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Where an object's entry starts.  Identity hashes are address-like (see
+ * sp_client_identity_hash): the low 9 bits select the slot within a window of
+ * 512, the rest is scrambled to choose the window.  Objects that lay in one
+ * 4 KiB page when hashed (allocated together, and mostly traversed together)
+ * share a window of the table, so a traversal takes a cache miss per page of
+ * objects rather than per object, while pages still spread evenly.
+ */
 static size_t
 sp_lidmap_slot (uint32_t hash, size_t mask)
 {
-	/* Identity hashes may be sequential or address-derived: mix before masking. */
-	uint64_t h = (uint64_t)hash * 0x9E3779B97F4A7C15ull;
-	return (size_t)(h >> 32) & mask;
+	uint64_t window = ((uint64_t)(hash >> 9) * 0x9E3779B97F4A7C15ull) >> 32;
+	return (size_t)((window << 9) | (hash & 511)) & mask;
 }
 
 static int
@@ -50,26 +57,32 @@ sp_lidmap_clear (SpLidMap *m)
 }
 
 SpLidEntry *
-sp_lidmap_find (const SpLidMap *m, uint32_t hash, const void *obj)
+sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 {
 	for (size_t i = sp_lidmap_slot (hash, m->mask);; i = (i + 1) & m->mask) {
 		SpLidEntry *e = &m->slots [i];
 		if (e->lid == 0)
 			return NULL;
-		/* Equal hashes are common enough (distinct objects may share one): confirm. */
-		if (e->hash == hash && sp_client_lid_object (sp_lid_of (e)) == obj)
+		/* Distinct objects may share a hash: confirm by address. */
+		if (e->hash != hash)
+			continue;
+		if (e->epoch != epoch) {
+			/* Objects may have moved since `mid` was read: read it again. */
+			e->mid = (uintptr_t)sp_client_lid_object (sp_lid_of (e));
+			e->epoch = epoch;
+		}
+		if (e->mid == (uintptr_t)obj)
 			return e;
 	}
 }
 
 static SpLidEntry *
-sp_lidmap_place (SpLidMap *m, uint32_t hash, uint32_t lid)
+sp_lidmap_place (SpLidMap *m, const SpLidEntry *entry)
 {
-	size_t i = sp_lidmap_slot (hash, m->mask);
+	size_t i = sp_lidmap_slot (entry->hash, m->mask);
 	while (m->slots [i].lid != 0)
 		i = (i + 1) & m->mask;
-	m->slots [i].hash = hash;
-	m->slots [i].lid = lid;
+	m->slots [i] = *entry;
 	m->count++;
 	return &m->slots [i];
 }
@@ -83,16 +96,17 @@ sp_lidmap_grow (SpLidMap *m)
 		return -1;
 	for (size_t i = 0; i <= m->mask; i++)
 		if (m->slots [i].lid != 0)
-			sp_lidmap_place (&bigger, m->slots [i].hash, m->slots [i].lid);
+			sp_lidmap_place (&bigger, &m->slots [i]);
 	free (m->slots);
 	*m = bigger;
 	return 0;
 }
 
 SpLidEntry *
-sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid)
+sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid, const void *obj, uint32_t epoch)
 {
 	if ((m->count + 1) * 2 > m->mask + 1 && sp_lidmap_grow (m) < 0)
 		return NULL;
-	return sp_lidmap_place (m, hash, lid);
+	SpLidEntry entry = { .hash = hash, .lid = lid, .epoch = epoch, .mid = (uintptr_t)obj };
+	return sp_lidmap_place (m, &entry);
 }

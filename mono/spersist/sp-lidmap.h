@@ -12,6 +12,12 @@
  * updates when objects move (sp_client_lid_object).  Nothing in this map goes
  * stale when the GC moves objects, and the GC needs no callback into it.
  *
+ * Reading the LID table costs a cache miss per lookup, so each entry also caches
+ * the object's address (MID) with the GC epoch it was read in
+ * (sp_client_gc_epoch, which changes whenever objects may have moved).  While the
+ * epoch is unchanged the cached address is the object's address and is compared
+ * directly; otherwise it is read again from the LID table.
+ *
  * Open addressing with linear probing; entries are never removed within a cycle.
  */
 #ifndef SP_LIDMAP_H
@@ -27,6 +33,8 @@
 typedef struct SpLidEntry {
 	uint32_t hash;          /* the object's identity hash */
 	uint32_t lid;           /* LID | SP_LID_SERIALIZED once written; 0 = empty slot */
+	uint32_t epoch;         /* GC epoch in which `mid` was read */
+	uintptr_t mid;          /* the object's address in that epoch */
 } SpLidEntry;
 
 typedef struct SpLidMap {
@@ -39,10 +47,13 @@ int sp_lidmap_init (SpLidMap *m, size_t expected);
 void sp_lidmap_free (SpLidMap *m);
 void sp_lidmap_clear (SpLidMap *m);
 
-/* The entry of obj (whose identity hash is `hash`), or NULL. */
-SpLidEntry *sp_lidmap_find (const SpLidMap *m, uint32_t hash, const void *obj);
-/* Add an entry for an object not in the map; NULL only when memory runs out. */
-SpLidEntry *sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid);
+/*
+ * The entry of obj (whose identity hash is `hash`), or NULL.  `epoch` is
+ * sp_client_gc_epoch () read after the caller obtained obj.
+ */
+SpLidEntry *sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch);
+/* Add an entry for obj, not in the map; NULL only when memory runs out. */
+SpLidEntry *sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid, const void *obj, uint32_t epoch);
 
 static inline uint32_t sp_lid_of (const SpLidEntry *e) { return e->lid & SP_LID_MAX; }
 static inline bool sp_lid_is_serialized (const SpLidEntry *e) { return (e->lid & SP_LID_SERIALIZED) != 0; }

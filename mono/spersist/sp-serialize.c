@@ -61,7 +61,8 @@ sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, SpError *err)
 		return 0;
 	}
 	uint32_t hash = sp_client_identity_hash (obj);
-	SpLidEntry *e = sp_lidmap_find (&s->lids, hash, obj);
+	uint32_t epoch = sp_client_gc_epoch ();
+	SpLidEntry *e = sp_lidmap_find (&s->lids, hash, obj, epoch);
 	if (e) {
 		*lid = sp_lid_of (e);
 		return 0;
@@ -73,7 +74,8 @@ sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, SpError *err)
 	uint32_t new_lid = s->nobjects + 1;
 	if (sp_client_lid_bind (new_lid, obj, err) < 0)
 		return -1;
-	if (!sp_lidmap_add (&s->lids, hash, new_lid) || sp_queue_push (&s->queue, new_lid) < 0)
+	/* Binding may allocate, and so collect: read the epoch again for the cached address. */
+	if (!sp_lidmap_add (&s->lids, hash, new_lid, obj, sp_client_gc_epoch ()) || sp_queue_push (&s->queue, new_lid) < 0)
 		return sp_ser_oom (err);
 	*lid = s->nobjects = new_lid;
 	return 0;

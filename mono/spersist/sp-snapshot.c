@@ -99,6 +99,27 @@ sp_parse_name (SpParse *p)
 	return p->r.bad ? NULL : strdup (tmp);
 }
 
+/* Merge adjacent primitive leaves into one skip, so validating a record is a few steps. */
+static int
+sp_parse_plan_steps (SpParse *p, SpSnapClass *c)
+{
+	c->steps = calloc (c->nfields ? c->nfields : 1, sizeof *c->steps);
+	if (!c->steps)
+		return sp_error_set (p->err, "out of memory reading the class cache");
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		unsigned kind = c->fields [i].kind;
+		if (kind == SP_KIND_REF)
+			c->steps [n++] = 0;
+		else if (n > 0 && c->steps [n - 1] > 0)
+			c->steps [n - 1] += sp_kind_size (kind);
+		else
+			c->steps [n++] = sp_kind_size (kind);
+	}
+	c->nsteps = n;
+	return 0;
+}
+
 static int
 sp_parse_class (SpParse *p)
 {
@@ -140,7 +161,7 @@ sp_parse_class (SpParse *p)
 		wire += sp_kind_size (f->kind);
 	}
 	c->wire_size = has_ref ? 0 : wire;
-	return 0;
+	return sp_parse_plan_steps (p, c);
 }
 
 /* Claim lid for a new object of `kind`; returns the object or NULL (error set). */
@@ -183,10 +204,9 @@ sp_parse_values (SpParse *p, const SpSnapClass *c, uint64_t count)
 	}
 	uint32_t nobjects = p->snap->trailer.nobjects;
 	for (uint64_t n = 0; n < count; n++) {
-		for (uint32_t i = 0; i < c->nfields; i++) {
-			unsigned kind = c->fields [i].kind;
-			if (kind != SP_KIND_REF) {
-				sp_reader_take (&p->r, sp_kind_size (kind));
+		for (uint32_t i = 0; i < c->nsteps; i++) {
+			if (c->steps [i] > 0) {
+				sp_reader_take (&p->r, c->steps [i]);
 			} else if (sp_reader_varint (&p->r) > nobjects) {
 				return sp_parse_fail (p, "reference to an object id beyond the object count");
 			}
@@ -390,6 +410,7 @@ sp_snapshot_free (SpSnapshot *snap)
 				free ((char *)c->fields [f].type_name);
 			}
 			free (c->fields);
+			free (c->steps);
 			free (c->assembly);
 			free (c->name);
 		}

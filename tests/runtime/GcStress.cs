@@ -1,0 +1,111 @@
+// GcStress: SendPData while another thread makes the GC run (nursery
+// collections that move the graph's objects, forced full collections).
+// Identity must survive the moves: every shared object is written once and
+// restored shared.  The digest numbers objects by first visit, so a duplicated
+// or merged object changes it.
+//   GcStress.exe write | check
+using System;
+using System.Collections.Generic;
+using System.Runtime.CompilerServices;
+using System.Text;
+using System.Threading;
+using SPersistence;
+
+[SPersistent]
+class Vertex
+{
+	[SPersistentField] public int Value;
+	[SPersistentField] public Vertex A, B;
+	[SPersistentField] public string Name;
+	[SPersistentField] public Vertex[] Many;
+}
+
+[SPersistent]
+class Holder
+{
+	[SPersistentField] public Vertex Graph;
+}
+
+sealed class ByIdentity : IEqualityComparer<object>
+{
+	public new bool Equals (object x, object y) { return object.ReferenceEquals (x, y); }
+	public int GetHashCode (object o) { return RuntimeHelpers.GetHashCode (o); }
+}
+
+static class Program
+{
+	static string Digest (Vertex root)
+	{
+		var ids = new Dictionary<object, int> (new ByIdentity ());
+		var queue = new Queue<Vertex> ();
+		var sb = new StringBuilder ();
+		Func<object, string> id = o => {
+			if (o == null) return "-";
+			int n;
+			if (!ids.TryGetValue (o, out n)) { n = ids.Count; ids [o] = n; if (o is Vertex) queue.Enqueue ((Vertex)o); }
+			return n.ToString ();
+		};
+		id (root);
+		while (queue.Count > 0) {
+			Vertex v = queue.Dequeue ();
+			sb.Append (v.Value).Append (':').Append (id (v.A)).Append (',').Append (id (v.B)).Append (',').Append (id (v.Name)).Append (',').Append (id (v.Many));
+			if (v.Many != null) foreach (Vertex m in v.Many) sb.Append ('/').Append (id (m));
+			sb.Append ('\n');
+		}
+		return ids.Count + " objects, digest " + sb.ToString ().GetHashCode ().ToString ("x8") + " length " + sb.Length;
+	}
+
+	static Vertex Build (int n)
+	{
+		var rnd = new Random (12345);
+		var all = new Vertex [n];
+		var names = new string [97];
+		for (int i = 0; i < names.Length; i++) names [i] = "name-" + i;
+		for (int i = 0; i < n; i++) {
+			var v = new Vertex { Value = i, Name = names [rnd.Next (names.Length)] };
+			if (i > 0) { v.A = all [rnd.Next (i)]; v.B = all [rnd.Next (i)]; }
+			if (i % 10 == 0 && i > 0) { v.Many = new Vertex [5]; for (int k = 0; k < 5; k++) v.Many [k] = all [rnd.Next (i)]; }
+			all [i] = v;
+		}
+		// The root reaches everything through a final fan-out.
+		var root = new Vertex { Value = -1, Many = all };
+		return root;
+	}
+
+	static int Main (string[] args)
+	{
+		if (args [0] == "check") {
+			T.Check (SPC.IsWarmRestart (), "warm");
+			Console.WriteLine (Digest (((Holder)SPC.RecvPData (1)).Graph));
+			return 0;
+		}
+		// The churn thread forces nursery collections back to back while SendPData
+		// runs; with a nursery big enough to hold the graph, the first of them moves
+		// every object of the graph (to the old generation) in mid-serialization.
+		bool stop = false;
+		int sending = 0;
+		long collections = 0;
+		var churn = new Thread (() => {
+			while (!Volatile.Read (ref stop)) {
+				if (Volatile.Read (ref sending) == 0) { Thread.Sleep (0); continue; }
+				GC.Collect (collections % 8 == 7 ? 1 : 0);
+				collections++;
+			}
+		});
+		churn.Start ();
+		var holder = new Holder ();
+		SPC.AddRoot (holder);
+		for (int round = 0; round < 4; round++) {
+			holder.Graph = Build (40000);  // fresh objects: in the nursery, so they move
+			Volatile.Write (ref sending, 1);
+			SPC.SendPData ();
+			Volatile.Write (ref sending, 0);
+		}
+		stop = true;
+		churn.Join ();
+		Console.Error.WriteLine ("collections forced by the churn thread: " + collections);
+		T.Check (collections > 0, "the churn thread ran collections");
+		Console.WriteLine (Digest (holder.Graph));
+		return 0;
+	}
+}

@@ -1,0 +1,13 @@
+# Object identity survives the GC moving objects during SendPData (small nursery,
+# forced collections from another thread), and the restore is exact.
+source "$SRCDIR/lib.sh"
+compile gc.exe "$SRCDIR/GcStress.cs"
+for params in "nursery-size=64m" "nursery-size=32m,major=marksweep-conc" "nursery-size=64k" ""; do
+  for suspend in preemptive hybrid; do
+	rm -rf store; export MONO_THREADS_SUSPEND=$suspend
+	MONO_GC_PARAMS=$params spm --sp-store=store gc.exe write > written.txt || fail "write with MONO_GC_PARAMS=$params"
+	MONO_GC_PARAMS=$params spm --sp-store=store gc.exe check > restored.txt || fail "check with MONO_GC_PARAMS=$params"
+	diff written.txt restored.txt || fail "restored graph differs (MONO_GC_PARAMS=$params)"
+	echo "MONO_GC_PARAMS=$params MONO_THREADS_SUSPEND=$suspend: $(cat written.txt)"
+  done
+done
