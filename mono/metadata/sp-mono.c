@@ -51,8 +51,19 @@ static gboolean sp_started;
 static SpStore *sp_store;
 static gboolean sp_warm;                 /* a snapshot was restored */
 
-/* Roots: id i is sp_roots[i-1], a strong GC handle (0: removed). */
+/* Roots, sorted by id: ids are handed out in increasing order and kept across restarts. */
+typedef struct SpRoot {
+	guint32 id;
+	guint32 handle;          /* a strong GC handle */
+} SpRoot;
 static GArray *sp_roots;
+static guint32 sp_next_root_id = 1;
+
+static inline SpRoot *
+sp_mono_root_at (guint i)
+{
+	return &g_array_index (sp_roots, SpRoot, i);
+}
 
 /* MonoClass* -> SpClass*, built once per class. */
 static GHashTable *sp_class_maps;
@@ -535,6 +546,9 @@ typedef struct SpRestore {
 	guint32 handle;
 } SpRestore;
 
+/* Below SGen's large-object threshold: what its major heap allocates directly. */
+#define SP_MONO_MATURE_MAX 4096
+
 static MonoObject *
 sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
 {
@@ -553,8 +567,17 @@ sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
 	} else if (o->kind == SP_CLASS_ARRAY) {
 		obj = (MonoObject *)mono_array_new_specific_checked (r->vtables [o->class_id], (uintptr_t)o->length, error);
 	} else {
-		/* Zeroed, no constructor runs; never a remoting proxy (the _specific variant may make one). */
-		obj = mono_object_new_alloc_specific_checked (r->vtables [o->class_id], error);
+		/*
+		 * Zeroed, no constructor runs; never a remoting proxy (the _specific
+		 * variant may make one).  Restored state lives long: small objects go
+		 * straight to the old generation instead of being copied there by the
+		 * next nursery collections.
+		 */
+		MonoVTable *vt = r->vtables [o->class_id];
+		if (m_class_get_instance_size (vt->klass) <= SP_MONO_MATURE_MAX)
+			obj = mono_object_new_mature (vt, error);
+		else
+			obj = mono_object_new_alloc_specific_checked (vt, error);
 	}
 	if (!is_ok (error)) {
 		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
@@ -595,17 +618,27 @@ sp_mono_fixup (SpRestore *r, uint32_t lid, SpError *err)
 	return sp_snapshot_fill (&r->snap, lid, base, live, sp_mono_store_ref, r, err);
 }
 
-/* Make the snapshot's roots the registered roots, with their ids. */
+static int
+sp_mono_root_cmp (const void *a, const void *b)
+{
+	guint32 x = ((const SpRoot *)a)->id, y = ((const SpRoot *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* Make the snapshot's roots the registered roots, with their ids (unique: validated). */
 static void
 sp_mono_restore_roots (SpRestore *r)
 {
 	for (uint32_t i = 0; i < r->snap.trailer.nroots; i++) {
 		const SpSnapRoot *root = &r->snap.roots [i];
-		if (root->id > sp_roots->len)
-			g_array_set_size (sp_roots, root->id);
-		MonoObject *obj = root->lid ? mono_array_get_fast (r->objects, MonoObject *, root->lid) : NULL;
-		g_array_index (sp_roots, guint32, root->id - 1) = obj ? mono_gchandle_new_internal (obj, FALSE) : 0;
+		if (!root->lid)
+			continue;
+		SpRoot entry = { root->id, mono_gchandle_new_internal (mono_array_get_fast (r->objects, MonoObject *, root->lid), FALSE) };
+		g_array_append_val (sp_roots, entry);
+		if (root->id >= sp_next_root_id)
+			sp_next_root_id = root->id + 1;
 	}
+	qsort (sp_roots->data, sp_roots->len, sizeof (SpRoot), sp_mono_root_cmp);
 }
 
 static int
@@ -724,9 +757,8 @@ sp_mono_serialize_all (uint64_t seq, SpError *err)
 		return -1;
 	int rc = 0;
 	for (guint i = 0; i < sp_roots->len && rc == 0; i++) {
-		guint32 handle = g_array_index (sp_roots, guint32, i);
-		if (handle)
-			rc = sp_ser_root (&sp_ser, i + 1, mono_gchandle_get_target_internal (handle), err);
+		SpRoot *root = sp_mono_root_at (i);
+		rc = sp_ser_root (&sp_ser, root->id, mono_gchandle_get_target_internal (root->handle), err);
 	}
 	while (rc == 0 && (rc = sp_ser_step (&sp_ser, 4096, err)) == 1)
 		rc = 0;
@@ -784,23 +816,33 @@ sp_icall_add_root (MonoObject *root, gint32 *id)
 	SpError err = { 0 };
 	mono_coop_mutex_lock (&sp_lock);
 	int rc = sp_mono_start (&err);
+	if (rc == 0 && sp_next_root_id > SP_MAX_ROOT_ID)
+		rc = sp_error_set (&err, "no root ids left (%u were handed out)", SP_MAX_ROOT_ID);
 	if (rc == 0) {
-		guint32 handle = mono_gchandle_new_internal (root, FALSE);
-		g_array_append_val (sp_roots, handle);
-		*id = (gint32)sp_roots->len;
+		SpRoot entry = { sp_next_root_id++, mono_gchandle_new_internal (root, FALSE) };
+		g_array_append_val (sp_roots, entry);
+		*id = (gint32)entry.id;
 	}
 	mono_coop_mutex_unlock (&sp_lock);
 	return sp_mono_result (rc, &err);
 }
 
-static guint32 *
-sp_mono_root_slot (gint32 id, SpError *err)
+/* The index of root `id` in sp_roots (binary search), or -1 and err. */
+static int
+sp_mono_root_index (gint32 id, SpError *err)
 {
-	if (id < 1 || (guint)id > sp_roots->len || !g_array_index (sp_roots, guint32, id - 1)) {
-		sp_error_set (err, "there is no persistent root with id %d", id);
-		return NULL;
+	guint lo = 0, hi = sp_roots->len;
+	while (lo < hi) {
+		guint mid = lo + (hi - lo) / 2;
+		guint32 at = sp_mono_root_at (mid)->id;
+		if (at == (guint32)id && id > 0)
+			return (int)mid;
+		if (at < (guint32)id)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return &g_array_index (sp_roots, guint32, id - 1);
+	return sp_error_set (err, "there is no persistent root with id %d", id);
 }
 
 static MonoString *
@@ -809,10 +851,10 @@ sp_icall_remove_root (gint32 id)
 	SpError err = { 0 };
 	mono_coop_mutex_lock (&sp_lock);
 	int rc = sp_mono_start (&err);
-	guint32 *slot = rc == 0 ? sp_mono_root_slot (id, &err) : NULL;
-	if (slot) {
-		mono_gchandle_free_internal (*slot);
-		*slot = 0;
+	int index = rc == 0 ? sp_mono_root_index (id, &err) : -1;
+	if (index >= 0) {
+		mono_gchandle_free_internal (sp_mono_root_at ((guint)index)->handle);
+		g_array_remove_index (sp_roots, (guint)index);
 	} else {
 		rc = -1;
 	}
@@ -827,9 +869,9 @@ sp_icall_recv (gint32 id, MonoObject **root)
 	*root = NULL;
 	mono_coop_mutex_lock (&sp_lock);
 	int rc = sp_mono_start (&err);
-	guint32 *slot = rc == 0 ? sp_mono_root_slot (id, &err) : NULL;
-	if (slot)
-		*root = mono_gchandle_get_target_internal (*slot);
+	int index = rc == 0 ? sp_mono_root_index (id, &err) : -1;
+	if (index >= 0)
+		*root = mono_gchandle_get_target_internal (sp_mono_root_at ((guint)index)->handle);
 	else
 		rc = -1;
 	mono_coop_mutex_unlock (&sp_lock);
@@ -919,7 +961,7 @@ sp_mono_init (const char *program)
 {
 	mono_coop_mutex_init (&sp_lock);
 	sp_program = g_strdup (program);
-	sp_roots = g_array_new (FALSE, TRUE, sizeof (guint32));
+	sp_roots = g_array_new (FALSE, TRUE, sizeof (SpRoot));
 	sp_class_maps = g_hash_table_new (NULL, NULL);
 	sp_ser_init (&sp_ser);
 	sp_buf_init (&sp_out);

@@ -26,4 +26,14 @@ int sp_queue_push (SpQueue *q, uint32_t item);
 bool sp_queue_pop (SpQueue *q, uint32_t *item);
 static inline size_t sp_queue_count (const SpQueue *q) { return q->count; }
 
+/* The item `k` places from the front, without removing it; false if the queue is shorter. */
+static inline bool
+sp_queue_peek (const SpQueue *q, size_t k, uint32_t *item)
+{
+	if (k >= q->count)
+		return false;
+	*item = q->items [(q->head + k) & (q->cap - 1)];
+	return true;
+}
+
 #endif

@@ -9,6 +9,9 @@
 
 static uint64_t sp_ser_cycle_counter;
 
+/* How many queued objects ahead sp_ser_step prefetches (about a memory latency of work). */
+#define SP_SER_PREFETCH_DISTANCE 4
+
 int
 sp_ser_init (SpSerializer *s)
 {
@@ -95,6 +98,8 @@ sp_ser_blame (SpError *err, const SpClass *owner, const SpField *f)
 int
 sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err)
 {
+	if (root_id == 0 || root_id > SP_MAX_ROOT_ID)
+		return sp_error_set (err, "root id %u is out of range (1 to %u)", root_id, SP_MAX_ROOT_ID);
 	uint32_t lid;
 	if (sp_ser_lid_of (s, obj, &lid, err) < 0)
 		return sp_error_prefix (err, "root %u", root_id);
@@ -170,6 +175,15 @@ sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *
 	uint8_t *start = sp_buf_reserve (s->out, c->wire_max);
 	if (!start)
 		return sp_ser_oom (err);
+	/* Each child's header is read for its identity hash: start those loads together. */
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		if (c->fields [i].kind == SP_KIND_REF) {
+			void *child;
+			memcpy (&child, base + c->fields [i].offset, sizeof child);
+			if (child)
+				__builtin_prefetch (child);
+		}
+	}
 	uint8_t *dst = start;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
@@ -267,6 +281,10 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 	for (size_t done = 0; done < max_objects; done++) {
 		if (!sp_queue_pop (&s->queue, &lid))
 			return 0;
+		/* Breadth-first order is known ahead: fetch an object a few turns before its turn. */
+		uint32_t ahead;
+		if (sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &ahead))
+			__builtin_prefetch (sp_client_lid_object (ahead));
 		void *obj = sp_client_lid_object (lid);
 		SpClass *c = sp_client_class_of (obj, err);   /* known persistable: checked when queued */
 		if (!c)

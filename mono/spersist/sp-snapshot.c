@@ -60,8 +60,10 @@ sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSna
 	};
 	/* The checksum first: a damaged file gets the one message that says so. */
 	uint32_t crc = sp_crc32c (0, data, size - 4);
-	if (crc != tr.crc || t [0] != SP_REC_END)
+	if (crc != tr.crc)
 		return sp_error_set (err, "checksum mismatch (stored %08x, computed %08x): the file is damaged or incomplete", tr.crc, crc);
+	if (t [0] != SP_REC_END)
+		return sp_error_set (err, "malformed snapshot: no trailer record at byte %zu", size - SP_FORMAT_TRAILER_SIZE);
 	if (h.version != SP_FORMAT_VERSION)
 		return sp_error_set (err, "format version %u is not supported (this spmono reads version %u)", h.version, SP_FORMAT_VERSION);
 	if (h.header_size < SP_FORMAT_HEADER_SIZE || h.header_size > size - SP_FORMAT_TRAILER_SIZE)
@@ -292,9 +294,6 @@ sp_parse_root (SpParse *p)
 	uint64_t lid = sp_reader_varint (&p->r);
 	if (p->r.bad || id == 0 || id > SP_MAX_ROOT_ID || lid > s->trailer.nobjects || p->roots_seen >= s->trailer.nroots)
 		return sp_parse_fail (p, "root id or object id out of range");
-	for (uint32_t i = 0; i < p->roots_seen; i++)
-		if (s->roots [i].id == id)
-			return sp_parse_fail (p, "root id defined twice");
 	s->roots [p->roots_seen].id = (uint32_t)id;
 	s->roots [p->roots_seen].lid = (uint32_t)lid;
 	p->roots_seen++;
@@ -333,6 +332,37 @@ sp_parse_record (SpParse *p, uint8_t tag)
 	}
 }
 
+static int
+sp_root_id_cmp (const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Root ids are unique: sort a copy (O(n log n), not O(n^2) on hostile input). */
+static int
+sp_parse_unique_roots (SpParse *p)
+{
+	SpSnapshot *s = p->snap;
+	if (p->roots_seen < 2)
+		return 0;
+	uint32_t *ids = malloc ((size_t)p->roots_seen * sizeof *ids);
+	if (!ids)
+		return sp_error_set (p->err, "out of memory checking root ids");
+	for (uint32_t i = 0; i < p->roots_seen; i++)
+		ids [i] = s->roots [i].id;
+	qsort (ids, p->roots_seen, sizeof *ids, sp_root_id_cmp);
+	for (uint32_t i = 1; i < p->roots_seen; i++) {
+		if (ids [i] == ids [i - 1]) {
+			uint32_t dup = ids [i];
+			free (ids);
+			return sp_error_set (p->err, "malformed snapshot: root id %u defined twice", dup);
+		}
+	}
+	free (ids);
+	return 0;
+}
+
 /* After the last record: everything promised is there, and complete. */
 static int
 sp_parse_complete (SpParse *p)
@@ -341,6 +371,8 @@ sp_parse_complete (SpParse *p)
 	if (p->classes_seen != s->trailer.nclasses || p->roots_seen != s->trailer.nroots)
 		return sp_error_set (p->err, "malformed snapshot: trailer counts %u classes and %u roots, body has %u and %u",
 				     s->trailer.nclasses, s->trailer.nroots, p->classes_seen, p->roots_seen);
+	if (sp_parse_unique_roots (p) < 0)
+		return -1;
 	for (uint32_t lid = 1; lid <= s->trailer.nobjects; lid++) {
 		const SpSnapObject *o = &s->objects [lid];
 		if (!o->kind)

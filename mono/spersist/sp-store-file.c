@@ -66,10 +66,13 @@ sp_file_parse_name (const char *name, bool want_tmp, uint64_t *seq)
 	size_t plen = strlen (SP_SNAP_PREFIX);
 	if (strncmp (name, SP_SNAP_PREFIX, plen) != 0)
 		return false;
+	/* Exactly the 20 digits sp_file_name writes: no sign, no blanks, no other spelling. */
+	if (strspn (name + plen, "0123456789") != 20)
+		return false;
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull (name + plen, &end, 10);
-	if (errno || end == name + plen || v == 0)
+	if (errno || end != name + plen + 20 || v == 0)
 		return false;
 	const char *want = want_tmp ? SP_SNAP_SUFFIX ".tmp" : SP_SNAP_SUFFIX;
 	if (strcmp (end, want) != 0)

@@ -20,6 +20,8 @@ sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err)
 		dir = location + 5;
 	else if (strncmp (location, "pmem:", 5) == 0)
 		return sp_error_set (err, "store '%s': the pmem store is not available in this build", location);
+	if (!*dir)
+		return sp_error_set (err, "store '%s': no directory named", location);
 	if (sp_store_file_open (dir, out, err) < 0)
 		return sp_error_prefix (err, "store '%s'", location);
 	(*out)->keep = keep;
@@ -84,9 +86,10 @@ sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn 
 		}
 		free (bytes);
 		if (verdict == SP_ACCEPT_FATAL) {
+			unsigned long long seq = (unsigned long long)infos [i].sequence;
 			*err = why;
 			free (infos);
-			return sp_error_prefix (err, "snapshot %llu in %s", (unsigned long long)infos [i].sequence, s->location);
+			return sp_error_prefix (err, "snapshot %llu in %s", seq, s->location);
 		}
 		if (warn) {
 			char msg [SP_ERROR_MAX + 128];

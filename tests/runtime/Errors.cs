@@ -51,6 +51,21 @@ static class Program
 			if (SPC.IsWarmRestart ()) g = (Good)SPC.RecvPData (1); else SPC.AddRoot (g);
 			for (int i = 1; i <= int.Parse (args [1]); i++) { g.Value = i; SPC.SendPData (); }
 			return 0;
+		case "ids-write":                        // ids survive a restart, removed ones stay removed
+			T.Eq (1, SPC.AddRoot (new Good { Value = 10 }), "id 1");
+			T.Eq (2, SPC.AddRoot (new Good { Value = 20 }), "id 2");
+			T.Eq (3, SPC.AddRoot (new Good { Value = 30 }), "id 3");
+			SPC.RemoveRoot (2);
+			SPC.SendPData ();
+			return 0;
+		case "ids-check":
+			T.Check (SPC.IsWarmRestart (), "warm");
+			T.Eq (10, ((Good)SPC.RecvPData (1)).Value, "root 1");
+			T.Eq (30, ((Good)SPC.RecvPData (3)).Value, "root 3 keeps its id");
+			T.Throws<SPersistenceException> (() => SPC.RecvPData (2), "no persistent root with id 2", "removed root");
+			T.Eq (4, SPC.AddRoot (new Good ()), "next id after a restart");
+			Console.WriteLine ("ids ok");
+			return 0;
 		case "hold":                             // keep the store open a while
 			SPC.IsWarmRestart ();
 			Console.WriteLine ("holding");

@@ -46,3 +46,13 @@ expect_fail "--sp-keep takes a whole number" spm --sp-keep=0 err.exe value
 expect_fail "unknown persistence option '--sp-bogus'" spm --sp-bogus err.exe value
 expect_fail "--sp-store needs a location" spm --sp-store= err.exe value
 expect_out "--sp-store=LOCATION" spm --help
+
+# A program that does not use persistence runs as under mono, and leaves no store behind.
+mkdir -p plain && cat > plain/Hello.cs <<'CS'
+class Hello { static int Main (string[] a) { System.Console.WriteLine ("hello " + a.Length + " " + typeof (object).Assembly.Location); return 3; } }
+CS
+"$MCS" -nologo -out:plain/Hello.exe plain/Hello.cs
+rc=0; out=$(spm --debug plain/Hello.exe x y) || rc=$?
+[ "$rc" -eq 3 ] || fail "exit status not passed through: $rc"
+[ "$out" = "hello 2 /usr/lib/mono/4.5/mscorlib.dll" ] || fail "plain program output: $out"
+[ ! -e plain/Hello.spstore ] || fail "a program without persistence created a store"

@@ -28,6 +28,7 @@ static uint32_t fake_hash_counter;
 static uint32_t fake_hash_buckets;
 static uint32_t fake_bind_fail_from;
 static unsigned fake_class_failures;
+static uint32_t fake_epoch;
 
 static void
 fake_init_once (void)
@@ -399,6 +400,12 @@ sp_client_lid_reset (void)
 	fake_nlids = 0;
 }
 
+uint32_t
+sp_client_gc_epoch (void)
+{
+	return fake_epoch;
+}
+
 void
 fake_set_hash_buckets (uint32_t k)
 {
@@ -449,6 +456,7 @@ void
 fake_gc_move_all (void **slots, size_t nslots)
 {
 	fake_init_once ();
+	fake_epoch++;   /* before anything moves, as the contract says */
 	GHashTable *fwd = g_hash_table_new (g_direct_hash, g_direct_equal);
 	for (guint i = 0; i < fake_objects->len; i++) {
 		FakeObjRec *rec = &g_array_index (fake_objects, FakeObjRec, i);
@@ -499,6 +507,7 @@ fake_reset (void)
 	fake_hash_buckets = 0;
 	fake_bind_fail_from = 0;
 	fake_class_failures = 0;
+	fake_epoch = 0;
 }
 
 /* ---- graph equality ------------------------------------------------------- */

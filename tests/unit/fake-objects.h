@@ -112,9 +112,10 @@ uint32_t fake_lid_count (void);
 unsigned fake_class_of_failures (void);
 
 /*
- * A moving GC: copy every live object to a new block, update every reference
- * in every object, the LID table and the caller's `slots`, and poison the old
- * blocks (kept, so a stale pointer reads a dead object, never reused memory).
+ * A moving GC: advance sp_client_gc_epoch, copy every live object to a new
+ * block, update every reference in every object, the LID table and the
+ * caller's `slots`, and poison the old blocks (kept, so a stale pointer reads
+ * a dead object, never reused memory).
  */
 void fake_gc_move_all (void **slots, size_t nslots);
 

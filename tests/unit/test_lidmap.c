@@ -28,11 +28,18 @@ make_bound_objects (uint32_t n)
 	return objs;
 }
 
+/* Look obj up as the serializer does: its hash, the current GC epoch. */
+static SpLidEntry *
+find (SpLidMap *m, void *obj)
+{
+	return sp_lidmap_find (m, sp_client_identity_hash (obj), obj, sp_client_gc_epoch ());
+}
+
 static void
 add_all (SpLidMap *m, void **objs, uint32_t n)
 {
 	for (uint32_t lid = 1; lid <= n; lid++) {
-		SpLidEntry *e = sp_lidmap_add (m, sp_client_identity_hash (objs [lid]), lid);
+		SpLidEntry *e = sp_lidmap_add (m, sp_client_identity_hash (objs [lid]), lid, objs [lid], sp_client_gc_epoch ());
 		assert_non_null (e);
 		assert_int_equal (sp_lid_of (e), lid);
 		assert_false (sp_lid_is_serialized (e));
@@ -43,7 +50,7 @@ static void
 check_all_found (SpLidMap *m, void **objs, uint32_t n)
 {
 	for (uint32_t lid = 1; lid <= n; lid++) {
-		SpLidEntry *e = sp_lidmap_find (m, sp_client_identity_hash (objs [lid]), objs [lid]);
+		SpLidEntry *e = find (m, objs [lid]);
 		if (!e || sp_lid_of (e) != lid) {
 			print_error ("object of lid %u: %s %u\n", lid, e ? "found as lid" : "not found", e ? sp_lid_of (e) : 0);
 			fail ();
@@ -72,10 +79,10 @@ test_200k_objects (void **state)
 		void *stranger = fake_new_object (other);
 		if (i % 2)
 			assert_ok (sp_client_lid_bind (n + 1 + i / 2, stranger, &err), &err);
-		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (stranger), stranger));
+		assert_null (find (&m, stranger));
 	}
 	/* The right hash with the wrong object is no match either. */
-	assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [1]), objs [2]));
+	assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [1]), objs [2], sp_client_gc_epoch ()));
 	sp_lidmap_free (&m);
 	free (objs);
 }
@@ -95,9 +102,9 @@ test_forced_collisions (void **state)
 		assert_int_equal (sp_lidmap_init (&m, 0), 0);
 		add_all (&m, objs, n);
 		check_all_found (&m, objs, n);
-		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [n + 1]), objs [n + 1]));
+		assert_null (find (&m, objs [n + 1]));
 		void *unbound = fake_new_object (fake_class_find ("App.Thing"));
-		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (unbound), unbound));
+		assert_null (find (&m, unbound));
 		sp_lidmap_free (&m);
 		free (objs);
 	}
@@ -113,7 +120,7 @@ test_growth_keeps_entries_and_bits (void **state)
 	assert_int_equal (sp_lidmap_init (&m, 1), 0);
 	size_t growths = 0, cap = m.mask + 1;
 	for (uint32_t lid = 1; lid <= n; lid++) {
-		SpLidEntry *e = sp_lidmap_add (&m, sp_client_identity_hash (objs [lid]), lid);
+		SpLidEntry *e = sp_lidmap_add (&m, sp_client_identity_hash (objs [lid]), lid, objs [lid], sp_client_gc_epoch ());
 		assert_non_null (e);
 		if (lid % 3 == 0)
 			sp_lid_set_serialized (e);
@@ -123,7 +130,7 @@ test_growth_keeps_entries_and_bits (void **state)
 			cap = m.mask + 1;
 			check_all_found (&m, objs, lid);
 			for (uint32_t k = 1; k <= lid; k++) {
-				SpLidEntry *f = sp_lidmap_find (&m, sp_client_identity_hash (objs [k]), objs [k]);
+				SpLidEntry *f = find (&m, objs [k]);
 				assert_int_equal (sp_lid_is_serialized (f), k % 3 == 0);
 			}
 		}
@@ -142,17 +149,17 @@ test_serialized_bit (void **state)
 	SpLidMap m;
 	assert_int_equal (sp_lidmap_init (&m, 4), 0);
 	add_all (&m, objs, 3);
-	SpLidEntry *e = sp_lidmap_find (&m, sp_client_identity_hash (objs [2]), objs [2]);
+	SpLidEntry *e = find (&m, objs [2]);
 	assert_non_null (e);
 	sp_lid_set_serialized (e);
 	assert_true (sp_lid_is_serialized (e));
 	assert_int_equal (sp_lid_of (e), 2);
 	/* Still found, with the bit, after the bit is set; the others are untouched. */
-	SpLidEntry *again = sp_lidmap_find (&m, sp_client_identity_hash (objs [2]), objs [2]);
+	SpLidEntry *again = find (&m, objs [2]);
 	assert_ptr_equal (again, e);
 	assert_true (sp_lid_is_serialized (again));
-	assert_false (sp_lid_is_serialized (sp_lidmap_find (&m, sp_client_identity_hash (objs [1]), objs [1])));
-	assert_false (sp_lid_is_serialized (sp_lidmap_find (&m, sp_client_identity_hash (objs [3]), objs [3])));
+	assert_false (sp_lid_is_serialized (find (&m, objs [1])));
+	assert_false (sp_lid_is_serialized (find (&m, objs [3])));
 	/* The bit and the largest LID do not overlap. */
 	SpLidEntry big = { .hash = 7, .lid = SP_LID_MAX };
 	assert_false (sp_lid_is_serialized (&big));
@@ -176,11 +183,59 @@ test_clear_forgets (void **state)
 	sp_lidmap_clear (&m);
 	assert_int_equal (m.count, 0);
 	for (uint32_t lid = 1; lid <= 100; lid++)
-		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [lid]), objs [lid]));
+		assert_null (find (&m, objs [lid]));
 	add_all (&m, objs, 100);
 	check_all_found (&m, objs, 100);
 	sp_lidmap_free (&m);
 	free (objs);
+}
+
+/* Objects move (the epoch changes): found at their new addresses, not at the old ones. */
+static void
+test_entries_follow_moved_objects (void **state)
+{
+	(void)state;
+	for (uint32_t buckets = 0; buckets <= 1; buckets++) {
+		fake_reset ();
+		fake_set_hash_buckets (buckets);   /* 1: all collide, so only addresses tell them apart */
+		const uint32_t n = 300;
+		void **objs = make_bound_objects (n);
+		SpLidMap m;
+		assert_int_equal (sp_lidmap_init (&m, 0), 0);
+		add_all (&m, objs, n);
+		check_all_found (&m, objs, n);   /* caches every address in this epoch */
+		void **old = malloc (((size_t)n + 1) * sizeof *old);
+		memcpy (old, objs, ((size_t)n + 1) * sizeof *old);
+		uint32_t epoch = sp_client_gc_epoch ();
+		fake_gc_move_all (objs + 1, n);
+		assert_int_not_equal (sp_client_gc_epoch (), epoch);
+		for (uint32_t lid = 1; lid <= n; lid++) {
+			assert_ptr_not_equal (objs [lid], old [lid]);
+			assert_ptr_equal (sp_client_lid_object (lid), objs [lid]);
+		}
+		/* Old addresses first (they refresh the cache), then the new ones. */
+		for (uint32_t lid = 1; lid <= n; lid++)
+			assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [lid]), old [lid], sp_client_gc_epoch ()));
+		check_all_found (&m, objs, n);
+		/* Moved twice, with entries added in between. */
+		FakeClass *c = fake_class_find ("App.Thing");
+		void *late = fake_new_object (c);
+		SpError err = { 0 };
+		assert_ok (sp_client_lid_bind (n + 1, late, &err), &err);
+		assert_non_null (sp_lidmap_add (&m, sp_client_identity_hash (late), n + 1, late, sp_client_gc_epoch ()));
+		void *slots [2] = { late, objs [7] };
+		fake_gc_move_all (slots, 2);
+		fake_gc_move_all (slots, 2);
+		SpLidEntry *e = find (&m, slots [0]);
+		assert_non_null (e);
+		assert_int_equal (sp_lid_of (e), n + 1);
+		e = find (&m, slots [1]);
+		assert_non_null (e);
+		assert_int_equal (sp_lid_of (e), 7);
+		free (old);
+		sp_lidmap_free (&m);
+		free (objs);
+	}
 }
 
 int
@@ -192,6 +247,7 @@ main (void)
 		cmocka_unit_test_teardown (test_growth_keeps_entries_and_bits, teardown),
 		cmocka_unit_test_teardown (test_serialized_bit, teardown),
 		cmocka_unit_test_teardown (test_clear_forgets, teardown),
+		cmocka_unit_test_teardown (test_entries_follow_moved_objects, teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

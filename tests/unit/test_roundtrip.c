@@ -12,6 +12,7 @@
 
 #include "fake-objects.h"
 #include "sample-graph.h"
+#include "sp-crc32c.h"
 #include "sp-serialize.h"
 #include "sp-snapshot.h"
 
@@ -475,6 +476,23 @@ test_bool_is_normalized (void **state)
 	assert_int_equal (fake_elem (rarr, 1) [0], 1);
 	assert_int_equal (fake_elem (rarr, 2) [0], 1);
 	assert_int_equal (fake_elem (rarr, 3) [0], 1);
+	free (objects);
+	sp_snapshot_free (&snap);
+
+	/* A 2 on the wire (a damaged or foreign writer) still restores as a proper true. */
+	FakeClass *one = fake_class_object ("App", "App.OneFlag");
+	fake_class_add_field (one, "g", SP_KIND_BOOL, NULL);
+	void *x = fake_new_object (one);
+	FAKE_SET (x, "g", uint8_t, 1);
+	assert_ok (fake_serialize (&id, &x, 1, 1, 1, &b, &err), &err);
+	/* The object record is the last one: its one value is the last byte before the trailer. */
+	uint8_t *value = b.data + b.len - SP_FORMAT_TRAILER_SIZE - 1;
+	assert_int_equal (*value, 1);
+	*value = 2;
+	sp_put_le (b.data + b.len - 4, sp_crc32c (0, b.data, b.len - 4), 4);
+	parse_ok (&b, &snap);
+	assert_ok (fake_restore (&snap, &objects, &err), &err);
+	assert_int_equal (*(uint8_t *)fake_field_ptr (objects [1], "g"), 1);
 	free (objects);
 	sp_snapshot_free (&snap);
 	sp_buf_free (&b);
