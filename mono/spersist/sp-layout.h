@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Wire and memory kinds of a leaf field.  The numbers are part of the format. */
 typedef enum SpKind {
@@ -47,6 +48,24 @@ sp_kind_size (unsigned k)
 }
 
 const char *sp_kind_name (unsigned k);
+
+/*
+ * Copy one primitive between host order and the format's little-endian order
+ * (the same operation both ways), normalizing a bool to 0 or 1.
+ */
+static inline void
+sp_kind_copy (uint8_t *dst, const uint8_t *src, unsigned kind)
+{
+	unsigned size = sp_kind_size (kind);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy (dst, src, size);
+#else
+	for (unsigned i = 0; i < size; i++)
+		dst [i] = src [size - 1 - i];
+#endif
+	if (kind == SP_KIND_BOOL)
+		dst [0] = dst [0] != 0;
+}
 
 typedef struct SpField {
 	const char *name;       /* "speed", or "pos.x" for a leaf of an embedded struct */

@@ -152,16 +152,8 @@ sp_put_varint_raw (uint8_t *dst, uint32_t v)
 static inline uint8_t *
 sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
 {
-	unsigned size = sp_kind_size (kind);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy (dst, src, size);
-#else
-	for (unsigned i = 0; i < size; i++)
-		dst [i] = src [size - 1 - i];
-#endif
-	if (kind == SP_KIND_BOOL)
-		dst [0] = dst [0] != 0;
-	return dst + size;
+	sp_kind_copy (dst, src, kind);
+	return dst + sp_kind_size (kind);
 }
 
 /*

@@ -526,18 +526,9 @@ typedef struct SpFill {
 static inline void
 sp_fill_primitive (uint8_t *dst, SpReader *r, unsigned kind)
 {
-	unsigned size = sp_kind_size (kind);
-	const uint8_t *src = sp_reader_take (r, size);
-	if (!src)
-		return;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy (dst, src, size);
-#else
-	for (unsigned i = 0; i < size; i++)
-		dst [i] = src [size - 1 - i];
-#endif
-	if (kind == SP_KIND_BOOL)
-		dst [0] = dst [0] != 0;
+	const uint8_t *src = sp_reader_take (r, sp_kind_size (kind));
+	if (src)
+		sp_kind_copy (dst, src, kind);
 }
 
 static void
