@@ -16,7 +16,7 @@ echo "mechanism,operation,nodes,rep,ns,bytes" > "$csv"
 "$build/bin/spmono" --sp-store="$work/store" --sp-keep=1 "$work/TreeBench.exe" save "$n" "$reps" >> "$csv"
 for r in $(seq "$reps"); do
 	rows=$("$build/bin/spmono" --sp-store="$work/store" "$work/TreeBench.exe" load "$n" "$reps")
-	echo "$rows" | awk -F, -v r="$r" 'BEGIN{OFS=","} $1=="SP" {$4=r; print}' >> "$csv"
-	[ "$r" -gt 1 ] || echo "$rows" | grep '^BinaryFormatter' >> "$csv"
+	echo "$rows" | awk -F, -v r="$r" 'BEGIN{OFS=","} $1=="SP" && $2!="decode-warm" {$4=r; print}' >> "$csv"
+	[ "$r" -gt 1 ] || echo "$rows" | grep '^BinaryFormatter\|^SP,decode-warm' >> "$csv"
 done
 python3 "$here/summarize.py" "$csv"

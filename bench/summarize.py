@@ -13,7 +13,7 @@ print(f"{'mechanism':16} {'operation':10} {'nodes':>8} {'n':>3} {'min ms':>9} {'
 for key in sorted(rows):
     v = rows[key]
     print(f"{key[0]:16} {key[1]:10} {key[2]:8} {len(v):3} {min(v):9.3f} {statistics.median(v):9.3f} {max(v):9.3f} {size[key]:10}")
-for bf_op, sp_op in (("serialize", "serialize"), ("restore", "restore"), ("restore", "decode")):
+for bf_op, sp_op in (("serialize", "serialize"), ("restore", "restore"), ("restore", "decode"), ("restore", "decode-warm")):
     for n in sorted({k[2] for k in rows}):
         bf, sp = rows.get(("BinaryFormatter", bf_op, n)), rows.get(("SP", sp_op, n))
         if bf and sp:

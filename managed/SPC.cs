@@ -89,6 +89,27 @@ namespace SPersistence
 		static extern string sp_stats (long [] values);
 	}
 
+	/// <summary>Measurements for benchmarks; not needed by programs.</summary>
+	public static class SPDiagnostics
+	{
+		/// <summary>
+		/// Decodes the newest snapshot of the store again into new objects (which
+		/// are dropped) and returns how long the decode took, in nanoseconds:
+		/// validate, construct, fix up, as a warm restore would.
+		/// </summary>
+		public static long TimeDecodeOfNewest ()
+		{
+			long ns;
+			string error = sp_bench_decode (out ns);
+			if (error != null)
+				throw new SPersistenceException (error);
+			return ns;
+		}
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_bench_decode (out long ns);
+	}
+
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>
 	public sealed class SPStats
 	{

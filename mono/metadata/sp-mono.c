@@ -546,9 +546,6 @@ typedef struct SpRestore {
 	guint32 handle;
 } SpRestore;
 
-/* Below SGen's large-object threshold: what its major heap allocates directly. */
-#define SP_MONO_MATURE_MAX 4096
-
 static MonoObject *
 sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
 {
@@ -569,15 +566,11 @@ sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
 	} else {
 		/*
 		 * Zeroed, no constructor runs; never a remoting proxy (the _specific
-		 * variant may make one).  Restored state lives long: small objects go
-		 * straight to the old generation instead of being copied there by the
-		 * next nursery collections.
+		 * variant may make one).  Allocating straight into the old generation
+		 * (mono_object_new_mature) was measured slower: it takes the GC lock
+		 * per object and touches fresh major-heap pages on a cold start.
 		 */
-		MonoVTable *vt = r->vtables [o->class_id];
-		if (m_class_get_instance_size (vt->klass) <= SP_MONO_MATURE_MAX)
-			obj = mono_object_new_mature (vt, error);
-		else
-			obj = mono_object_new_alloc_specific_checked (vt, error);
+		obj = mono_object_new_alloc_specific_checked (r->vtables [o->class_id], error);
 	}
 	if (!is_ok (error)) {
 		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
@@ -606,16 +599,16 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
 	return 0;
 }
 
+/* Store the primitive leaves of a new object, or (fix-up) its references. */
 static int
-sp_mono_fixup (SpRestore *r, uint32_t lid, SpError *err)
+sp_mono_fill (SpRestore *r, uint32_t lid, MonoObject *obj, unsigned parts, SpError *err)
 {
 	const SpSnapObject *o = &r->snap.objects [lid];
 	if (o->kind == SP_CLASS_STRING)
 		return 0;
-	MonoObject *obj = mono_array_get_fast (r->objects, MonoObject *, lid);
 	const SpClass *live = (const SpClass *)r->snap.classes [o->class_id].resolved;
 	void *base = o->kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : (void *)obj;
-	return sp_snapshot_fill (&r->snap, lid, base, live, sp_mono_store_ref, r, err);
+	return sp_snapshot_fill_parts (&r->snap, lid, base, live, parts, sp_mono_store_ref, r, err);
 }
 
 static int
@@ -666,38 +659,47 @@ sp_mono_restore_objects (SpRestore *r, SpError *err)
 	}
 	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
 	t1 = sp_mono_monotonic_ns ();
+	/* Construction: allocate, and store primitives while the object is in cache. */
 	for (uint32_t lid = 1; lid <= n; lid++) {
 		MonoObject *obj = sp_mono_construct (r, lid, err);
-		if (!obj)
+		if (!obj || sp_mono_fill (r, lid, obj, SP_FILL_PRIMITIVES, err) < 0)
 			return -1;
 		mono_array_setref_fast (r->objects, lid, obj);
 	}
 	t2 = sp_mono_monotonic_ns ();
-	for (uint32_t lid = 1; lid <= n; lid++)
-		if (sp_mono_fixup (r, lid, err) < 0)
+	/* Fix-up: every object exists now; store the references. */
+	for (uint32_t lid = 1; lid <= n; lid++) {
+		if (sp_snapshot_has_references (&r->snap, lid) &&
+		    sp_mono_fill (r, lid, mono_array_get_fast (r->objects, MonoObject *, lid), SP_FILL_REFERENCES, err) < 0)
 			return -1;
+	}
 	if (sp_options.verbose)
 		fprintf (stderr, "spmono: restore of %u objects: classes %.3f ms, construction %.3f ms, fix-up %.3f ms\n",
 			 n, (t1 - t0) / 1e6, (t2 - t1) / 1e6, (sp_mono_monotonic_ns () - t2) / 1e6);
 	return 0;
 }
 
-/* Used by the store to pick the newest snapshot that restores; on success the roots are live. */
+/*
+ * Decode a snapshot into live objects: validate, resolve classes, construct,
+ * fix up; with `restore_roots`, they become the registered roots.  Returns 0,
+ * SP_ACCEPT_SKIP when the snapshot is damaged (an older one may do) or
+ * SP_ACCEPT_FATAL when it is intact but does not fit this program (never fall
+ * back silently over that).
+ */
 static int
-sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
+sp_mono_decode (const uint8_t *data, size_t size, gboolean restore_roots, SpError *err)
 {
-	(void)ctx;
 	SpRestore r = { 0 };
 	uint64_t t0 = sp_mono_monotonic_ns ();
 	int parsed = sp_snapshot_parse (data, size, &r.snap, err);
 	if (sp_options.verbose)
 		fprintf (stderr, "spmono: checked and parsed %zu bytes in %.3f ms\n", size, (sp_mono_monotonic_ns () - t0) / 1e6);
 	if (parsed < 0)
-		return SP_ACCEPT_SKIP;      /* damaged: an older snapshot may do */
-	/* Intact but not restorable into this program: never fall back silently. */
+		return SP_ACCEPT_SKIP;
 	int rc = sp_mono_restore_objects (&r, err) < 0 ? SP_ACCEPT_FATAL : 0;
 	if (rc == 0) {
-		sp_mono_restore_roots (&r);
+		if (restore_roots)
+			sp_mono_restore_roots (&r);
 		sp_stats [SP_STAT_RESTORED_OBJECTS] = r.snap.trailer.nobjects;
 		sp_stats [SP_STAT_RESTORE_DECODE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
 	}
@@ -706,6 +708,14 @@ sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
 	g_free (r.vtables);
 	sp_snapshot_free (&r.snap);
 	return rc;
+}
+
+/* The store's accept callback: the newest snapshot that restores becomes the program's state. */
+static int
+sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
+{
+	(void)ctx;
+	return sp_mono_decode (data, size, TRUE, err);
 }
 
 /* ---- starting: store and warm restart -------------------------------------- */
@@ -911,6 +921,31 @@ sp_icall_stats (MonoArray *out)
 	return sp_mono_result (rc, &err);
 }
 
+/*
+ * For benchmarks: decode the newest snapshot again into new objects, which are
+ * dropped, and report how long that took (the decode figure of a warm process).
+ */
+static MonoString *
+sp_icall_bench_decode (gint64 *ns)
+{
+	SpError err = { 0 };
+	*ns = -1;
+	mono_coop_mutex_lock (&sp_lock);
+	uint8_t *data = NULL;
+	size_t size;
+	uint64_t seq;
+	int rc = sp_mono_start (&err);
+	if (rc == 0)
+		rc = sp_store_load_newest (sp_store, NULL, NULL, NULL, NULL, &data, &size, &seq, &err);
+	if (rc == 0 && !data)
+		rc = sp_error_set (&err, "the store holds no snapshot");
+	if (rc == 0 && (rc = sp_mono_decode (data, size, FALSE, &err)) == 0)
+		*ns = sp_stats [SP_STAT_RESTORE_DECODE_NS];
+	free (data);
+	mono_coop_mutex_unlock (&sp_lock);
+	return sp_mono_result (rc < 0 ? -1 : 0, &err);
+}
+
 /* ---- driver hooks (sp-mono.h) ---------------------------------------------- */
 
 gboolean
@@ -973,4 +1008,5 @@ sp_mono_init (const char *program)
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_is_warm", sp_icall_is_warm);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_send", sp_icall_send);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_stats", sp_icall_stats);
+	mono_add_internal_call_internal ("SPersistence.SPDiagnostics::sp_bench_decode", sp_icall_bench_decode);
 }

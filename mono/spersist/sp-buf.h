@@ -149,12 +149,21 @@ sp_reader_u8 (SpReader *r)
 
 uint64_t sp_reader_varint_slow (SpReader *r);
 
-/* Most varints (small LIDs, counts) are one byte: decode those inline. */
+/* Most varints (LIDs below 16384, counts) take one or two bytes: decode those inline. */
 static inline uint64_t
 sp_reader_varint (SpReader *r)
 {
-	if (r->pos < r->end && *r->pos < 0x80 && !r->bad)
-		return *r->pos++;
+	if (!r->bad && r->end - r->pos >= 2) {
+		const uint8_t *p = r->pos;
+		if (p [0] < 0x80) {
+			r->pos += 1;
+			return p [0];
+		}
+		if (p [1] < 0x80) {
+			r->pos += 2;
+			return (uint64_t)(p [0] & 0x7f) | (uint64_t)p [1] << 7;
+		}
+	}
 	return sp_reader_varint_slow (r);
 }
 /*

@@ -58,7 +58,13 @@ sp_kind_copy (uint8_t *dst, const uint8_t *src, unsigned kind)
 {
 	unsigned size = sp_kind_size (kind);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy (dst, src, size);
+	/* Constant sizes: each memcpy is one move, not a call. */
+	switch (size) {
+	case 1: memcpy (dst, src, 1); break;
+	case 2: memcpy (dst, src, 2); break;
+	case 4: memcpy (dst, src, 4); break;
+	default: memcpy (dst, src, 8); break;
+	}
 #else
 	for (unsigned i = 0; i < size; i++)
 		dst [i] = src [size - 1 - i];

@@ -516,6 +516,7 @@ sp_snapshot_string_chars (const SpSnapshot *snap, uint32_t lid, uint16_t *dst)
 
 typedef struct SpFill {
 	const SpClass *live;
+	unsigned parts;
 	uint8_t *base;
 	SpStoreRefFn store_ref;
 	void *ctx;
@@ -536,10 +537,16 @@ sp_fill_values (SpFill *f, SpReader *r, uint8_t *dst)
 {
 	for (uint32_t i = 0; i < f->live->nfields && f->rc == 0; i++) {
 		const SpField *field = &f->live->fields [i];
-		if (field->kind != SP_KIND_REF)
-			sp_fill_primitive (dst + field->offset, r, field->kind);
-		else
-			f->rc = f->store_ref (f->ctx, dst + field->offset, field, (uint32_t)sp_reader_varint (r), f->err);
+		if (field->kind != SP_KIND_REF) {
+			if (f->parts & SP_FILL_PRIMITIVES)
+				sp_fill_primitive (dst + field->offset, r, field->kind);
+			else
+				sp_reader_take (r, sp_kind_size (field->kind));
+		} else {
+			uint32_t lid = (uint32_t)sp_reader_varint (r);
+			if (f->parts & SP_FILL_REFERENCES)
+				f->rc = f->store_ref (f->ctx, dst + field->offset, field, lid, f->err);
+		}
 	}
 }
 
@@ -550,6 +557,8 @@ sp_fill_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 	uint8_t *dst = f->base + start * f->live->elem_size;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (sp_class_is_primitive_array (f->live) && f->live->fields [0].kind != SP_KIND_BOOL) {
+		if (!(f->parts & SP_FILL_PRIMITIVES))
+			return;
 		const uint8_t *src = sp_reader_take (r, (size_t)count * f->live->elem_size);
 		if (src)
 			memcpy (dst, src, (size_t)count * f->live->elem_size);
@@ -560,12 +569,26 @@ sp_fill_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 		sp_fill_values (f, r, dst + i * f->live->elem_size);
 }
 
+bool
+sp_snapshot_has_references (const SpSnapshot *snap, uint32_t lid)
+{
+	const SpSnapObject *o = &snap->objects [lid];
+	return o->kind != SP_CLASS_STRING && snap->classes [o->class_id].wire_size == 0;
+}
+
 int
 sp_snapshot_fill (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
 		  SpStoreRefFn store_ref, void *ctx, SpError *err)
 {
+	return sp_snapshot_fill_parts (snap, lid, base, live, SP_FILL_PRIMITIVES | SP_FILL_REFERENCES, store_ref, ctx, err);
+}
+
+int
+sp_snapshot_fill_parts (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
+			unsigned parts, SpStoreRefFn store_ref, void *ctx, SpError *err)
+{
 	const SpSnapObject *o = &snap->objects [lid];
-	SpFill f = { .live = live, .base = base, .store_ref = store_ref, .ctx = ctx, .err = err };
+	SpFill f = { .live = live, .parts = parts, .base = base, .store_ref = store_ref, .ctx = ctx, .err = err };
 	if (o->kind == SP_CLASS_OBJECT) {
 		SpReader r;
 		sp_reader_init (&r, snap->data, snap->size);

@@ -85,4 +85,16 @@ typedef int (*SpStoreRefFn) (void *ctx, void *slot, const SpField *field, uint32
 int sp_snapshot_fill (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
 		      SpStoreRefFn store_ref, void *ctx, SpError *err);
 
+/*
+ * The same in two parts, so a restorer can store the primitives while the new
+ * object is still in cache (construction phase) and the references once every
+ * object exists (fix-up phase).  `parts` is a mask of:
+ */
+#define SP_FILL_PRIMITIVES 1u
+#define SP_FILL_REFERENCES 2u
+int sp_snapshot_fill_parts (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
+			    unsigned parts, SpStoreRefFn store_ref, void *ctx, SpError *err);
+/* Does object lid have reference leaves (is there anything for SP_FILL_REFERENCES)? */
+bool sp_snapshot_has_references (const SpSnapshot *snap, uint32_t lid);
+
 #endif
