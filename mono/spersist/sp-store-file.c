@@ -297,9 +297,16 @@ sp_file_close (SpStore *s)
 	free (fs);
 }
 
+static int
+sp_file_sequences_op (SpStore *s, uint64_t **seqs, size_t *n, SpError *err)
+{
+	return sp_file_sequences ((SpFileStore *)s, seqs, n, false, err);
+}
+
 static const SpStoreOps sp_file_store_ops = {
 	.name = "file",
 	.list = sp_file_list,
+	.sequences = sp_file_sequences_op,
 	.read = sp_file_read,
 	.commit = sp_file_commit,
 	.close = sp_file_close,

@@ -69,35 +69,35 @@ sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn 
 	*sequence = 0;
 	if (!accept)
 		accept = sp_store_accept_checksum;
-	SpSnapInfo *infos;
+	uint64_t *seqs;
 	size_t n;
-	if (s->ops->list (s, &infos, &n, err) < 0)
+	if (s->ops->sequences (s, &seqs, &n, err) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		SpError why = { 0 };
 		uint8_t *bytes = NULL;
 		size_t len = 0;
-		int verdict = s->ops->read (s, infos [i].sequence, &bytes, &len, &why) == 0 ? accept (accept_ctx, bytes, len, &why) : SP_ACCEPT_SKIP;
+		int verdict = s->ops->read (s, seqs [i], &bytes, &len, &why) == 0 ? accept (accept_ctx, bytes, len, &why) : SP_ACCEPT_SKIP;
 		if (verdict == 0) {
 			*data = bytes;
 			*size = len;
-			*sequence = infos [i].sequence;
+			*sequence = seqs [i];
 			break;
 		}
 		free (bytes);
 		if (verdict == SP_ACCEPT_FATAL) {
-			unsigned long long seq = (unsigned long long)infos [i].sequence;
+			unsigned long long seq = (unsigned long long)seqs [i];
 			*err = why;
-			free (infos);
+			free (seqs);
 			return sp_error_prefix (err, "snapshot %llu in %s", seq, s->location);
 		}
 		if (warn) {
 			char msg [SP_ERROR_MAX + 128];
 			snprintf (msg, sizeof msg, "skipping damaged snapshot %llu in %s: %s",
-				  (unsigned long long)infos [i].sequence, s->location, why.msg);
+				  (unsigned long long)seqs [i], s->location, why.msg);
 			warn (warn_ctx, msg);
 		}
 	}
-	free (infos);
+	free (seqs);
 	return 0;
 }

@@ -33,8 +33,10 @@ typedef struct SpSnapInfo {
 
 typedef struct SpStoreOps {
 	const char *name;
-	/* Newest first. */
+	/* Newest first, each checked (reads every snapshot). */
 	int (*list) (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err);
+	/* Newest first, sequence numbers only (reads none). */
+	int (*sequences) (SpStore *s, uint64_t **seqs, size_t *n, SpError *err);
 	/* Read snapshot `sequence` into a malloc'd buffer. */
 	int (*read) (SpStore *s, uint64_t sequence, uint8_t **data, size_t *size, SpError *err);
 	int (*commit) (SpStore *s, uint64_t sequence, const uint8_t *data, size_t size, SpError *err);
