@@ -33,7 +33,6 @@
 #include <mono/metadata/profiler.h>
 #include <mono/metadata/reflection-internals.h>
 #include <mono/metadata/tabledefs.h>
-#include <mono/utils/atomic.h>
 #include <mono/utils/mono-coop-mutex.h>
 
 #include "../spersist/sp-client.h"
@@ -478,7 +477,14 @@ static gint32 sp_world_stops;
 uint32_t
 sp_client_gc_epoch (void)
 {
-	return (uint32_t)mono_atomic_load_i32 (&sp_world_stops);
+	/*
+	 * The caller read an object pointer just before: that load must not pass
+	 * this one (an acquire fence orders earlier loads before later ones; on
+	 * x86 it costs nothing).  mono_atomic_load_i32 would be a locked xadd here,
+	 * which was half the serializer's time per reference.
+	 */
+	__atomic_thread_fence (__ATOMIC_ACQUIRE);
+	return __atomic_load_n ((uint32_t *)&sp_world_stops, __ATOMIC_RELAXED);
 }
 
 /*
@@ -494,7 +500,7 @@ sp_mono_gc_event (MonoProfiler *prof, MonoProfilerGCEvent event, uint32_t genera
 	(void)generation;
 	(void)is_serial;
 	if (event == MONO_GC_EVENT_POST_STOP_WORLD)
-		mono_atomic_inc_i32 (&sp_world_stops);
+		__atomic_add_fetch (&sp_world_stops, 1, __ATOMIC_SEQ_CST);
 }
 
 void
