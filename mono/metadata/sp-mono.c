@@ -784,11 +784,10 @@ sp_mono_serialize_all (uint64_t seq, SpError *err)
 	return rc;
 }
 
+/* SendPData, stop-the-world: serialize on this thread, then commit.  Called with the store started. */
 static int
 sp_mono_send (SpError *err)
 {
-	if (sp_mono_start (err) < 0)
-		return -1;
 	uint64_t t0 = sp_mono_monotonic_ns (), t1 = 0;
 	uint64_t seq = sp_store_next_sequence (sp_store);
 	if (sp_mono_serialize_all (seq, err) < 0 ||
@@ -815,9 +814,22 @@ sp_mono_send (SpError *err)
 
 /* ---- internal calls -------------------------------------------------------- */
 
-static MonoString *
-sp_mono_result (int rc, const SpError *err)
+/*
+ * Every internal call runs under sp_lock, with the store open and the newest
+ * snapshot restored (sp_mono_enter), and returns NULL or the error message
+ * (sp_mono_leave), which SPC throws as an SPersistenceException.
+ */
+static int
+sp_mono_enter (SpError *err)
 {
+	mono_coop_mutex_lock (&sp_lock);
+	return sp_mono_start (err);
+}
+
+static MonoString *
+sp_mono_leave (int rc, const SpError *err)
+{
+	mono_coop_mutex_unlock (&sp_lock);
 	if (rc == 0)
 		return NULL;
 	ERROR_DECL (error);
@@ -830,8 +842,7 @@ static MonoString *
 sp_icall_add_root (MonoObject *root, gint32 *id)
 {
 	SpError err = { 0 };
-	mono_coop_mutex_lock (&sp_lock);
-	int rc = sp_mono_start (&err);
+	int rc = sp_mono_enter (&err);
 	if (rc == 0 && sp_next_root_id > SP_MAX_ROOT_ID)
 		rc = sp_error_set (&err, "no root ids left (%u were handed out)", SP_MAX_ROOT_ID);
 	if (rc == 0) {
@@ -839,8 +850,7 @@ sp_icall_add_root (MonoObject *root, gint32 *id)
 		g_array_append_val (sp_roots, entry);
 		*id = (gint32)entry.id;
 	}
-	mono_coop_mutex_unlock (&sp_lock);
-	return sp_mono_result (rc, &err);
+	return sp_mono_leave (rc, &err);
 }
 
 /* The index of root `id` in sp_roots (binary search), or -1 and err. */
@@ -865,17 +875,13 @@ static MonoString *
 sp_icall_remove_root (gint32 id)
 {
 	SpError err = { 0 };
-	mono_coop_mutex_lock (&sp_lock);
-	int rc = sp_mono_start (&err);
+	int rc = sp_mono_enter (&err);
 	int index = rc == 0 ? sp_mono_root_index (id, &err) : -1;
 	if (index >= 0) {
 		mono_gchandle_free_internal (sp_mono_root_at ((guint)index)->handle);
 		g_array_remove_index (sp_roots, (guint)index);
-	} else {
-		rc = -1;
 	}
-	mono_coop_mutex_unlock (&sp_lock);
-	return sp_mono_result (rc, &err);
+	return sp_mono_leave (index >= 0 ? 0 : -1, &err);
 }
 
 static MonoString *
@@ -883,48 +889,40 @@ sp_icall_recv (gint32 id, MonoObject **root)
 {
 	SpError err = { 0 };
 	*root = NULL;
-	mono_coop_mutex_lock (&sp_lock);
-	int rc = sp_mono_start (&err);
+	int rc = sp_mono_enter (&err);
 	int index = rc == 0 ? sp_mono_root_index (id, &err) : -1;
 	if (index >= 0)
 		*root = mono_gchandle_get_target_internal (sp_mono_root_at ((guint)index)->handle);
-	else
-		rc = -1;
-	mono_coop_mutex_unlock (&sp_lock);
-	return sp_mono_result (rc, &err);
+	return sp_mono_leave (index >= 0 ? 0 : -1, &err);
 }
 
 static MonoString *
 sp_icall_is_warm (MonoBoolean *warm)
 {
 	SpError err = { 0 };
-	mono_coop_mutex_lock (&sp_lock);
-	int rc = sp_mono_start (&err);
+	int rc = sp_mono_enter (&err);
 	*warm = rc == 0 && sp_warm;
-	mono_coop_mutex_unlock (&sp_lock);
-	return sp_mono_result (rc, &err);
+	return sp_mono_leave (rc, &err);
 }
 
 static MonoString *
 sp_icall_send (void)
 {
 	SpError err = { 0 };
-	mono_coop_mutex_lock (&sp_lock);
-	int rc = sp_mono_send (&err);
-	mono_coop_mutex_unlock (&sp_lock);
-	return sp_mono_result (rc, &err);
+	int rc = sp_mono_enter (&err);
+	if (rc == 0)
+		rc = sp_mono_send (&err);
+	return sp_mono_leave (rc, &err);
 }
 
 static MonoString *
 sp_icall_stats (MonoArray *out)
 {
 	SpError err = { 0 };
-	mono_coop_mutex_lock (&sp_lock);
-	int rc = sp_mono_start (&err);
+	int rc = sp_mono_enter (&err);
 	for (int i = 0; rc == 0 && i < SP_STAT_COUNT && (uintptr_t)i < mono_array_length_internal (out); i++)
 		mono_array_set_fast (out, gint64, i, sp_stats [i]);
-	mono_coop_mutex_unlock (&sp_lock);
-	return sp_mono_result (rc, &err);
+	return sp_mono_leave (rc, &err);
 }
 
 /*
@@ -935,12 +933,11 @@ static MonoString *
 sp_icall_bench_decode (gint64 *ns)
 {
 	SpError err = { 0 };
-	*ns = -1;
-	mono_coop_mutex_lock (&sp_lock);
 	uint8_t *data = NULL;
 	size_t size;
 	uint64_t seq;
-	int rc = sp_mono_start (&err);
+	*ns = -1;
+	int rc = sp_mono_enter (&err);
 	if (rc == 0)
 		rc = sp_store_load_newest (sp_store, NULL, NULL, NULL, NULL, &data, &size, &seq, &err);
 	if (rc == 0 && !data)
@@ -948,8 +945,7 @@ sp_icall_bench_decode (gint64 *ns)
 	if (rc == 0 && (rc = sp_mono_decode (data, size, FALSE, &err)) == 0)
 		*ns = sp_stats [SP_STAT_RESTORE_DECODE_NS];
 	free (data);
-	mono_coop_mutex_unlock (&sp_lock);
-	return sp_mono_result (rc < 0 ? -1 : 0, &err);
+	return sp_mono_leave (rc < 0 ? -1 : 0, &err);
 }
 
 /* ---- driver hooks (sp-mono.h) ---------------------------------------------- */
