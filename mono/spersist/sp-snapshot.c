@@ -524,30 +524,46 @@ typedef struct SpFill {
 	int rc;
 } SpFill;
 
-static inline void
-sp_fill_primitive (uint8_t *dst, SpReader *r, unsigned kind)
+/*
+ * Filling runs only on a snapshot sp_snapshot_parse validated, so values are
+ * read with a bare pointer: every length and varint was checked once already.
+ */
+static inline uint32_t
+sp_fill_lid (const uint8_t **pp)
 {
-	const uint8_t *src = sp_reader_take (r, sp_kind_size (kind));
-	if (src)
-		sp_kind_copy (dst, src, kind);
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+	do {
+		b = *p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*pp = p;
+	return (uint32_t)v;        /* validated: at most nobjects */
 }
 
 static void
-sp_fill_values (SpFill *f, SpReader *r, uint8_t *dst)
+sp_fill_values (SpFill *f, const uint8_t **pp, uint8_t *dst)
 {
-	for (uint32_t i = 0; i < f->live->nfields && f->rc == 0; i++) {
-		const SpField *field = &f->live->fields [i];
-		if (field->kind != SP_KIND_REF) {
-			if (f->parts & SP_FILL_PRIMITIVES)
-				sp_fill_primitive (dst + field->offset, r, field->kind);
-			else
-				sp_reader_take (r, sp_kind_size (field->kind));
-		} else {
-			uint32_t lid = (uint32_t)sp_reader_varint (r);
-			if (f->parts & SP_FILL_REFERENCES)
-				f->rc = f->store_ref (f->ctx, dst + field->offset, field, lid, f->err);
+	const uint8_t *p = *pp;
+	const SpField *fields = f->live->fields;
+	bool primitives = (f->parts & SP_FILL_PRIMITIVES) != 0;
+	bool references = (f->parts & SP_FILL_REFERENCES) != 0;
+	for (uint32_t i = 0; i < f->live->nfields; i++) {
+		unsigned kind = fields [i].kind;
+		if (kind != SP_KIND_REF) {
+			if (primitives)
+				sp_kind_copy (dst + fields [i].offset, p, kind);
+			p += sp_kind_size (kind);
+			continue;
 		}
+		uint32_t lid = sp_fill_lid (&p);
+		if (references && (f->rc = f->store_ref (f->ctx, dst + fields [i].offset, &fields [i], lid, f->err)) != 0)
+			break;
 	}
+	*pp = p;
 }
 
 static void
@@ -565,8 +581,10 @@ sp_fill_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 		return;
 	}
 #endif
+	const uint8_t *p = r->pos;
 	for (uint64_t i = 0; i < count && f->rc == 0; i++)
-		sp_fill_values (f, r, dst + i * f->live->elem_size);
+		sp_fill_values (f, &p, dst + i * f->live->elem_size);
+	r->pos = p;
 }
 
 bool
@@ -590,10 +608,8 @@ sp_snapshot_fill_parts (const SpSnapshot *snap, uint32_t lid, void *base, const 
 	const SpSnapObject *o = &snap->objects [lid];
 	SpFill f = { .live = live, .parts = parts, .base = base, .store_ref = store_ref, .ctx = ctx, .err = err };
 	if (o->kind == SP_CLASS_OBJECT) {
-		SpReader r;
-		sp_reader_init (&r, snap->data, snap->size);
-		r.pos = snap->data + o->body;
-		sp_fill_values (&f, &r, base);
+		const uint8_t *p = snap->data + o->body;
+		sp_fill_values (&f, &p, base);
 	} else if (o->kind == SP_CLASS_ARRAY) {
 		sp_snapshot_pieces (snap, lid, sp_fill_piece, &f);
 	}
