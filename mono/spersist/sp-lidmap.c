@@ -29,7 +29,14 @@ sp_lidmap_alloc (SpLidMap *m, size_t capacity)
 		return -1;
 	m->mask = capacity - 1;
 	m->count = 0;
+	m->generation = 1;
 	return 0;
+}
+
+static inline bool
+sp_lidmap_used (const SpLidMap *m, const SpLidEntry *e)
+{
+	return e->generation == m->generation;
 }
 
 int
@@ -52,8 +59,12 @@ sp_lidmap_free (SpLidMap *m)
 void
 sp_lidmap_clear (SpLidMap *m)
 {
-	memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
 	m->count = 0;
+	if (++m->generation == 0) {
+		/* Wrapped after 2^32 clears: only now do stale generations need erasing. */
+		memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
+		m->generation = 1;
+	}
 }
 
 SpLidEntry *
@@ -61,7 +72,7 @@ sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 {
 	for (size_t i = sp_lidmap_slot (hash, m->mask);; i = (i + 1) & m->mask) {
 		SpLidEntry *e = &m->slots [i];
-		if (e->lid == 0)
+		if (!sp_lidmap_used (m, e))
 			return NULL;
 		/* Distinct objects may share a hash: confirm by address. */
 		if (e->hash != hash)
@@ -80,9 +91,10 @@ static SpLidEntry *
 sp_lidmap_place (SpLidMap *m, const SpLidEntry *entry)
 {
 	size_t i = sp_lidmap_slot (entry->hash, m->mask);
-	while (m->slots [i].lid != 0)
+	while (sp_lidmap_used (m, &m->slots [i]))
 		i = (i + 1) & m->mask;
 	m->slots [i] = *entry;
+	m->slots [i].generation = m->generation;
 	m->count++;
 	return &m->slots [i];
 }
@@ -95,7 +107,7 @@ sp_lidmap_grow (SpLidMap *m)
 	if (sp_lidmap_alloc (&bigger, (m->mask + 1) * 2) < 0)
 		return -1;
 	for (size_t i = 0; i <= m->mask; i++)
-		if (m->slots [i].lid != 0)
+		if (sp_lidmap_used (m, &m->slots [i]))
 			sp_lidmap_place (&bigger, &m->slots [i]);
 	free (m->slots);
 	*m = bigger;

@@ -32,15 +32,21 @@
 
 typedef struct SpLidEntry {
 	uint32_t hash;          /* the object's identity hash */
-	uint32_t lid;           /* LID | SP_LID_SERIALIZED once written; 0 = empty slot */
+	uint32_t lid;           /* LID | SP_LID_SERIALIZED once written */
 	uint32_t epoch;         /* GC epoch in which `mid` was read */
+	uint32_t generation;    /* the map's generation when added; any other: an empty slot */
 	uintptr_t mid;          /* the object's address in that epoch */
 } SpLidEntry;
 
+/*
+ * Clearing bumps the generation instead of zeroing the table, so a snapshot
+ * costs what it adds, not the size of the largest snapshot ever taken.
+ */
 typedef struct SpLidMap {
 	SpLidEntry *slots;
 	size_t mask;            /* capacity - 1; capacity is a power of two */
 	size_t count;
+	uint32_t generation;    /* never 0: zeroed slots are empty */
 } SpLidMap;
 
 int sp_lidmap_init (SpLidMap *m, size_t expected);
