@@ -62,6 +62,11 @@ SpLidEntry *sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_
 SpLidEntry *sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid, const void *obj, uint32_t epoch);
 
 static inline uint32_t sp_lid_of (const SpLidEntry *e) { return e->lid & SP_LID_MAX; }
+/*
+ * The serialized state is what a write barrier asks ("is this object's pre-store
+ * state already in the snapshot?").  The stop-the-world serializer does not
+ * need it: its queue hands out each object once.
+ */
 static inline bool sp_lid_is_serialized (const SpLidEntry *e) { return (e->lid & SP_LID_SERIALIZED) != 0; }
 static inline void sp_lid_set_serialized (SpLidEntry *e) { e->lid |= SP_LID_SERIALIZED; }
 
