@@ -11,9 +11,9 @@
  * CRC-32C covers every byte before the crc field.  Records:
  *
  *   CLASS  0x01 id kind:u8 assembly:str name:str nfields (fname:str kind:u8 [tname:str if REF])*
- *   OBJECT 0x02 lid class_id value*            (values in the class's field order)
+ *   OBJECT 0x02 lid class_id value*            (primitive leaves in field order, then reference leaves)
  *   STRING 0x03 lid length piece               (piece: count enc:u8 data)
- *   ARRAY  0x04 lid class_id length piece      (piece: count element*)
+ *   ARRAY  0x04 lid class_id length piece      (piece: count element*; an element's values as an OBJECT's)
  *   ELEMS  0x05 lid start piece                (continues a STRING/ARRAY: chunked large objects)
  *   ROOT   0x06 root_id lid
  *   0x80..0xFF: extension record, tag len:varint payload; readers skip unknown ones.

@@ -157,9 +157,11 @@ sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
 }
 
 /*
- * The values of one object or array element at `base`.  Room for the largest
- * encoding is reserved once, so the loop writes without further checks: nothing
- * in it touches the output buffer but this loop.
+ * The values of one object or array element at `base`: its primitive leaves,
+ * then its references (sp-format.h: primitives first, so a reader skips or
+ * copies them as one block).  Room for the largest encoding is reserved once,
+ * so the loops write without further checks: nothing in them touches the output
+ * buffer but these loops.
  */
 static int
 sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *err)
@@ -167,22 +169,23 @@ sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *
 	uint8_t *start = sp_buf_reserve (s->out, c->wire_max);
 	if (!start)
 		return sp_ser_oom (err);
-	/* Each child's header is read for its identity hash: start those loads together. */
-	for (uint32_t i = 0; i < c->nfields; i++) {
-		if (c->fields [i].kind == SP_KIND_REF) {
-			void *child;
-			memcpy (&child, base + c->fields [i].offset, sizeof child);
-			if (child)
-				__builtin_prefetch (child);
-		}
-	}
 	uint8_t *dst = start;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
 		if (f->kind != SP_KIND_REF) {
 			dst = sp_put_primitive_raw (dst, base + f->offset, f->kind);
-			continue;
+		} else {
+			/* Its header is read for its identity hash below: start the load now. */
+			void *child;
+			memcpy (&child, base + f->offset, sizeof child);
+			if (child)
+				__builtin_prefetch (child);
 		}
+	}
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		const SpField *f = &c->fields [i];
+		if (f->kind != SP_KIND_REF)
+			continue;
 		void *child;
 		memcpy (&child, base + f->offset, sizeof child);
 		uint32_t lid;

@@ -101,23 +101,22 @@ sp_parse_name (SpParse *p)
 	return p->r.bad ? NULL : strdup (tmp);
 }
 
-/* Merge adjacent primitive leaves into one skip, so validating a record is a few steps. */
+/* Values on the wire: one block of primitives, then the references; as validation steps. */
 static int
 sp_parse_plan_steps (SpParse *p, SpSnapClass *c)
 {
-	c->steps = calloc (c->nfields ? c->nfields : 1, sizeof *c->steps);
+	c->steps = calloc (c->nfields + 1, sizeof *c->steps);
 	if (!c->steps)
 		return sp_error_set (p->err, "out of memory reading the class cache");
 	uint32_t n = 0;
-	for (uint32_t i = 0; i < c->nfields; i++) {
-		unsigned kind = c->fields [i].kind;
-		if (kind == SP_KIND_REF)
+	c->prim_bytes = 0;
+	for (uint32_t i = 0; i < c->nfields; i++)
+		c->prim_bytes += sp_kind_size (c->fields [i].kind);
+	if (c->prim_bytes)
+		c->steps [n++] = c->prim_bytes;
+	for (uint32_t i = 0; i < c->nfields; i++)
+		if (c->fields [i].kind == SP_KIND_REF)
 			c->steps [n++] = 0;
-		else if (n > 0 && c->steps [n - 1] > 0)
-			c->steps [n - 1] += sp_kind_size (kind);
-		else
-			c->steps [n++] = sp_kind_size (kind);
-	}
 	c->nsteps = n;
 	return 0;
 }
@@ -516,6 +515,7 @@ sp_snapshot_string_chars (const SpSnapshot *snap, uint32_t lid, uint16_t *dst)
 
 typedef struct SpFill {
 	const SpClass *live;
+	uint32_t prim_bytes;     /* of one instance/element on the wire */
 	unsigned parts;
 	uint8_t *base;
 	SpStoreRefFn store_ref;
@@ -549,18 +549,24 @@ sp_fill_values (SpFill *f, const uint8_t **pp, uint8_t *dst)
 {
 	const uint8_t *p = *pp;
 	const SpField *fields = f->live->fields;
-	bool primitives = (f->parts & SP_FILL_PRIMITIVES) != 0;
-	bool references = (f->parts & SP_FILL_REFERENCES) != 0;
-	for (uint32_t i = 0; i < f->live->nfields; i++) {
-		unsigned kind = fields [i].kind;
-		if (kind != SP_KIND_REF) {
-			if (primitives)
+	uint32_t n = f->live->nfields;
+	if (f->parts & SP_FILL_PRIMITIVES) {
+		for (uint32_t i = 0; i < n; i++) {
+			unsigned kind = fields [i].kind;
+			if (kind != SP_KIND_REF) {
 				sp_kind_copy (dst + fields [i].offset, p, kind);
-			p += sp_kind_size (kind);
-			continue;
+				p += sp_kind_size (kind);
+			}
 		}
+	} else {
+		p += f->prim_bytes;       /* the primitives are one block on the wire */
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (fields [i].kind != SP_KIND_REF)
+			continue;
 		uint32_t lid = sp_fill_lid (&p);
-		if (references && (f->rc = f->store_ref (f->ctx, dst + fields [i].offset, &fields [i], lid, f->err)) != 0)
+		if ((f->parts & SP_FILL_REFERENCES) &&
+		    (f->rc = f->store_ref (f->ctx, dst + fields [i].offset, &fields [i], lid, f->err)) != 0)
 			break;
 	}
 	*pp = p;
@@ -607,6 +613,8 @@ sp_snapshot_fill_parts (const SpSnapshot *snap, uint32_t lid, void *base, const 
 {
 	const SpSnapObject *o = &snap->objects [lid];
 	SpFill f = { .live = live, .parts = parts, .base = base, .store_ref = store_ref, .ctx = ctx, .err = err };
+	if (o->kind != SP_CLASS_STRING)
+		f.prim_bytes = snap->classes [o->class_id].prim_bytes;
 	if (o->kind == SP_CLASS_OBJECT) {
 		const uint8_t *p = snap->data + o->body;
 		sp_fill_values (&f, &p, base);

@@ -24,7 +24,8 @@ typedef struct SpSnapClass {
 	uint32_t nfields;
 	SpField *fields;         /* names and kinds (offsets are 0: the live class map has them) */
 	uint32_t wire_size;      /* bytes of one instance/element if it has no REF leaf, else 0 */
-	uint32_t nsteps;         /* the leaves as validation steps: runs of primitive bytes and references */
+	uint32_t prim_bytes;     /* the block of primitive values of one instance/element */
+	uint32_t nsteps;         /* the values as validation steps: the primitive block, then each reference */
 	uint32_t *steps;         /* a step > 0 skips that many bytes, 0 reads a reference */
 	void *resolved;          /* for the restorer: the live SpClass */
 } SpSnapClass;
