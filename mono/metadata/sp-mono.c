@@ -112,39 +112,33 @@ sp_mono_warn (void *ctx, const char *message)
 
 /* ---- class map ------------------------------------------------------------ */
 
+/* Does `attrs` hold SPersistence.`name`?  Consumes attrs (and the lookup's error). */
 static gboolean
-sp_mono_has_attr (MonoCustomAttrInfo *attrs, const char *name)
+sp_mono_attrs_have (MonoCustomAttrInfo *attrs, MonoError *error, const char *name)
 {
-	for (int i = 0; attrs && i < attrs->num_attrs; i++) {
+	mono_error_cleanup (error);
+	gboolean found = FALSE;
+	for (int i = 0; attrs && i < attrs->num_attrs && !found; i++) {
 		MonoClass *k = attrs->attrs [i].ctor->klass;
-		if (!strcmp (m_class_get_name (k), name) && !strcmp (m_class_get_name_space (k), "SPersistence"))
-			return TRUE;
+		found = !strcmp (m_class_get_name (k), name) && !strcmp (m_class_get_name_space (k), "SPersistence");
 	}
-	return FALSE;
+	if (attrs && !attrs->cached)
+		mono_custom_attrs_free (attrs);
+	return found;
 }
 
 static gboolean
 sp_mono_class_has_attr (MonoClass *klass, const char *name)
 {
 	ERROR_DECL (error);
-	MonoCustomAttrInfo *attrs = mono_custom_attrs_from_class_checked (klass, error);
-	mono_error_cleanup (error);
-	gboolean found = sp_mono_has_attr (attrs, name);
-	if (attrs && !attrs->cached)
-		mono_custom_attrs_free (attrs);
-	return found;
+	return sp_mono_attrs_have (mono_custom_attrs_from_class_checked (klass, error), error, name);
 }
 
 static gboolean
 sp_mono_field_has_attr (MonoClass *klass, MonoClassField *field, const char *name)
 {
 	ERROR_DECL (error);
-	MonoCustomAttrInfo *attrs = mono_custom_attrs_from_field_checked (klass, field, error);
-	mono_error_cleanup (error);
-	gboolean found = sp_mono_has_attr (attrs, name);
-	if (attrs && !attrs->cached)
-		mono_custom_attrs_free (attrs);
-	return found;
+	return sp_mono_attrs_have (mono_custom_attrs_from_field_checked (klass, field, error), error, name);
 }
 
 /* [SPersistent] on the class or an ancestor (the attribute is inherited, as Inherited=true). */

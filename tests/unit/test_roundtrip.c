@@ -255,6 +255,17 @@ test_small_steps_same_bytes (void **state)
 	sp_buf_free (&steps);
 }
 
+/* A serializer started on snapshot h with every root of the sample graph registered. */
+static void
+begin_sample_snapshot (SpSerializer *s, SpBuf *b, const SpSnapHeader *h, const SampleGraph *g, SpError *err)
+{
+	sp_buf_init (b);
+	assert_int_equal (sp_ser_init (s), 0);
+	assert_ok (sp_ser_begin (s, b, h, err), err);
+	for (size_t i = 0; i < g->nroots; i++)
+		assert_ok (sp_ser_root (s, g->ids [i], g->roots [i], err), err);
+}
+
 /* sp_ser_step (s, 1) writes exactly one object a call, and says 0 only when none remain. */
 static void
 test_step_one_writes_one_object (void **state)
@@ -266,12 +277,8 @@ test_step_one_writes_one_object (void **state)
 	SpSerializer s;
 	SpBuf b;
 	SpError err = { 0 };
-	sp_buf_init (&b);
-	assert_int_equal (sp_ser_init (&s), 0);
 	SpSnapHeader h = { .sequence = 1 };
-	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
-	for (size_t i = 0; i < g.nroots; i++)
-		assert_ok (sp_ser_root (&s, g.ids [i], g.roots [i], &err), &err);
+	begin_sample_snapshot (&s, &b, &h, &g, &err);
 	size_t calls = 0;
 	int rc;
 	do {
@@ -304,12 +311,8 @@ test_finish_refuses_unfinished (void **state)
 	SpSerializer s;
 	SpBuf b;
 	SpError err = { 0 };
-	sp_buf_init (&b);
-	assert_int_equal (sp_ser_init (&s), 0);
 	SpSnapHeader h = { .sequence = 1 };
-	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
-	for (size_t i = 0; i < g.nroots; i++)
-		assert_ok (sp_ser_root (&s, g.ids [i], g.roots [i], &err), &err);
+	begin_sample_snapshot (&s, &b, &h, &g, &err);
 	assert_int_equal (sp_ser_step (&s, 3, &err), 1);
 	assert_fails (sp_ser_finish (&s, &err), &err);
 	sp_ser_free (&s);
@@ -382,12 +385,8 @@ test_serializer_reuse (void **state)
 	SpSerializer s;
 	SpBuf b;
 	SpError err = { 0 };
-	sp_buf_init (&b);
-	assert_int_equal (sp_ser_init (&s), 0);
 	SpSnapHeader h = { .sequence = 1 };
-	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
-	for (size_t i = 0; i < g.nroots; i++)
-		assert_ok (sp_ser_root (&s, g.ids [i], g.roots [i], &err), &err);
+	begin_sample_snapshot (&s, &b, &h, &g, &err);
 	while (sp_ser_step (&s, 4, &err) == 1)
 		;
 	assert_ok (sp_ser_finish (&s, &err), &err);
