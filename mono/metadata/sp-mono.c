@@ -508,10 +508,33 @@ sp_client_lid_reset (void)
 
 /* ---- restore -------------------------------------------------------------- */
 
-/* The live class map for a class of the snapshot's class cache, or NULL and why. */
-static SpClass *
-sp_mono_resolve_class (const SpSnapClass *sc, SpError *err)
+typedef struct SpRestore {
+	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
+	guint32 handle;
+} SpRestore;
+
+static int
+sp_mono_restore_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
 {
+	SpRestore *r = (SpRestore *)ctx;
+	ERROR_DECL (error);
+	r->objects = mono_array_new_checked (mono_domain_get (), mono_defaults.object_class, (uintptr_t)t->nobjects + 1, error);
+	if (!is_ok (error)) {
+		mono_error_cleanup (error);
+		return sp_error_set (err, "out of memory for %u objects", t->nobjects);
+	}
+	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
+	return 0;
+}
+
+/*
+ * The live class map and vtable of a class of the snapshot's class cache (the
+ * decoder then checks kind and leaves against the snapshot's).
+ */
+static int
+sp_mono_restore_resolve (void *ctx, SpSnapClass *sc, SpError *err)
+{
+	(void)ctx;
 	/* "Type, Assembly": the version is informative; the layout check decides. */
 	char *comma = strchr (sc->assembly, ',');
 	char *qualified = g_strdup_printf ("%s, %.*s", sc->name, (int)(comma ? comma - sc->assembly : (long)strlen (sc->assembly)), sc->assembly);
@@ -523,61 +546,62 @@ sp_mono_resolve_class (const SpSnapClass *sc, SpError *err)
 	g_free (qualified);
 	if (!is_ok (error) || !type) {
 		mono_error_cleanup (error);
-		sp_error_set (err, "class %s from assembly %s cannot be found", sc->name, sc->assembly);
-		return NULL;
+		return sp_error_set (err, "class %s from assembly %s cannot be found", sc->name, sc->assembly);
 	}
 	MonoClass *klass = mono_class_from_mono_type_internal (type);
 	SpClass *live = sp_mono_class_map (klass, err);
 	if (!live)
-		return NULL;
-	if (live->kind != sc->kind || (sc->kind == SP_CLASS_OBJECT && (mono_class_is_abstract (klass) || mono_class_is_interface (klass)))) {
-		sp_error_set (err, "class %s is not of the kind the snapshot says", sc->name);
-		return NULL;
+		return -1;
+	if (live->kind == SP_CLASS_OBJECT && (mono_class_is_abstract (klass) || mono_class_is_interface (klass)))
+		return sp_error_set (err, "class %s is abstract and cannot have instances", sc->name);
+	MonoVTable *vtable = mono_class_vtable_checked (mono_domain_get (), klass, error);
+	if (!is_ok (error)) {
+		sp_error_set (err, "class %s cannot be instantiated: %s", sc->name, mono_error_get_message (error));
+		mono_error_cleanup (error);
+		return -1;
 	}
-	if (sp_snapshot_class_matches (sc, live, err) < 0)
-		return NULL;
-	return live;
+	sc->resolved = live;
+	sc->restorer_data = vtable;
+	return 0;
 }
 
-typedef struct SpRestore {
-	SpSnapshot snap;
-	MonoVTable **vtables;        /* by snapshot class id: what objects/arrays are allocated with */
-	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
-	guint32 handle;
-} SpRestore;
-
-static MonoObject *
-sp_mono_construct (SpRestore *r, uint32_t lid, SpError *err)
+static void *
+sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind)
 {
-	const SpSnapObject *o = &r->snap.objects [lid];
+	SpRestore *r = (SpRestore *)ctx;
+	MonoObject *obj = mono_array_get_fast (r->objects, MonoObject *, lid);
+	if (kind == SP_CLASS_OBJECT)
+		return obj;
+	return kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : (void *)mono_string_chars_internal ((MonoString *)obj);
+}
+
+/* A new object: zeroed, no constructor runs. */
+static void *
+sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
+{
+	SpRestore *r = (SpRestore *)ctx;
 	ERROR_DECL (error);
-	MonoObject *obj = NULL;
-	if (o->kind == SP_CLASS_STRING) {
-		uint16_t *chars = (uint16_t *)malloc ((o->length ? o->length : 1) * sizeof (uint16_t));
-		if (!chars) {
-			sp_error_set (err, "out of memory for a string of %llu characters", (unsigned long long)o->length);
-			return NULL;
-		}
-		sp_snapshot_string_chars (&r->snap, lid, chars);
-		obj = (MonoObject *)mono_string_new_utf16_checked (mono_domain_get (), chars, (gint32)o->length, error);
-		free (chars);
-	} else if (o->kind == SP_CLASS_ARRAY) {
-		obj = (MonoObject *)mono_array_new_specific_checked (r->vtables [o->class_id], (uintptr_t)o->length, error);
-	} else {
+	MonoObject *obj;
+	uint8_t kind = sc ? sc->kind : SP_CLASS_STRING;
+	if (kind == SP_CLASS_STRING)
+		obj = (MonoObject *)mono_string_new_size_checked (mono_domain_get (), (gint32)length, error);
+	else if (kind == SP_CLASS_ARRAY)
+		obj = (MonoObject *)mono_array_new_specific_checked ((MonoVTable *)sc->restorer_data, (uintptr_t)length, error);
+	else
 		/*
-		 * Zeroed, no constructor runs; never a remoting proxy (the _specific
-		 * variant may make one).  Allocating straight into the old generation
-		 * (mono_object_new_mature) was measured slower: it takes the GC lock
-		 * per object and touches fresh major-heap pages on a cold start.
+		 * Never a remoting proxy (the _specific variant may make one).
+		 * Allocating straight into the old generation (mono_object_new_mature)
+		 * was measured slower: it takes the GC lock per object and touches
+		 * fresh major-heap pages on a cold start.
 		 */
-		obj = mono_object_new_alloc_specific_checked (r->vtables [o->class_id], error);
-	}
+		obj = mono_object_new_alloc_specific_checked ((MonoVTable *)sc->restorer_data, error);
 	if (!is_ok (error)) {
 		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
 		mono_error_cleanup (error);
 		return NULL;
 	}
-	return obj;
+	mono_array_setref_fast (r->objects, lid, obj);
+	return sp_mono_restore_base (ctx, lid, kind);
 }
 
 /* Fix-up of one reference: the target must fit the declared type of the slot. */
@@ -599,17 +623,13 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
 	return 0;
 }
 
-/* Store the primitive leaves of a new object, or (fix-up) its references. */
-static int
-sp_mono_fill (SpRestore *r, uint32_t lid, MonoObject *obj, unsigned parts, SpError *err)
-{
-	const SpSnapObject *o = &r->snap.objects [lid];
-	if (o->kind == SP_CLASS_STRING)
-		return 0;
-	const SpClass *live = (const SpClass *)r->snap.classes [o->class_id].resolved;
-	void *base = o->kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : (void *)obj;
-	return sp_snapshot_fill_parts (&r->snap, lid, base, live, parts, sp_mono_store_ref, r, err);
-}
+static const SpDecodeOps sp_mono_restore_ops = {
+	.begin = sp_mono_restore_begin,
+	.resolve = sp_mono_restore_resolve,
+	.create = sp_mono_restore_create,
+	.base = sp_mono_restore_base,
+	.store_ref = sp_mono_store_ref,
+};
 
 static int
 sp_mono_root_cmp (const void *a, const void *b)
@@ -620,10 +640,10 @@ sp_mono_root_cmp (const void *a, const void *b)
 
 /* Make the snapshot's roots the registered roots, with their ids (unique: validated). */
 static void
-sp_mono_restore_roots (SpRestore *r)
+sp_mono_restore_roots (SpRestore *r, const SpSnapshot *snap)
 {
-	for (uint32_t i = 0; i < r->snap.trailer.nroots; i++) {
-		const SpSnapRoot *root = &r->snap.roots [i];
+	for (uint32_t i = 0; i < snap->trailer.nroots; i++) {
+		const SpSnapRoot *root = &snap->roots [i];
 		if (!root->lid)
 			continue;
 		SpRoot entry = { root->id, mono_gchandle_new_internal (mono_array_get_fast (r->objects, MonoObject *, root->lid), FALSE) };
@@ -634,54 +654,9 @@ sp_mono_restore_roots (SpRestore *r)
 	qsort (sp_roots->data, sp_roots->len, sizeof (SpRoot), sp_mono_root_cmp);
 }
 
-static int
-sp_mono_restore_objects (SpRestore *r, SpError *err)
-{
-	uint32_t n = r->snap.trailer.nobjects;
-	uint64_t t0 = sp_mono_monotonic_ns (), t1, t2;
-	ERROR_DECL (error);
-	r->vtables = g_new0 (MonoVTable *, r->snap.trailer.nclasses + 1);
-	for (uint32_t i = 1; i <= r->snap.trailer.nclasses; i++) {
-		SpSnapClass *sc = &r->snap.classes [i];
-		if (!(sc->resolved = sp_mono_resolve_class (sc, err)))
-			return -1;
-		r->vtables [i] = mono_class_vtable_checked (mono_domain_get (), (MonoClass *)((SpClass *)sc->resolved)->client, error);
-		if (!is_ok (error)) {
-			sp_error_set (err, "class %s cannot be instantiated: %s", sc->name, mono_error_get_message (error));
-			mono_error_cleanup (error);
-			return -1;
-		}
-	}
-	r->objects = mono_array_new_checked (mono_domain_get (), mono_defaults.object_class, (uintptr_t)n + 1, error);
-	if (!is_ok (error)) {
-		mono_error_cleanup (error);
-		return sp_error_set (err, "out of memory for %u objects", n);
-	}
-	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
-	t1 = sp_mono_monotonic_ns ();
-	/* Construction: allocate, and store primitives while the object is in cache. */
-	for (uint32_t lid = 1; lid <= n; lid++) {
-		MonoObject *obj = sp_mono_construct (r, lid, err);
-		if (!obj || sp_mono_fill (r, lid, obj, SP_FILL_PRIMITIVES, err) < 0)
-			return -1;
-		mono_array_setref_fast (r->objects, lid, obj);
-	}
-	t2 = sp_mono_monotonic_ns ();
-	/* Fix-up: every object exists now; store the references. */
-	for (uint32_t lid = 1; lid <= n; lid++) {
-		if (sp_snapshot_has_references (&r->snap, lid) &&
-		    sp_mono_fill (r, lid, mono_array_get_fast (r->objects, MonoObject *, lid), SP_FILL_REFERENCES, err) < 0)
-			return -1;
-	}
-	if (sp_options.verbose)
-		fprintf (stderr, "spmono: restore of %u objects: classes %.3f ms, construction %.3f ms, fix-up %.3f ms\n",
-			 n, (t1 - t0) / 1e6, (t2 - t1) / 1e6, (sp_mono_monotonic_ns () - t2) / 1e6);
-	return 0;
-}
-
 /*
- * Decode a snapshot into live objects: validate, resolve classes, construct,
- * fix up; with `restore_roots`, they become the registered roots.  Returns 0,
+ * Decode a snapshot into live objects (validate and construct, then fix up);
+ * with `restore_roots`, they become the registered roots.  Returns 0,
  * SP_ACCEPT_SKIP when the snapshot is damaged (an older one may do) or
  * SP_ACCEPT_FATAL when it is intact but does not fit this program (never fall
  * back silently over that).
@@ -690,24 +665,22 @@ static int
 sp_mono_decode (const uint8_t *data, size_t size, gboolean restore_roots, SpError *err)
 {
 	SpRestore r = { 0 };
+	SpSnapshot snap;
 	uint64_t t0 = sp_mono_monotonic_ns ();
-	int parsed = sp_snapshot_parse (data, size, &r.snap, err);
+	int rc = sp_snapshot_decode (data, size, &sp_mono_restore_ops, &r, &snap, err);
 	if (sp_options.verbose)
-		fprintf (stderr, "spmono: checked and parsed %zu bytes in %.3f ms\n", size, (sp_mono_monotonic_ns () - t0) / 1e6);
-	if (parsed < 0)
-		return SP_ACCEPT_SKIP;
-	int rc = sp_mono_restore_objects (&r, err) < 0 ? SP_ACCEPT_FATAL : 0;
+		fprintf (stderr, "spmono: decoded %zu bytes, %u objects, in %.3f ms\n", size,
+			 snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6);
 	if (rc == 0) {
 		if (restore_roots)
-			sp_mono_restore_roots (&r);
-		sp_stats [SP_STAT_RESTORED_OBJECTS] = r.snap.trailer.nobjects;
+			sp_mono_restore_roots (&r, &snap);
+		sp_stats [SP_STAT_RESTORED_OBJECTS] = snap.trailer.nobjects;
 		sp_stats [SP_STAT_RESTORE_DECODE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
 	}
 	if (r.handle)
 		mono_gchandle_free_internal (r.handle);
-	g_free (r.vtables);
-	sp_snapshot_free (&r.snap);
-	return rc;
+	sp_snapshot_free (&snap);
+	return rc == 0 ? 0 : rc == SP_DECODE_UNFIT ? SP_ACCEPT_FATAL : SP_ACCEPT_SKIP;
 }
 
 /* The store's accept callback: the newest snapshot that restores becomes the program's state. */

@@ -16,6 +16,7 @@
 #include "../spersist/sp-queue.c"
 #include "../spersist/sp-serialize.c"
 #include "../spersist/sp-snapshot.c"
+#include "../spersist/sp-decode.c"
 #include "../spersist/sp-options.c"
 #include "../spersist/sp-store.c"
 #include "../spersist/sp-store-file.c"

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE   /* strdup */
 #endif
 #include "sp-snapshot.h"
+#include "sp-walk.h"
 
 #include "sp-buf.h"
 #include "sp-crc32c.h"
@@ -77,37 +78,29 @@ sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSna
 	return 0;
 }
 
-/* ---- parsing ----------------------------------------------------------- */
-
-typedef struct SpParse {
-	SpSnapshot *snap;
-	SpReader r;
-	uint32_t classes_seen;
-	uint32_t roots_seen;
-	SpError *err;
-} SpParse;
+/* ---- the validating walk (sp-walk.h) --------------------------------------- */
 
 static int
-sp_parse_fail (SpParse *p, const char *what)
+sp_walk_fail (SpWalk *w, const char *what)
 {
-	return sp_error_set (p->err, "malformed snapshot at byte %zu: %s", sp_reader_offset (&p->r), what);
+	return sp_error_set (w->err, "malformed snapshot at byte %zu: %s", sp_reader_offset (&w->r), what);
 }
 
 static char *
-sp_parse_name (SpParse *p)
+sp_walk_name (SpWalk *w)
 {
 	char tmp [SP_MAX_NAME + 1];
-	sp_reader_str (&p->r, tmp, sizeof tmp);
-	return p->r.bad ? NULL : strdup (tmp);
+	sp_reader_str (&w->r, tmp, sizeof tmp);
+	return w->r.bad ? NULL : strdup (tmp);
 }
 
 /* Values on the wire: one block of primitives, then the references; as validation steps. */
 static int
-sp_parse_plan_steps (SpParse *p, SpSnapClass *c)
+sp_walk_plan_steps (SpWalk *w, SpSnapClass *c)
 {
 	c->steps = calloc (c->nfields + 1, sizeof *c->steps);
 	if (!c->steps)
-		return sp_error_set (p->err, "out of memory reading the class cache");
+		return sp_error_set (w->err, "out of memory reading the class cache");
 	uint32_t n = 0;
 	c->prim_bytes = 0;
 	for (uint32_t i = 0; i < c->nfields; i++)
@@ -122,212 +115,245 @@ sp_parse_plan_steps (SpParse *p, SpSnapClass *c)
 }
 
 static int
-sp_parse_class (SpParse *p)
+sp_walk_class (SpWalk *w)
 {
-	SpSnapshot *s = p->snap;
-	uint64_t id = sp_reader_varint (&p->r);
-	if (p->r.bad || id != (uint64_t)p->classes_seen + 1 || id > s->trailer.nclasses)
-		return sp_parse_fail (p, "class id out of order or beyond the class count");
+	SpSnapshot *s = w->snap;
+	uint64_t id = sp_reader_varint (&w->r);
+	if (w->r.bad || id != (uint64_t)w->classes_seen + 1 || id > s->trailer.nclasses)
+		return sp_walk_fail (w, "class id out of order or beyond the class count");
 	SpSnapClass *c = &s->classes [id];
-	p->classes_seen++;
-	c->kind = sp_reader_u8 (&p->r);
+	w->classes_seen++;
+	c->kind = sp_reader_u8 (&w->r);
 	if (c->kind != SP_CLASS_OBJECT && c->kind != SP_CLASS_ARRAY)
-		return sp_parse_fail (p, "unknown class kind");
-	c->assembly = sp_parse_name (p);
-	c->name = sp_parse_name (p);
-	uint64_t nfields = sp_reader_varint (&p->r);
+		return sp_walk_fail (w, "unknown class kind");
+	c->assembly = sp_walk_name (w);
+	c->name = sp_walk_name (w);
+	uint64_t nfields = sp_reader_varint (&w->r);
 	/* Each field takes at least 2 bytes, which bounds the allocation by the input. */
-	if (p->r.bad || !c->assembly || !c->name || nfields > SP_MAX_FIELDS || nfields > sp_reader_left (&p->r) / 2)
-		return sp_parse_fail (p, "bad class name or field count");
+	if (w->r.bad || !c->assembly || !c->name || nfields > SP_MAX_FIELDS || nfields > sp_reader_left (&w->r) / 2)
+		return sp_walk_fail (w, "bad class name or field count");
 	if (c->kind == SP_CLASS_ARRAY && nfields == 0)
-		return sp_parse_fail (p, "array class without an element layout");
+		return sp_walk_fail (w, "array class without an element layout");
 	c->nfields = (uint32_t)nfields;
 	c->fields = calloc (nfields ? nfields : 1, sizeof *c->fields);
 	if (!c->fields)
-		return sp_error_set (p->err, "out of memory reading the class cache");
+		return sp_error_set (w->err, "out of memory reading the class cache");
 	uint32_t wire = 0;
 	bool has_ref = false;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		SpField *f = &c->fields [i];
-		f->name = sp_parse_name (p);
-		f->kind = sp_reader_u8 (&p->r);
-		if (p->r.bad || !f->name || !sp_kind_valid (f->kind))
-			return sp_parse_fail (p, "bad field in the class cache");
+		f->name = sp_walk_name (w);
+		f->kind = sp_reader_u8 (&w->r);
+		if (w->r.bad || !f->name || !sp_kind_valid (f->kind))
+			return sp_walk_fail (w, "bad field in the class cache");
 		if (f->kind == SP_KIND_REF) {
 			has_ref = true;
-			f->type_name = sp_parse_name (p);
+			f->type_name = sp_walk_name (w);
 			if (!f->type_name)
-				return sp_parse_fail (p, "bad field type name");
+				return sp_walk_fail (w, "bad field type name");
 		}
 		wire += sp_kind_size (f->kind);
 	}
 	c->wire_size = has_ref ? 0 : wire;
-	return sp_parse_plan_steps (p, c);
+	if (sp_walk_plan_steps (w, c) < 0)
+		return -1;
+	return w->sink->klass ? w->sink->klass (w->ctx, c, w->err) : 0;
 }
 
-/* Claim lid for a new object of `kind`; returns the object or NULL (error set). */
-static SpSnapObject *
-sp_parse_new_object (SpParse *p, uint8_t kind)
+/* Claim a LID for a new object of `kind`; returns it, or 0 (error set). */
+static uint32_t
+sp_walk_new_lid (SpWalk *w, uint8_t kind)
 {
-	uint64_t lid = sp_reader_varint (&p->r);
-	if (p->r.bad || lid == 0 || lid > p->snap->trailer.nobjects) {
-		sp_parse_fail (p, "object id out of range");
-		return NULL;
-	}
-	SpSnapObject *o = &p->snap->objects [lid];
-	if (o->kind) {
-		sp_parse_fail (p, "object id defined twice");
-		return NULL;
-	}
-	o->kind = kind;
-	return o;
-}
-
-static int
-sp_parse_class_ref (SpParse *p, SpSnapObject *o, uint8_t want_kind)
-{
-	uint64_t id = sp_reader_varint (&p->r);
-	if (p->r.bad || id == 0 || id > p->classes_seen || p->snap->classes [id].kind != want_kind)
-		return sp_parse_fail (p, "object refers to an undefined class or one of the wrong kind");
-	o->class_id = (uint32_t)id;
-	return 0;
-}
-
-/* Values of one instance or element: skip primitives, check references. */
-static int
-sp_parse_values (SpParse *p, const SpSnapClass *c, uint64_t count)
-{
-	if (c->wire_size) {
-		if (count > sp_reader_left (&p->r) / c->wire_size)
-			return sp_parse_fail (p, "values run past the end");
-		sp_reader_take (&p->r, (size_t)(count * c->wire_size));
+	uint64_t lid = sp_reader_varint (&w->r);
+	if (w->r.bad || lid == 0 || lid > w->snap->trailer.nobjects) {
+		sp_walk_fail (w, "object id out of range");
 		return 0;
 	}
-	uint32_t nobjects = p->snap->trailer.nobjects;
+	if (w->kinds [lid]) {
+		sp_walk_fail (w, "object id defined twice");
+		return 0;
+	}
+	w->kinds [lid] = kind;
+	w->objects_seen++;
+	return (uint32_t)lid;
+}
+
+/* A class id of `want_kind` defined before this record, or 0 (error set). */
+static uint32_t
+sp_walk_class_ref (SpWalk *w, uint8_t want_kind)
+{
+	uint64_t id = sp_reader_varint (&w->r);
+	if (w->r.bad || id == 0 || id > w->classes_seen || w->snap->classes [id].kind != want_kind) {
+		sp_walk_fail (w, "object refers to an undefined class or one of the wrong kind");
+		return 0;
+	}
+	return (uint32_t)id;
+}
+
+/* Values of `count` instances or elements: skip primitives, check references. */
+static int
+sp_walk_values (SpWalk *w, const SpSnapClass *c, uint64_t count)
+{
+	if (c->wire_size) {
+		if (count > sp_reader_left (&w->r) / c->wire_size)
+			return sp_walk_fail (w, "values run past the end");
+		sp_reader_take (&w->r, (size_t)(count * c->wire_size));
+		return 0;
+	}
+	uint32_t nobjects = w->snap->trailer.nobjects;
 	for (uint64_t n = 0; n < count; n++) {
 		for (uint32_t i = 0; i < c->nsteps; i++) {
 			if (c->steps [i] > 0) {
-				sp_reader_take (&p->r, c->steps [i]);
-			} else if (sp_reader_varint (&p->r) > nobjects) {
-				return sp_parse_fail (p, "reference to an object id beyond the object count");
+				sp_reader_take (&w->r, c->steps [i]);
+			} else if (sp_reader_varint (&w->r) > nobjects) {
+				return sp_walk_fail (w, "reference to an object id beyond the object count");
 			}
 		}
-		if (p->r.bad)
-			return sp_parse_fail (p, "values run past the end");
+		if (w->r.bad)
+			return sp_walk_fail (w, "values run past the end");
 	}
 	return 0;
 }
 
-/* One piece of a STRING or ARRAY, continuing at o->filled. */
+/* One piece of a STRING or ARRAY, from `*filled` of `length`. */
 static int
-sp_parse_piece (SpParse *p, SpSnapObject *o)
+sp_walk_piece (SpWalk *w, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t length, uint64_t *filled)
 {
-	uint64_t count = sp_reader_varint (&p->r);
-	if (p->r.bad || count > o->length - o->filled)
-		return sp_parse_fail (p, "piece longer than what is left of its object");
-	o->filled += count;
-	if (o->kind == SP_CLASS_ARRAY)
-		return sp_parse_values (p, &p->snap->classes [o->class_id], count);
-	uint8_t enc = sp_reader_u8 (&p->r);
-	if (enc != SP_STR_LATIN1 && enc != SP_STR_UTF16LE)
-		return sp_parse_fail (p, "unknown string encoding");
-	uint64_t bytes = enc == SP_STR_LATIN1 ? count : count * 2;
-	if (bytes > sp_reader_left (&p->r))
-		return sp_parse_fail (p, "string runs past the end");
-	sp_reader_take (&p->r, (size_t)bytes);
-	return 0;
-}
-
-static int
-sp_parse_sized (SpParse *p, uint8_t kind)
-{
-	SpSnapObject *o = sp_parse_new_object (p, kind);
-	if (!o)
-		return -1;
-	if (kind == SP_CLASS_ARRAY && sp_parse_class_ref (p, o, SP_CLASS_ARRAY) < 0)
-		return -1;
-	o->length = sp_reader_varint (&p->r);
-	if (p->r.bad || o->length > SP_MAX_LENGTH)
-		return sp_parse_fail (p, "length out of range");
-	o->body = sp_reader_offset (&p->r);
-	return sp_parse_piece (p, o);
-}
-
-static int
-sp_parse_elems (SpParse *p)
-{
-	SpSnapshot *s = p->snap;
-	uint64_t lid = sp_reader_varint (&p->r);
-	uint64_t start = sp_reader_varint (&p->r);
-	if (p->r.bad || lid == 0 || lid > s->trailer.nobjects)
-		return sp_parse_fail (p, "chunk of an object id out of range");
-	SpSnapObject *o = &s->objects [lid];
-	if ((o->kind != SP_CLASS_ARRAY && o->kind != SP_CLASS_STRING) || start != o->filled)
-		return sp_parse_fail (p, "chunk does not continue a string or array in order");
-	if (s->nchunks == s->chunk_cap) {
-		/* Every chunk record takes at least 4 bytes: growth is bounded by the input. */
-		uint32_t cap = s->chunk_cap ? s->chunk_cap * 2 : 64;
-		SpSnapChunk *chunks = realloc (s->chunks, (size_t)cap * sizeof *chunks);
-		if (!chunks)
-			return sp_error_set (p->err, "out of memory indexing chunks");
-		s->chunks = chunks;
-		s->chunk_cap = cap;
-	}
-	SpSnapChunk *ch = &s->chunks [s->nchunks++];
-	ch->piece = sp_reader_offset (&p->r);
-	ch->start = start;
-	ch->next = 0;
-	if (o->last_chunk)
-		s->chunks [o->last_chunk - 1].next = s->nchunks;
-	else
-		o->next_chunk = s->nchunks;
-	o->last_chunk = s->nchunks;
-	return sp_parse_piece (p, o);
-}
-
-static int
-sp_parse_root (SpParse *p)
-{
-	SpSnapshot *s = p->snap;
-	uint64_t id = sp_reader_varint (&p->r);
-	uint64_t lid = sp_reader_varint (&p->r);
-	if (p->r.bad || id == 0 || id > SP_MAX_ROOT_ID || lid > s->trailer.nobjects || p->roots_seen >= s->trailer.nroots)
-		return sp_parse_fail (p, "root id or object id out of range");
-	s->roots [p->roots_seen].id = (uint32_t)id;
-	s->roots [p->roots_seen].lid = (uint32_t)lid;
-	p->roots_seen++;
-	return 0;
-}
-
-static int
-sp_parse_extension (SpParse *p)
-{
-	uint64_t len = sp_reader_varint (&p->r);
-	if (p->r.bad || len > sp_reader_left (&p->r))
-		return sp_parse_fail (p, "extension record runs past the end");
-	sp_reader_take (&p->r, (size_t)len);
-	return 0;
-}
-
-static int
-sp_parse_record (SpParse *p, uint8_t tag)
-{
-	SpSnapObject *o;
-	switch (tag) {
-	case SP_REC_CLASS: return sp_parse_class (p);
-	case SP_REC_OBJECT:
-		if (!(o = sp_parse_new_object (p, SP_CLASS_OBJECT)) || sp_parse_class_ref (p, o, SP_CLASS_OBJECT) < 0)
+	size_t at = sp_reader_offset (&w->r);
+	uint64_t count = sp_reader_varint (&w->r);
+	if (w->r.bad || count > length - *filled)
+		return sp_walk_fail (w, "piece longer than what is left of its object");
+	uint8_t enc = 0;
+	const uint8_t *elems;
+	if (kind == SP_CLASS_ARRAY) {
+		elems = w->r.pos;
+		if (sp_walk_values (w, &w->snap->classes [class_id], count) < 0)
 			return -1;
-		o->body = sp_reader_offset (&p->r);
-		return sp_parse_values (p, &p->snap->classes [o->class_id], 1);
-	case SP_REC_STRING: return sp_parse_sized (p, SP_CLASS_STRING);
-	case SP_REC_ARRAY: return sp_parse_sized (p, SP_CLASS_ARRAY);
-	case SP_REC_ELEMS: return sp_parse_elems (p);
-	case SP_REC_ROOT: return sp_parse_root (p);
+	} else {
+		enc = sp_reader_u8 (&w->r);
+		if (enc != SP_STR_LATIN1 && enc != SP_STR_UTF16LE)
+			return sp_walk_fail (w, "unknown string encoding");
+		uint64_t bytes = enc == SP_STR_LATIN1 ? count : count * 2;
+		if (bytes > sp_reader_left (&w->r))
+			return sp_walk_fail (w, "string runs past the end");
+		elems = sp_reader_take (&w->r, (size_t)bytes);
+	}
+	uint64_t start = *filled;
+	*filled += count;
+	return w->sink->piece ? w->sink->piece (w->ctx, kind, lid, class_id, start, count, enc, elems, at, w->err) : 0;
+}
+
+/* Remember a string or array whose pieces continue in ELEMS records (growth bounded: one a record). */
+static int
+sp_walk_open (SpWalk *w, uint32_t lid, uint32_t class_id, uint64_t length, uint64_t filled)
+{
+	if (!w->open_of) {
+		/* calloc'd: only the pages of LIDs that are looked up get touched. */
+		w->open_of = calloc ((size_t)w->snap->trailer.nobjects + 1, sizeof *w->open_of);
+		if (!w->open_of)
+			return sp_error_set (w->err, "out of memory indexing chunked objects");
+	}
+	if (w->nopen == w->open_cap) {
+		uint32_t cap = w->open_cap ? w->open_cap * 2 : 16;
+		SpOpenObject *open = realloc (w->open, (size_t)cap * sizeof *open);
+		if (!open)
+			return sp_error_set (w->err, "out of memory indexing chunked objects");
+		w->open = open;
+		w->open_cap = cap;
+	}
+	w->open [w->nopen] = (SpOpenObject){ .lid = lid, .class_id = class_id, .length = length, .filled = filled };
+	w->open_of [lid] = ++w->nopen;
+	return 0;
+}
+
+static int
+sp_walk_sized (SpWalk *w, uint8_t kind)
+{
+	uint32_t lid = sp_walk_new_lid (w, kind), class_id = 0;
+	if (!lid)
+		return -1;
+	if (kind == SP_CLASS_ARRAY && !(class_id = sp_walk_class_ref (w, SP_CLASS_ARRAY)))
+		return -1;
+	uint64_t length = sp_reader_varint (&w->r), filled = 0;
+	if (w->r.bad || length > SP_MAX_LENGTH)
+		return sp_walk_fail (w, "length out of range");
+	/*
+	 * Every element takes at least one byte on the wire: a longer object cannot
+	 * be complete, and refusing it now keeps a restorer (which allocates the
+	 * object before its pieces are read) within a multiple of the input's size.
+	 */
+	if (length > sp_reader_left (&w->r))
+		return sp_walk_fail (w, "length exceeds what the rest of the snapshot can hold");
+	if (w->sink->sized && w->sink->sized (w->ctx, kind, lid, class_id, length, sp_reader_offset (&w->r), w->err) < 0)
+		return -1;
+	if (sp_walk_piece (w, kind, lid, class_id, length, &filled) < 0)
+		return -1;
+	return filled < length ? sp_walk_open (w, lid, class_id, length, filled) : 0;
+}
+
+static int
+sp_walk_elems (SpWalk *w)
+{
+	uint64_t lid = sp_reader_varint (&w->r);
+	uint64_t start = sp_reader_varint (&w->r);
+	if (w->r.bad || lid == 0 || lid > w->snap->trailer.nobjects)
+		return sp_walk_fail (w, "chunk of an object id out of range");
+	SpOpenObject *o = w->open_of && w->open_of [lid] ? &w->open [w->open_of [lid] - 1] : NULL;
+	if (!o || start != o->filled || o->filled == o->length)
+		return sp_walk_fail (w, "chunk does not continue a string or array in order");
+	return sp_walk_piece (w, w->kinds [lid], (uint32_t)lid, o->class_id, o->length, &o->filled);
+}
+
+static int
+sp_walk_object (SpWalk *w)
+{
+	uint32_t lid = sp_walk_new_lid (w, SP_CLASS_OBJECT), class_id;
+	if (!lid || !(class_id = sp_walk_class_ref (w, SP_CLASS_OBJECT)))
+		return -1;
+	const uint8_t *values = w->r.pos;
+	if (sp_walk_values (w, &w->snap->classes [class_id], 1) < 0)
+		return -1;
+	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
+}
+
+static int
+sp_walk_root (SpWalk *w)
+{
+	SpSnapshot *s = w->snap;
+	uint64_t id = sp_reader_varint (&w->r);
+	uint64_t lid = sp_reader_varint (&w->r);
+	if (w->r.bad || id == 0 || id > SP_MAX_ROOT_ID || lid > s->trailer.nobjects || w->roots_seen >= s->trailer.nroots)
+		return sp_walk_fail (w, "root id or object id out of range");
+	s->roots [w->roots_seen].id = (uint32_t)id;
+	s->roots [w->roots_seen].lid = (uint32_t)lid;
+	w->roots_seen++;
+	return 0;
+}
+
+static int
+sp_walk_extension (SpWalk *w)
+{
+	uint64_t len = sp_reader_varint (&w->r);
+	if (w->r.bad || len > sp_reader_left (&w->r))
+		return sp_walk_fail (w, "extension record runs past the end");
+	sp_reader_take (&w->r, (size_t)len);
+	return 0;
+}
+
+static int
+sp_walk_record (SpWalk *w, uint8_t tag)
+{
+	switch (tag) {
+	case SP_REC_CLASS: return sp_walk_class (w);
+	case SP_REC_OBJECT: return sp_walk_object (w);
+	case SP_REC_STRING: return sp_walk_sized (w, SP_CLASS_STRING);
+	case SP_REC_ARRAY: return sp_walk_sized (w, SP_CLASS_ARRAY);
+	case SP_REC_ELEMS: return sp_walk_elems (w);
+	case SP_REC_ROOT: return sp_walk_root (w);
 	default:
 		if (tag >= SP_REC_EXTENSION_FIRST)
-			return sp_parse_extension (p);
-		return sp_parse_fail (p, "unknown record type");
+			return sp_walk_extension (w);
+		return sp_walk_fail (w, "unknown record type");
 	}
 }
 
@@ -340,22 +366,22 @@ sp_root_id_cmp (const void *a, const void *b)
 
 /* Root ids are unique: sort a copy (O(n log n), not O(n^2) on hostile input). */
 static int
-sp_parse_unique_roots (SpParse *p)
+sp_walk_unique_roots (SpWalk *w)
 {
-	SpSnapshot *s = p->snap;
-	if (p->roots_seen < 2)
+	SpSnapshot *s = w->snap;
+	if (w->roots_seen < 2)
 		return 0;
-	uint32_t *ids = malloc ((size_t)p->roots_seen * sizeof *ids);
+	uint32_t *ids = malloc ((size_t)w->roots_seen * sizeof *ids);
 	if (!ids)
-		return sp_error_set (p->err, "out of memory checking root ids");
-	for (uint32_t i = 0; i < p->roots_seen; i++)
+		return sp_error_set (w->err, "out of memory checking root ids");
+	for (uint32_t i = 0; i < w->roots_seen; i++)
 		ids [i] = s->roots [i].id;
-	qsort (ids, p->roots_seen, sizeof *ids, sp_root_id_cmp);
-	for (uint32_t i = 1; i < p->roots_seen; i++) {
+	qsort (ids, w->roots_seen, sizeof *ids, sp_root_id_cmp);
+	for (uint32_t i = 1; i < w->roots_seen; i++) {
 		if (ids [i] == ids [i - 1]) {
 			uint32_t dup = ids [i];
 			free (ids);
-			return sp_error_set (p->err, "malformed snapshot: root id %u defined twice", dup);
+			return sp_error_set (w->err, "malformed snapshot: root id %u defined twice", dup);
 		}
 	}
 	free (ids);
@@ -364,20 +390,24 @@ sp_parse_unique_roots (SpParse *p)
 
 /* After the last record: everything promised is there, and complete. */
 static int
-sp_parse_complete (SpParse *p)
+sp_walk_complete (SpWalk *w)
 {
-	SpSnapshot *s = p->snap;
-	if (p->classes_seen != s->trailer.nclasses || p->roots_seen != s->trailer.nroots)
-		return sp_error_set (p->err, "malformed snapshot: trailer counts %u classes and %u roots, body has %u and %u",
-				     s->trailer.nclasses, s->trailer.nroots, p->classes_seen, p->roots_seen);
-	if (sp_parse_unique_roots (p) < 0)
+	SpSnapshot *s = w->snap;
+	if (w->classes_seen != s->trailer.nclasses || w->roots_seen != s->trailer.nroots)
+		return sp_error_set (w->err, "malformed snapshot: trailer counts %u classes and %u roots, body has %u and %u",
+				     s->trailer.nclasses, s->trailer.nroots, w->classes_seen, w->roots_seen);
+	if (sp_walk_unique_roots (w) < 0)
 		return -1;
-	for (uint32_t lid = 1; lid <= s->trailer.nobjects; lid++) {
-		const SpSnapObject *o = &s->objects [lid];
-		if (!o->kind)
-			return sp_error_set (p->err, "malformed snapshot: object %u is referred to but never defined", lid);
-		if (o->kind != SP_CLASS_OBJECT && o->filled != o->length)
-			return sp_error_set (p->err, "malformed snapshot: object %u has %llu of %llu elements", lid,
+	if (w->objects_seen != s->trailer.nobjects) {
+		uint32_t lid = 1;
+		while (w->kinds [lid])
+			lid++;
+		return sp_error_set (w->err, "malformed snapshot: object %u is referred to but never defined", lid);
+	}
+	for (uint32_t i = 0; i < w->nopen; i++) {
+		const SpOpenObject *o = &w->open [i];
+		if (o->filled != o->length)
+			return sp_error_set (w->err, "malformed snapshot: object %u has %llu of %llu elements", o->lid,
 					     (unsigned long long)o->filled, (unsigned long long)o->length);
 	}
 	return 0;
@@ -385,49 +415,128 @@ sp_parse_complete (SpParse *p)
 
 /* Allocations sized by trailer counts, which were bounded by the input size first. */
 static int
-sp_parse_alloc (SpSnapshot *s, size_t body_size, SpError *err)
+sp_walk_alloc (SpWalk *w, size_t body_size)
 {
+	SpSnapshot *s = w->snap;
 	const SpSnapTrailer *t = &s->trailer;
 	/* Smallest records: an object 3 bytes, a class 6, a root 3. */
 	if (t->nobjects > body_size / 3 || t->nclasses > body_size / 6 || t->nroots > body_size / 3)
-		return sp_error_set (err, "malformed snapshot: counts (%u objects, %u classes, %u roots) exceed what %zu bytes can hold",
+		return sp_error_set (w->err, "malformed snapshot: counts (%u objects, %u classes, %u roots) exceed what %zu bytes can hold",
 				     t->nobjects, t->nclasses, t->nroots, body_size);
-	s->objects = calloc ((size_t)t->nobjects + 1, sizeof *s->objects);
+	w->kinds = calloc ((size_t)t->nobjects + 1, 1);
 	s->classes = calloc ((size_t)t->nclasses + 1, sizeof *s->classes);
 	s->roots = calloc ((size_t)t->nroots + 1, sizeof *s->roots);
-	if (!s->objects || !s->classes || !s->roots)
-		return sp_error_set (err, "out of memory: snapshot index for %u objects", t->nobjects);
+	if (!w->kinds || !s->classes || !s->roots)
+		return sp_error_set (w->err, "out of memory: snapshot index for %u objects", t->nobjects);
 	return 0;
 }
 
 int
-sp_snapshot_parse (const uint8_t *data, size_t size, SpSnapshot *snap, SpError *err)
+sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, SpSnapshot *snap,
+	     const SpWalkSink *sink, void *ctx, SpError *err)
 {
 	memset (snap, 0, sizeof *snap);
+	*w = (SpWalk){ .snap = snap, .sink = sink, .ctx = ctx, .err = err };
 	snap->data = data;
 	snap->size = size;
 	if (sp_snapshot_check (data, size, &snap->header, &snap->trailer, err) < 0)
 		return -1;
-	size_t body_size = size - snap->header.header_size - SP_FORMAT_TRAILER_SIZE;
-	if (sp_parse_alloc (snap, body_size, err) < 0)
-		goto fail;
-	SpParse p = { .snap = snap, .err = err };
-	sp_reader_init (&p.r, data, size - SP_FORMAT_TRAILER_SIZE);
-	sp_reader_take (&p.r, snap->header.header_size);
-	while (sp_reader_left (&p.r) > 0) {
-		if (sp_parse_record (&p, sp_reader_u8 (&p.r)) < 0)
-			goto fail;
-		if (p.r.bad) {
-			sp_parse_fail (&p, "record runs past the end");
-			goto fail;
-		}
+	if (sp_walk_alloc (w, size - snap->header.header_size - SP_FORMAT_TRAILER_SIZE) < 0)
+		return -1;
+	if (sink->begin && sink->begin (ctx, snap, err) < 0)
+		return -1;
+	sp_reader_init (&w->r, data, size - SP_FORMAT_TRAILER_SIZE);
+	sp_reader_take (&w->r, snap->header.header_size);
+	while (sp_reader_left (&w->r) > 0) {
+		if (sp_walk_record (w, sp_reader_u8 (&w->r)) < 0)
+			return -1;
+		if (w->r.bad)
+			return sp_walk_fail (w, "record runs past the end");
 	}
-	if (sp_parse_complete (&p) < 0)
-		goto fail;
+	return sp_walk_complete (w);
+}
+
+void
+sp_walk_free (SpWalk *w)
+{
+	free (w->kinds);
+	free (w->open_of);
+	free (w->open);
+	memset (w, 0, sizeof *w);
+}
+
+/* ---- the index (sp_snapshot_parse) ----------------------------------------- */
+
+static int
+sp_index_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err)
+{
+	(void)err;
+	SpSnapshot *s = ctx;
+	s->objects [lid] = (SpSnapObject){ .kind = SP_CLASS_OBJECT, .class_id = class_id, .body = (size_t)(values - s->data) };
 	return 0;
-fail:
-	sp_snapshot_free (snap);
-	return -1;
+}
+
+static int
+sp_index_sized (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t length, size_t piece, SpError *err)
+{
+	(void)err;
+	SpSnapshot *s = ctx;
+	s->objects [lid] = (SpSnapObject){ .kind = kind, .class_id = class_id, .length = length, .body = piece };
+	return 0;
+}
+
+/* Pieces after the inline one are chained, in order, from their object. */
+static int
+sp_index_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
+		uint8_t enc, const uint8_t *elems, size_t piece, SpError *err)
+{
+	(void)kind, (void)class_id, (void)count, (void)enc, (void)elems;
+	SpSnapshot *s = ctx;
+	SpSnapObject *o = &s->objects [lid];
+	if (piece == o->body)
+		return 0;
+	if (s->nchunks == s->chunk_cap) {
+		/* Every chunk record takes at least 4 bytes: growth is bounded by the input. */
+		uint32_t cap = s->chunk_cap ? s->chunk_cap * 2 : 64;
+		SpSnapChunk *chunks = realloc (s->chunks, (size_t)cap * sizeof *chunks);
+		if (!chunks)
+			return sp_error_set (err, "out of memory indexing chunks");
+		s->chunks = chunks;
+		s->chunk_cap = cap;
+	}
+	s->chunks [s->nchunks++] = (SpSnapChunk){ .piece = piece, .start = start, .next = 0 };
+	if (o->last_chunk)
+		s->chunks [o->last_chunk - 1].next = s->nchunks;
+	else
+		o->next_chunk = s->nchunks;
+	o->last_chunk = s->nchunks;
+	return 0;
+}
+
+static int
+sp_index_begin (void *ctx, SpSnapshot *s, SpError *err)
+{
+	(void)ctx;
+	s->objects = calloc ((size_t)s->trailer.nobjects + 1, sizeof *s->objects);
+	return s->objects ? 0 : sp_error_set (err, "out of memory: snapshot index for %u objects", s->trailer.nobjects);
+}
+
+static const SpWalkSink sp_index_sink = {
+	.begin = sp_index_begin,
+	.object = sp_index_object,
+	.sized = sp_index_sized,
+	.piece = sp_index_piece,
+};
+
+int
+sp_snapshot_parse (const uint8_t *data, size_t size, SpSnapshot *snap, SpError *err)
+{
+	SpWalk w;
+	int rc = sp_walk_run (&w, data, size, snap, &sp_index_sink, snap, err);
+	sp_walk_free (&w);
+	if (rc < 0)
+		sp_snapshot_free (snap);
+	return rc;
 }
 
 void
@@ -442,6 +551,8 @@ sp_snapshot_free (SpSnapshot *snap)
 			}
 			free (c->fields);
 			free (c->steps);
+			free (c->prim_kinds);
+			free (c->prim_offsets);
 			free (c->assembly);
 			free (c->name);
 		}
@@ -477,6 +588,23 @@ sp_snapshot_class_matches (const SpSnapClass *sc, const SpClass *live, SpError *
 	return 0;
 }
 
+int
+sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err)
+{
+	c->prim_kinds = malloc (live->nfields + 1);
+	c->prim_offsets = malloc ((live->nfields + 1) * sizeof *c->prim_offsets);
+	if (!c->prim_kinds || !c->prim_offsets)
+		return sp_error_set (err, "out of memory planning class %s", c->name);
+	c->nprims = 0;
+	for (uint32_t i = 0; i < live->nfields; i++) {
+		if (live->fields [i].kind == SP_KIND_REF)
+			continue;
+		c->prim_kinds [c->nprims] = live->fields [i].kind;
+		c->prim_offsets [c->nprims++] = live->fields [i].offset;
+	}
+	return 0;
+}
+
 /* Walk the pieces of object lid: the inline one, then its ELEMS chunks. */
 typedef void (*SpPieceFn) (void *ctx, SpReader *r, uint64_t start, uint64_t count);
 
@@ -500,11 +628,10 @@ sp_snapshot_pieces (const SpSnapshot *snap, uint32_t lid, SpPieceFn fn, void *ct
 static void
 sp_string_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 {
-	uint16_t *dst = (uint16_t *)ctx + start;
 	uint8_t enc = sp_reader_u8 (r);
 	const uint8_t *src = sp_reader_take (r, enc == SP_STR_LATIN1 ? count : count * 2);
-	for (uint64_t i = 0; src && i < count; i++)
-		dst [i] = enc == SP_STR_LATIN1 ? src [i] : (uint16_t)sp_get_le (src + 2 * i, 2);
+	if (src)
+		sp_trusted_units ((uint16_t *)ctx + start, enc, src, count);
 }
 
 void
@@ -515,8 +642,6 @@ sp_snapshot_string_chars (const SpSnapshot *snap, uint32_t lid, uint16_t *dst)
 
 typedef struct SpFill {
 	const SpClass *live;
-	uint32_t prim_bytes;     /* of one instance/element on the wire */
-	unsigned parts;
 	uint8_t *base;
 	SpStoreRefFn store_ref;
 	void *ctx;
@@ -528,48 +653,20 @@ typedef struct SpFill {
  * Filling runs only on a snapshot sp_snapshot_parse validated, so values are
  * read with a bare pointer: every length and varint was checked once already.
  */
-static inline uint32_t
-sp_fill_lid (const uint8_t **pp)
-{
-	const uint8_t *p = *pp;
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b;
-	do {
-		b = *p++;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	*pp = p;
-	return (uint32_t)v;        /* validated: at most nobjects */
-}
-
 static void
 sp_fill_values (SpFill *f, const uint8_t **pp, uint8_t *dst)
 {
 	const uint8_t *p = *pp;
 	const SpField *fields = f->live->fields;
 	uint32_t n = f->live->nfields;
-	if (f->parts & SP_FILL_PRIMITIVES) {
-		for (uint32_t i = 0; i < n; i++) {
-			unsigned kind = fields [i].kind;
-			if (kind != SP_KIND_REF) {
-				sp_kind_copy (dst + fields [i].offset, p, kind);
-				p += sp_kind_size (kind);
-			}
-		}
-	} else {
-		p += f->prim_bytes;       /* the primitives are one block on the wire */
-	}
 	for (uint32_t i = 0; i < n; i++) {
-		if (fields [i].kind != SP_KIND_REF)
-			continue;
-		uint32_t lid = sp_fill_lid (&p);
-		if ((f->parts & SP_FILL_REFERENCES) &&
-		    (f->rc = f->store_ref (f->ctx, dst + fields [i].offset, &fields [i], lid, f->err)) != 0)
-			break;
+		unsigned kind = fields [i].kind;
+		if (kind != SP_KIND_REF) {
+			sp_kind_copy (dst + fields [i].offset, p, kind);
+			p += sp_kind_size (kind);
+		}
 	}
-	*pp = p;
+	*pp = sp_trusted_references (f->live, p, dst, f->store_ref, f->ctx, &f->rc, f->err);
 }
 
 static void
@@ -579,8 +676,6 @@ sp_fill_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 	uint8_t *dst = f->base + start * f->live->elem_size;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (sp_class_is_primitive_array (f->live) && f->live->fields [0].kind != SP_KIND_BOOL) {
-		if (!(f->parts & SP_FILL_PRIMITIVES))
-			return;
 		const uint8_t *src = sp_reader_take (r, (size_t)count * f->live->elem_size);
 		if (src)
 			memcpy (dst, src, (size_t)count * f->live->elem_size);
@@ -593,28 +688,12 @@ sp_fill_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 	r->pos = p;
 }
 
-bool
-sp_snapshot_has_references (const SpSnapshot *snap, uint32_t lid)
-{
-	const SpSnapObject *o = &snap->objects [lid];
-	return o->kind != SP_CLASS_STRING && snap->classes [o->class_id].wire_size == 0;
-}
-
 int
 sp_snapshot_fill (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
 		  SpStoreRefFn store_ref, void *ctx, SpError *err)
 {
-	return sp_snapshot_fill_parts (snap, lid, base, live, SP_FILL_PRIMITIVES | SP_FILL_REFERENCES, store_ref, ctx, err);
-}
-
-int
-sp_snapshot_fill_parts (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
-			unsigned parts, SpStoreRefFn store_ref, void *ctx, SpError *err)
-{
 	const SpSnapObject *o = &snap->objects [lid];
-	SpFill f = { .live = live, .parts = parts, .base = base, .store_ref = store_ref, .ctx = ctx, .err = err };
-	if (o->kind != SP_CLASS_STRING)
-		f.prim_bytes = snap->classes [o->class_id].prim_bytes;
+	SpFill f = { .live = live, .base = base, .store_ref = store_ref, .ctx = ctx, .err = err };
 	if (o->kind == SP_CLASS_OBJECT) {
 		const uint8_t *p = snap->data + o->body;
 		sp_fill_values (&f, &p, base);

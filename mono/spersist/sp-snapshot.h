@@ -1,11 +1,22 @@
 /*
- * sp-snapshot.h: reading a snapshot back: check, parse and validate, decode.
+ * sp-snapshot.h: reading a snapshot back: check, validate, index or restore.
  *
  * Input is untrusted (a damaged disk, a hostile file).  sp_snapshot_check looks at
- * the header, trailer and checksum only; sp_snapshot_parse then validates every
- * invariant listed in sp-format.h and indexes the records, so that the restore
- * (construction phase, then fix-up phase, paper section 4) can run without
- * further checks of the structure.  Memory used is bounded by the input's size.
+ * the header, trailer and checksum only.  One validating walk over the records
+ * then checks every invariant listed in sp-format.h and hands each record to
+ * one of two readers:
+ *
+ *   sp_snapshot_parse   indexes the records (tools, tests: random access by LID
+ *                       through sp_snapshot_fill);
+ *   sp_snapshot_decode  restores as it goes: each object is created and its
+ *                       primitives stored while its record is in cache
+ *                       (construction phase), then a second pass over the
+ *                       now-validated bytes stores the references (fix-up
+ *                       phase, paper section 4).  No per-object index: a warm
+ *                       restart touches the snapshot, the new objects and one
+ *                       byte a LID.
+ *
+ * Memory used is bounded by the input's size.
  */
 #ifndef SP_SNAPSHOT_H
 #define SP_SNAPSHOT_H
@@ -28,6 +39,10 @@ typedef struct SpSnapClass {
 	uint32_t nsteps;         /* the values as validation steps: the primitive block, then each reference */
 	uint32_t *steps;         /* a step > 0 skips that many bytes, 0 reads a reference */
 	void *resolved;          /* for the restorer: the live SpClass */
+	void *restorer_data;     /* the restorer's own (sp-mono.c: the vtable objects are allocated with) */
+	uint8_t *prim_kinds;     /* decode: kind of each primitive leaf in wire order ... */
+	uint32_t *prim_offsets;  /* ... and its offset in the live object/element */
+	uint32_t nprims;
 } SpSnapClass;
 
 typedef struct SpSnapObject {
@@ -37,7 +52,6 @@ typedef struct SpSnapObject {
 	size_t body;             /* offset of the field values, or of the first piece */
 	uint32_t next_chunk;     /* index+1 into chunks of the first ELEMS record, 0 = none */
 	uint32_t last_chunk;     /* while parsing: to append in order */
-	uint64_t filled;         /* while parsing: elements covered so far */
 } SpSnapObject;
 
 typedef struct SpSnapChunk {
@@ -57,7 +71,7 @@ typedef struct SpSnapshot {
 	SpSnapHeader header;
 	SpSnapTrailer trailer;
 	SpSnapClass *classes;    /* [1..nclasses] */
-	SpSnapObject *objects;   /* [1..nobjects] */
+	SpSnapObject *objects;   /* [1..nobjects]; NULL after sp_snapshot_decode */
 	SpSnapRoot *roots;       /* [0..nroots) */
 	SpSnapChunk *chunks;
 	uint32_t nchunks;
@@ -69,6 +83,48 @@ int sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, S
 /* Full validation and indexing; `data` must outlive `snap`. */
 int sp_snapshot_parse (const uint8_t *data, size_t size, SpSnapshot *snap, SpError *err);
 void sp_snapshot_free (SpSnapshot *snap);
+
+typedef int (*SpStoreRefFn) (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err);
+
+/*
+ * What sp_snapshot_decode asks of the restorer (the client).  Objects are
+ * created in record order, so the client may move earlier ones (a moving GC)
+ * between calls: the decoder keeps no addresses, it asks `base` again.
+ */
+typedef struct SpDecodeOps {
+	/* Once, after the checks: room for objects 1..t->nobjects. */
+	int (*begin) (void *ctx, const SpSnapTrailer *t, SpError *err);
+	/*
+	 * Each CLASS record, in id order: set c->resolved to the live class map
+	 * (the decoder then checks that its kind and leaves equal the snapshot's).
+	 */
+	int (*resolve) (void *ctx, SpSnapClass *c, SpError *err);
+	/*
+	 * Object `lid`, zeroed, of class c (NULL: a string of `length` UTF-16
+	 * units; for arrays `length` elements); returns base(lid), or NULL with
+	 * err set.
+	 */
+	void *(*create) (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t length, SpError *err);
+	/* Where the values of created object lid go: the object, its first element, its first unit. */
+	void *(*base) (void *ctx, uint32_t lid, uint8_t kind);
+	/* Fix-up of one reference, as for sp_snapshot_fill. */
+	SpStoreRefFn store_ref;
+} SpDecodeOps;
+
+/* sp_snapshot_decode's failures: the input is damaged (an older snapshot may do), or it does not fit the program. */
+#define SP_DECODE_DAMAGED (-1)
+#define SP_DECODE_UNFIT   (-2)
+
+/*
+ * Validate and restore `data`: `snap` gets the header, trailer, classes and
+ * roots (objects stays NULL); free it with sp_snapshot_free whatever the
+ * result.  Returns 0, SP_DECODE_DAMAGED (the structure is invalid) or
+ * SP_DECODE_UNFIT (a class is missing or changed, the client could not create
+ * an object, a reference does not fit its slot).  On failure, objects already
+ * created are the client's to drop.
+ */
+int sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops, void *ctx,
+			SpSnapshot *snap, SpError *err);
 
 /* Does the live class map entry have exactly the snapshot class's leaves?  Names the first difference. */
 int sp_snapshot_class_matches (const SpSnapClass *snap_class, const SpClass *live, SpError *err);
@@ -82,20 +138,7 @@ void sp_snapshot_string_chars (const SpSnapshot *snap, uint32_t lid, uint16_t *d
  * each reference leaf is handed to store_ref with the address of its slot and
  * the LID it refers to (0: null), which decides and performs the store.
  */
-typedef int (*SpStoreRefFn) (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err);
 int sp_snapshot_fill (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
 		      SpStoreRefFn store_ref, void *ctx, SpError *err);
-
-/*
- * The same in two parts, so a restorer can store the primitives while the new
- * object is still in cache (construction phase) and the references once every
- * object exists (fix-up phase).  `parts` is a mask of:
- */
-#define SP_FILL_PRIMITIVES 1u
-#define SP_FILL_REFERENCES 2u
-int sp_snapshot_fill_parts (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
-			    unsigned parts, SpStoreRefFn store_ref, void *ctx, SpError *err);
-/* Does object lid have reference leaves (is there anything for SP_FILL_REFERENCES)? */
-bool sp_snapshot_has_references (const SpSnapshot *snap, uint32_t lid);
 
 #endif

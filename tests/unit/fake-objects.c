@@ -258,7 +258,7 @@ void *
 fake_new_string_utf16 (const uint16_t *units, uint32_t n)
 {
 	void *s = fake_alloc (fake_class_string (), FAKE_HEADER_SIZE + ((size_t)n + 1) * 2, n);
-	if (n)
+	if (n && units)
 		memcpy (fake_string_units (s), units, (size_t)n * 2);
 	return s;
 }
@@ -676,11 +676,58 @@ fake_serialize (const uint32_t *ids, void **roots, size_t nroots, size_t step, u
 	return rc < 0 ? -1 : 0;
 }
 
+typedef struct FakeDecode {
+	void **objects;          /* [1..nobjects] */
+	uint32_t nobjects;
+} FakeDecode;
+
+static int
+fake_decode_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
+{
+	FakeDecode *d = ctx;
+	d->nobjects = t->nobjects;
+	d->objects = calloc ((size_t)t->nobjects + 1, sizeof *d->objects);
+	return d->objects ? 0 : sp_error_set (err, "out of memory");
+}
+
+static int
+fake_decode_resolve (void *ctx, SpSnapClass *c, SpError *err)
+{
+	(void)ctx;
+	FakeClass *live = fake_class_find (c->name);
+	if (!live)
+		return sp_error_set (err, "class %s cannot be found", c->name);
+	c->resolved = &live->sp;
+	return 0;
+}
+
+static void *
+fake_decode_base (void *ctx, uint32_t lid, uint8_t kind)
+{
+	FakeDecode *d = ctx;
+	void *obj = d->objects [lid];
+	return kind == SP_CLASS_OBJECT ? obj : kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : (void *)fake_string_units (obj);
+}
+
+static void *
+fake_decode_create (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t length, SpError *err)
+{
+	(void)err;
+	FakeDecode *d = ctx;
+	FakeClass *live = c ? (FakeClass *)((char *)c->resolved - offsetof (FakeClass, sp)) : NULL;
+	uint8_t kind = c ? c->kind : SP_CLASS_STRING;
+	if (!c)
+		d->objects [lid] = fake_new_string_utf16 (NULL, (uint32_t)length);
+	else
+		d->objects [lid] = kind == SP_CLASS_ARRAY ? fake_new_array (live, length) : fake_new_object (live);
+	return fake_decode_base (ctx, lid, kind);
+}
+
 static int
 fake_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err)
 {
-	void **objects = ctx;
-	void *target = lid ? objects [lid] : NULL;
+	FakeDecode *d = ctx;
+	void *target = lid ? d->objects [lid] : NULL;
 	if (target && field->type_client && field->type_client != fake_class_of (target))
 		return sp_error_set (err, "object %u has type %s, which cannot be stored in '%s' of type %s",
 				     lid, fake_class_of (target)->sp.name, field->name, field->type_name);
@@ -688,47 +735,30 @@ fake_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpErr
 	return 0;
 }
 
+static const SpDecodeOps fake_decode_ops = {
+	.begin = fake_decode_begin,
+	.resolve = fake_decode_resolve,
+	.create = fake_decode_create,
+	.base = fake_decode_base,
+	.store_ref = fake_store_ref,
+};
+
+int
+fake_decode (const uint8_t *data, size_t size, SpSnapshot *snap, void ***objects_out, SpError *err)
+{
+	FakeDecode d = { 0 };
+	int rc = sp_snapshot_decode (data, size, &fake_decode_ops, &d, snap, err);
+	*objects_out = d.objects;
+	return rc;
+}
+
 int
 fake_restore (const SpSnapshot *snap, void ***objects_out, SpError *err)
 {
-	uint32_t n = snap->trailer.nobjects;
-	void **objects = calloc ((size_t)n + 1, sizeof *objects);
-	*objects_out = objects;
-	if (!objects)
-		return sp_error_set (err, "out of memory");
-	/* Construction phase. */
-	for (uint32_t lid = 1; lid <= n; lid++) {
-		const SpSnapObject *o = &snap->objects [lid];
-		if (o->kind == SP_CLASS_STRING) {
-			uint16_t *units = malloc ((o->length ? o->length : 1) * sizeof *units);
-			if (!units)
-				return sp_error_set (err, "out of memory");
-			sp_snapshot_string_chars (snap, lid, units);
-			objects [lid] = fake_new_string_utf16 (units, (uint32_t)o->length);
-			free (units);
-			continue;
-		}
-		const SpSnapClass *sc = &snap->classes [o->class_id];
-		FakeClass *live = fake_class_find (sc->name);
-		if (!live)
-			return sp_error_set (err, "class %s cannot be found", sc->name);
-		if (live->sp.kind != sc->kind)
-			return sp_error_set (err, "class %s is not of the kind the snapshot says", sc->name);
-		if (sp_snapshot_class_matches (sc, &live->sp, err) < 0)
-			return -1;
-		objects [lid] = o->kind == SP_CLASS_ARRAY ? fake_new_array (live, o->length) : fake_new_object (live);
-	}
-	/* Fix-up phase. */
-	for (uint32_t lid = 1; lid <= n; lid++) {
-		const SpSnapObject *o = &snap->objects [lid];
-		if (o->kind == SP_CLASS_STRING)
-			continue;
-		void *obj = objects [lid];
-		void *base = o->kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : obj;
-		if (sp_snapshot_fill (snap, lid, base, &fake_class_of (obj)->sp, fake_store_ref, objects, err) != 0)
-			return -1;
-	}
-	return 0;
+	SpSnapshot decoded;
+	int rc = fake_decode (snap->data, snap->size, &decoded, objects_out, err);
+	sp_snapshot_free (&decoded);
+	return rc;
 }
 
 void *

@@ -140,11 +140,13 @@ int fake_serialize (const uint32_t *ids, void **roots, size_t nroots, size_t ste
 		    SpBuf *out, SpError *err);
 
 /*
- * Restore a parsed snapshot: construct one fake object per LID (classes
- * resolved by name through fake_class_find and checked with
- * sp_snapshot_class_matches), then fix up each with sp_snapshot_fill.
- * objects [lid] for lid 1..nobjects (objects [0] = NULL), malloc'd.
+ * Restore a snapshot with sp_snapshot_decode: classes resolved by name through
+ * fake_class_find, one fake object per LID.  *objects [lid] for lid
+ * 1..nobjects (objects [0] = NULL), malloc'd, also on failure (may be NULL).
+ * Returns sp_snapshot_decode's result; `snap` gets the classes and roots.
  */
+int fake_decode (const uint8_t *data, size_t size, SpSnapshot *snap, void ***objects, SpError *err);
+/* The same for the bytes of a parsed snapshot. */
 int fake_restore (const SpSnapshot *snap, void ***objects, SpError *err);
 /* The restored object of root `id`, or NULL (and *found = false when no such root). */
 void *fake_restored_root (const SpSnapshot *snap, void **objects, uint32_t id, bool *found);

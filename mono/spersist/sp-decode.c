@@ -1,0 +1,254 @@
+/*
+ * sp-decode.c: restoring a snapshot into live objects (sp_snapshot_decode, see
+ * sp-snapshot.h), in the two phases of the paper's section 4:
+ *
+ *   construction  the validating walk (sp-walk.h) hands over each record as it
+ *                 is checked; the object is created and its primitives stored
+ *                 while the record's bytes are in cache;
+ *   fix-up        once the walk has succeeded, every byte is known valid and
+ *                 every object exists: a second, unchecked pass over the
+ *                 records stores the references.
+ *
+ * Nothing is indexed per object: memory beyond the snapshot and the new objects
+ * is the walk's byte per LID.  Objects are created in record order; the client
+ * may move them between calls (SGen's nursery collections), so no address is
+ * kept here, only asked for again through ops->base.
+ */
+#include "sp-snapshot.h"
+#include "sp-walk.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct SpDecode {
+	const SpDecodeOps *ops;
+	void *ctx;
+	SpSnapshot *snap;
+	bool any_references;     /* some class has reference leaves: fix-up has work */
+	bool unfit;              /* the failure is the program's or the client's, not the input's */
+} SpDecode;
+
+/* ---- construction (the walk's sink) ---------------------------------------- */
+
+static int
+sp_decode_begin (void *ctx, SpSnapshot *snap, SpError *err)
+{
+	SpDecode *d = ctx;
+	if (d->ops->begin (d->ctx, &snap->trailer, err) < 0) {
+		d->unfit = true;
+		return -1;
+	}
+	return 0;
+}
+
+/* The live class of each snapshot class: resolved by the client, checked here. */
+static int
+sp_decode_class (void *ctx, SpSnapClass *c, SpError *err)
+{
+	SpDecode *d = ctx;
+	d->unfit = true;
+	if (d->ops->resolve (d->ctx, c, err) < 0)
+		return -1;
+	const SpClass *live = c->resolved;
+	if (live->kind != c->kind)
+		return sp_error_set (err, "class %s is not of the kind the snapshot says", c->name);
+	if (sp_snapshot_class_matches (c, live, err) < 0 || sp_snapshot_plan_primitives (c, live, err) < 0)
+		return -1;
+	if (c->wire_size == 0)
+		d->any_references = true;
+	d->unfit = false;
+	return 0;
+}
+
+static int
+sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err)
+{
+	SpDecode *d = ctx;
+	const SpSnapClass *c = &d->snap->classes [class_id];
+	uint8_t *base = d->ops->create (d->ctx, lid, c, 0, err);
+	if (!base) {
+		d->unfit = true;
+		return -1;
+	}
+	sp_trusted_primitives (c, values, base);
+	return 0;
+}
+
+static int
+sp_decode_sized (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t length, size_t piece, SpError *err)
+{
+	(void)piece;
+	SpDecode *d = ctx;
+	const SpSnapClass *c = kind == SP_CLASS_ARRAY ? &d->snap->classes [class_id] : NULL;
+	if (!d->ops->create (d->ctx, lid, c, length, err)) {
+		d->unfit = true;
+		return -1;
+	}
+	return 0;
+}
+
+/* The primitives of `count` elements; the references wait for fix-up. */
+static int
+sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
+		 uint8_t enc, const uint8_t *elems, size_t piece, SpError *err)
+{
+	(void)piece, (void)err;
+	SpDecode *d = ctx;
+	uint8_t *base = d->ops->base (d->ctx, lid, kind);
+	if (kind == SP_CLASS_STRING) {
+		sp_trusted_units ((uint16_t *)base + start, enc, elems, count);
+		return 0;
+	}
+	const SpSnapClass *c = &d->snap->classes [class_id];
+	const SpClass *live = c->resolved;
+	uint8_t *dst = base + start * live->elem_size;
+	if (c->nprims == 0)
+		return 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (sp_class_is_primitive_array (live) && live->fields [0].kind != SP_KIND_BOOL) {
+		memcpy (dst, elems, (size_t)count * live->elem_size);
+		return 0;
+	}
+#endif
+	uint32_t nrefs = c->nfields - c->nprims;
+	for (uint64_t i = 0; i < count; i++, dst += live->elem_size) {
+		sp_trusted_primitives (c, elems, dst);
+		elems += c->prim_bytes;
+		for (uint32_t r = 0; r < nrefs; r++)
+			sp_trusted_varint (&elems);
+	}
+	return 0;
+}
+
+static const SpWalkSink sp_decode_sink = {
+	.begin = sp_decode_begin,
+	.klass = sp_decode_class,
+	.object = sp_decode_object,
+	.sized = sp_decode_sized,
+	.piece = sp_decode_piece,
+};
+
+/* ---- fix-up (an unchecked pass: the walk validated every byte) ------------- */
+
+static const uint8_t *
+sp_skip_str (const uint8_t *p)
+{
+	uint64_t len = sp_trusted_varint (&p);
+	return p + len;
+}
+
+static const uint8_t *
+sp_skip_class (const uint8_t *p)
+{
+	sp_trusted_varint (&p);             /* id */
+	p++;                                /* kind */
+	p = sp_skip_str (sp_skip_str (p));  /* assembly, name */
+	uint64_t nfields = sp_trusted_varint (&p);
+	for (uint64_t i = 0; i < nfields; i++) {
+		p = sp_skip_str (p);
+		if (*p++ == SP_KIND_REF)
+			p = sp_skip_str (p);
+	}
+	return p;
+}
+
+static const uint8_t *
+sp_skip_string_piece (const uint8_t *p)
+{
+	uint64_t count = sp_trusted_varint (&p);
+	return p + 1 + (*p == SP_STR_LATIN1 ? count : 2 * count);
+}
+
+/* The references of one array piece (from element `start`). */
+static const uint8_t *
+sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, const uint8_t *p, int *rc, SpError *err)
+{
+	const SpSnapClass *c = &d->snap->classes [class_id];
+	uint64_t count = sp_trusted_varint (&p);
+	if (c->wire_size)
+		return p + count * c->wire_size;
+	const SpClass *live = c->resolved;
+	uint8_t *dst = (uint8_t *)d->ops->base (d->ctx, lid, SP_CLASS_ARRAY) + start * live->elem_size;
+	for (uint64_t i = 0; i < count && *rc == 0; i++, dst += live->elem_size)
+		p = sp_trusted_references (live, p + c->prim_bytes, dst, d->ops->store_ref, d->ctx, rc, err);
+	return p;
+}
+
+static const uint8_t *
+sp_fixup_object (SpDecode *d, const uint8_t *p, int *rc, SpError *err)
+{
+	uint32_t lid = (uint32_t)sp_trusted_varint (&p);
+	const SpSnapClass *c = &d->snap->classes [sp_trusted_varint (&p)];
+	if (c->wire_size)
+		return p + c->wire_size;
+	uint8_t *base = d->ops->base (d->ctx, lid, SP_CLASS_OBJECT);
+	return sp_trusted_references (c->resolved, p + c->prim_bytes, base, d->ops->store_ref, d->ctx, rc, err);
+}
+
+static const uint8_t *
+sp_fixup_record (SpDecode *d, const SpWalk *w, uint8_t tag, const uint8_t *p, int *rc, SpError *err)
+{
+	uint32_t lid;
+	switch (tag) {
+	case SP_REC_CLASS:
+		return sp_skip_class (p);
+	case SP_REC_OBJECT:
+		return sp_fixup_object (d, p, rc, err);
+	case SP_REC_STRING:
+		sp_trusted_varint (&p);
+		sp_trusted_varint (&p);
+		return sp_skip_string_piece (p);
+	case SP_REC_ARRAY: {
+		lid = (uint32_t)sp_trusted_varint (&p);
+		uint32_t class_id = (uint32_t)sp_trusted_varint (&p);
+		sp_trusted_varint (&p);
+		return sp_fixup_piece (d, lid, class_id, 0, p, rc, err);
+	}
+	case SP_REC_ELEMS: {
+		lid = (uint32_t)sp_trusted_varint (&p);
+		uint64_t start = sp_trusted_varint (&p);
+		if (w->kinds [lid] == SP_CLASS_STRING)
+			return sp_skip_string_piece (p);
+		return sp_fixup_piece (d, lid, sp_walk_open_class (w, lid), start, p, rc, err);
+	}
+	case SP_REC_ROOT:
+		sp_trusted_varint (&p);
+		sp_trusted_varint (&p);
+		return p;
+	default: {                          /* an extension */
+		uint64_t len = sp_trusted_varint (&p);
+		return p + len;
+	}
+	}
+}
+
+static int
+sp_decode_fixup (SpDecode *d, const SpWalk *w, SpError *err)
+{
+	const SpSnapshot *s = d->snap;
+	const uint8_t *p = s->data + s->header.header_size;
+	const uint8_t *end = s->data + s->size - SP_FORMAT_TRAILER_SIZE;
+	int rc = 0;
+	while (p < end && rc == 0) {
+		uint8_t tag = *p++;
+		p = sp_fixup_record (d, w, tag, p, &rc, err);
+	}
+	return rc;
+}
+
+int
+sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops, void *ctx,
+		    SpSnapshot *snap, SpError *err)
+{
+	SpWalk w;
+	SpDecode d = { .ops = ops, .ctx = ctx, .snap = snap };
+	int rc = sp_walk_run (&w, data, size, snap, &sp_decode_sink, &d, err);
+	if (rc == 0 && d.any_references && sp_decode_fixup (&d, &w, err) != 0) {
+		rc = -1;
+		d.unfit = true;
+	}
+	sp_walk_free (&w);
+	if (rc == 0)
+		return 0;
+	return d.unfit ? SP_DECODE_UNFIT : SP_DECODE_DAMAGED;
+}

@@ -1,0 +1,141 @@
+/*
+ * sp-walk.h: the validating walk over a snapshot's records, shared by the
+ * indexer (sp_snapshot_parse, sp-snapshot.c) and the restorer
+ * (sp_snapshot_decode, sp-decode.c).  Internal to the core.
+ *
+ * The walk checks every invariant of sp-format.h before it hands a record to
+ * its sink: a sink sees only classes with valid leaves, LIDs in range and
+ * defined once, values whose references are in range, pieces that continue
+ * their object in order.  After a successful walk, the whole input is valid
+ * and may be read again with the unchecked helpers at the end of this file.
+ */
+#ifndef SP_WALK_H
+#define SP_WALK_H
+
+#include "sp-buf.h"
+#include "sp-snapshot.h"
+
+typedef struct SpWalkSink {
+	/* Once, after the checks and the walk's own allocations (the counts are bounded by then). */
+	int (*begin) (void *ctx, SpSnapshot *snap, SpError *err);
+	/* After a CLASS record (its fields, prim_bytes, wire_size and steps are set). */
+	int (*klass) (void *ctx, SpSnapClass *c, SpError *err);
+	/* An OBJECT record; `values` is its validated value block. */
+	int (*object) (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err);
+	/* A STRING (class_id 0) or ARRAY record, before its inline piece; `piece` is the offset of that piece. */
+	int (*sized) (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t length, size_t piece, SpError *err);
+	/*
+	 * A validated piece of a STRING or ARRAY: `count` elements from `start`;
+	 * `elems` points at the first (for strings, after the encoding byte `enc`);
+	 * `piece` is the offset of the piece's count.
+	 */
+	int (*piece) (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
+		      uint8_t enc, const uint8_t *elems, size_t piece, SpError *err);
+} SpWalkSink;
+
+/* A string or array whose first piece did not cover it: its ELEMS records follow. */
+typedef struct SpOpenObject {
+	uint32_t lid;
+	uint32_t class_id;
+	uint64_t length;
+	uint64_t filled;
+} SpOpenObject;
+
+typedef struct SpWalk {
+	SpSnapshot *snap;        /* header, trailer set; classes and roots filled by the walk */
+	const SpWalkSink *sink;
+	void *ctx;
+	SpReader r;
+	uint32_t classes_seen;
+	uint32_t roots_seen;
+	uint32_t objects_seen;
+	uint8_t *kinds;          /* [1..nobjects]: SP_CLASS_* once defined, 0 before */
+	uint32_t *open_of;       /* [1..nobjects], allocated with the first open object: 1 + index into open */
+	SpOpenObject *open;
+	uint32_t nopen;
+	uint32_t open_cap;
+	SpError *err;
+} SpWalk;
+
+/*
+ * Check header, trailer and checksum, allocate what the counts need (bounded
+ * by the size first), walk every record into `sink`, and check completeness.
+ * `snap` is filled as far as it got; free it and the walk with sp_walk_free.
+ */
+int sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, SpSnapshot *snap,
+		 const SpWalkSink *sink, void *ctx, SpError *err);
+void sp_walk_free (SpWalk *w);
+
+/* The class of an ELEMS record's object (after a successful walk). */
+static inline uint32_t
+sp_walk_open_class (const SpWalk *w, uint32_t lid)
+{
+	return w->open [w->open_of [lid] - 1].class_id;
+}
+
+/* ---- reading validated bytes (no checks) -------------------------------- */
+
+static inline uint64_t
+sp_trusted_varint (const uint8_t **pp)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+	do {
+		b = *p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*pp = p;
+	return v;
+}
+
+/* Store the primitive leaves of one instance/element (wire order) at their live offsets. */
+static inline void
+sp_trusted_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst)
+{
+	for (uint32_t i = 0; i < c->nprims; i++) {
+		unsigned kind = c->prim_kinds [i];
+		sp_kind_copy (dst + c->prim_offsets [i], src, kind);
+		src += sp_kind_size (kind);
+	}
+}
+
+/*
+ * The references of one instance/element (they follow its primitive block),
+ * each handed to store_ref with its slot; stops at the first failure (*rc).
+ * Returns the position after them.
+ */
+static inline const uint8_t *
+sp_trusted_references (const SpClass *live, const uint8_t *p, uint8_t *dst,
+		       SpStoreRefFn store_ref, void *ctx, int *rc, SpError *err)
+{
+	for (uint32_t i = 0; i < live->nfields; i++) {
+		const SpField *f = &live->fields [i];
+		if (f->kind != SP_KIND_REF)
+			continue;
+		uint32_t lid = (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
+		if ((*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
+			break;
+	}
+	return p;
+}
+
+/* Decode `count` string units (encoding `enc`) into host UTF-16. */
+static inline void
+sp_trusted_units (uint16_t *dst, uint8_t enc, const uint8_t *src, uint64_t count)
+{
+	if (enc == SP_STR_LATIN1) {
+		for (uint64_t i = 0; i < count; i++)
+			dst [i] = src [i];
+	} else {
+		for (uint64_t i = 0; i < count; i++)
+			dst [i] = (uint16_t)sp_get_le (src + 2 * i, 2);
+	}
+}
+
+/* The primitive copy plan of a class against its live map (the leaves matched). */
+int sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err);
+
+#endif
