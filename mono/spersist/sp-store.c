@@ -84,7 +84,8 @@ sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn 
 			*sequence = seqs [i];
 			break;
 		}
-		free (bytes);
+		if (bytes)
+			s->ops->release (s, bytes, len);
 		if (verdict == SP_ACCEPT_FATAL) {
 			unsigned long long seq = (unsigned long long)seqs [i];
 			*err = why;
@@ -100,4 +101,11 @@ sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn 
 	}
 	free (seqs);
 	return 0;
+}
+
+void
+sp_store_release (SpStore *s, uint8_t *data, size_t size)
+{
+	if (data)
+		s->ops->release (s, data, size);
 }

@@ -37,8 +37,9 @@ typedef struct SpStoreOps {
 	int (*list) (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err);
 	/* Newest first, sequence numbers only (reads none). */
 	int (*sequences) (SpStore *s, uint64_t **seqs, size_t *n, SpError *err);
-	/* Read snapshot `sequence` into a malloc'd buffer. */
+	/* The bytes of snapshot `sequence` (mapped or read), until they are released. */
 	int (*read) (SpStore *s, uint64_t sequence, uint8_t **data, size_t *size, SpError *err);
+	void (*release) (SpStore *s, uint8_t *data, size_t size);
 	int (*commit) (SpStore *s, uint64_t sequence, const uint8_t *data, size_t size, SpError *err);
 	void (*close) (SpStore *s);
 } SpStoreOps;
@@ -60,7 +61,8 @@ static inline uint64_t sp_store_next_sequence (const SpStore *s) { return s->las
 
 /*
  * The newest snapshot that passes `accept` (the checksum check when NULL):
- * malloc'd bytes and its sequence; *data = NULL when there is none.  Each newer
+ * its bytes (give them back with sp_store_release) and its sequence; *data =
+ * NULL when there is none.  Each newer
  * snapshot skipped is reported through `warn` (e.g. to stderr) with its reason.
  * accept returns 0 to take a snapshot, SP_ACCEPT_SKIP when it is damaged (try
  * an older one), SP_ACCEPT_FATAL to stop: load then fails with accept's error.
@@ -71,6 +73,9 @@ typedef int (*SpAcceptFn) (void *ctx, const uint8_t *data, size_t size, SpError 
 typedef void (*SpWarnFn) (void *ctx, const char *message);
 int sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn warn, void *warn_ctx,
 			  uint8_t **data, size_t *size, uint64_t *sequence, SpError *err);
+
+/* Bytes from sp_store_load_newest (NULL is ignored). */
+void sp_store_release (SpStore *s, uint8_t *data, size_t size);
 
 /* Stores register here (sp-store-file.c). */
 int sp_store_file_open (const char *dir, SpStore **out, SpError *err);

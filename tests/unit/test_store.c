@@ -268,7 +268,7 @@ load_expect (SpStore *st, uint64_t want_seq, Warnings *w)
 	assert_int_equal (size, b.len);
 	assert_memory_equal (data, b.data, b.len);
 	sp_buf_free (&b);
-	free (data);
+	sp_store_release (st, data, size);
 }
 
 static void
@@ -302,7 +302,7 @@ test_damaged_newest_falls_back (void **state)
 	read_whole (path, &data, &size);
 	data [size / 2] ^= 0x10;
 	write_file (path, data, size);
-	free (data);
+	sp_store_release (st, data, size);
 
 	SpSnapInfo *infos;
 	size_t n;
@@ -324,7 +324,7 @@ test_damaged_newest_falls_back (void **state)
 	file_path (f, 1002, "", path, sizeof path);
 	read_whole (path, &data, &size);
 	write_file (path, data, size - 1);   /* truncated */
-	free (data);
+	sp_store_release (st, data, size);
 	w = (Warnings){ 0 };
 	load_expect (st, 0, &w);
 	assert_int_equal (w.count, 2);
@@ -385,7 +385,7 @@ test_accept_callback (void **state)
 	assert_int_equal (w.count, 1);
 	assert_contains (w.last, "1003");
 	assert_contains (w.last, "layout of App.Node changed");
-	free (data);
+	sp_store_release (st, data, size);
 
 	/* FATAL: load fails with accept's error, naming the snapshot; nothing older is tried. */
 	v = (Verdicts){ .fatal_seq = 1003 };
