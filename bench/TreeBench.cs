@@ -1,9 +1,15 @@
 // TreeBench: SP against BinaryFormatter on a binary tree of composite nodes
 // (several primitive fields and three references each: left, right, parent).
 //
-//   TreeBench.exe save N REPS   build, then time REPS serializations of each
-//   TreeBench.exe load N REPS   (warm restart) time SP's restore of this process
-//                               and REPS BinaryFormatter deserializations
+//   TreeBench.exe save N REPS FILE  build, then time REPS serializations of each;
+//                                   BinaryFormatter's output is left in FILE
+//   TreeBench.exe load N REPS       (a warm restart) SP's restore of this process
+//                                   ("restore-cold"), then REPS decodes of the same
+//                                   snapshot and REPS BinaryFormatter deserializations,
+//                                   both from bytes in memory ("restore")
+//   TreeBench.exe bf-cold N FILE    BinaryFormatter's restore as the first thing a
+//                                   fresh process does: read FILE, deserialize
+//                                   ("restore-cold", JIT included as SP's start is)
 // Prints CSV rows: mechanism,operation,nodes,rep,ns,bytes.  Each restored graph
 // is compared with a freshly built one before its time counts.
 using System;
@@ -25,13 +31,26 @@ class TreeNode
 
 static class TreeBench
 {
-	// A complete binary tree of n nodes with deterministic contents.
+	// A complete binary tree of n nodes with deterministic contents.  The nodes
+	// are allocated in a shuffled order (fixed seed), so that, as in a tree grown
+	// by insertions, neighbours in the tree are not neighbours in memory: a
+	// traversal pays the cache misses a real application's would.
 	static TreeNode Build (int n)
 	{
 		var nodes = new TreeNode [n];
+		var order = new int [n];
+		for (int i = 0; i < n; i++)
+			order [i] = i;
+		var rng = new Random (20261122);
+		for (int i = n - 1; i > 0; i--) {
+			int j = rng.Next (i + 1);
+			int t = order [i]; order [i] = order [j]; order [j] = t;
+		}
+		foreach (int i in order)
+			nodes [i] = new TreeNode ();
 		for (int i = 0; i < n; i++) {
-			var t = new TreeNode { Key = i * 7, Stamp = (long)i << 20, Weight = i * 0.5, Red = i % 3 == 0 };
-			nodes [i] = t;
+			TreeNode t = nodes [i];
+			t.Key = i * 7; t.Stamp = (long)i << 20; t.Weight = i * 0.5; t.Red = i % 3 == 0;
 			if (i > 0) {
 				t.Parent = nodes [(i - 1) / 2];
 				t.Depth = (short)(t.Parent.Depth + 1);
@@ -66,22 +85,42 @@ static class TreeBench
 		Console.WriteLine ("{0},{1},{2},{3},{4},{5}", mech, op, n, rep, ns, bytes);
 	}
 
+	// Every timed repetition, of either mechanism, starts from a collected heap, so
+	// that no repetition pays for the garbage of the one before.
+	static void Settle ()
+	{
+		GC.Collect ();
+		GC.WaitForPendingFinalizers ();
+	}
+
 	static long Ns (Stopwatch sw) { return (long)(sw.ElapsedTicks * (1e9 / Stopwatch.Frequency)); }
 
 	static int Main (string[] args)
 	{
-		int n = int.Parse (args [1]), reps = int.Parse (args [2]);
+		int n = int.Parse (args [1]);
 		var sw = new Stopwatch ();
+		if (args [0] == "bf-cold") {
+			sw.Start ();
+			var cold = (TreeNode)new BinaryFormatter ().Deserialize (new MemoryStream (File.ReadAllBytes (args [2])));
+			sw.Stop ();
+			if (!Same (Build (n), cold, n)) { Console.Error.WriteLine ("BinaryFormatter restore differs"); return 1; }
+			Row ("BinaryFormatter", "restore-cold", n, 1, Ns (sw), new FileInfo (args [2]).Length);
+			return 0;
+		}
+		int reps = int.Parse (args [2]);
 		if (args [0] == "save") {
 			TreeNode root = Build (n);
 			var bf = new BinaryFormatter ();
 			for (int r = 0; r <= reps; r++) {           // rep 0 warms up the JIT
 				var ms = new MemoryStream ();
+				Settle ();
 				sw.Restart (); bf.Serialize (ms, root); sw.Stop ();
 				if (r > 0) Row ("BinaryFormatter", "serialize", n, r, Ns (sw), ms.Length);
+				if (r == reps) File.WriteAllBytes (args [3], ms.ToArray ());
 			}
 			SPC.AddRoot (root);
 			for (int r = 0; r <= reps; r++) {
+				Settle ();
 				SPC.SendPData ();
 				SPStats s = SPC.GetStats ();
 				if (r > 0) {
@@ -99,10 +138,11 @@ static class TreeBench
 		TreeNode expected = Build (n);
 		if (!Same (expected, (TreeNode)SPC.RecvPData (1), n)) { Console.Error.WriteLine ("SP restore differs"); return 1; }
 		SPStats st = SPC.GetStats ();
-		Row ("SP", "restore", n, 1, st.RestoreNs, st.RestoredBytes);
-		Row ("SP", "decode", n, 1, st.RestoreDecodeNs, st.RestoredBytes);
-		for (int r = 1; r <= reps; r++)                 // the same decode, warm (as BinaryFormatter's below)
-			Row ("SP", "decode-warm", n, r, SPDiagnostics.TimeDecodeOfNewest (), st.RestoredBytes);
+		Row ("SP", "restore-cold", n, 1, st.RestoreNs, st.RestoredBytes);
+		for (int r = 1; r <= reps; r++) {               // the same decode, warm (as BinaryFormatter's below)
+			Settle ();
+			Row ("SP", "restore", n, r, SPDiagnostics.TimeDecodeOfNewest (), st.RestoredBytes);
+		}
 		if (reps == 0)                                  // SP alone (for profiling)
 			return 0;
 		var f = new BinaryFormatter ();
@@ -110,6 +150,7 @@ static class TreeBench
 		f.Serialize (buf, expected);
 		for (int r = 0; r <= reps; r++) {
 			buf.Position = 0;
+			Settle ();
 			sw.Restart (); var back = (TreeNode)f.Deserialize (buf); sw.Stop ();
 			if (!Same (expected, back, n)) { Console.Error.WriteLine ("BinaryFormatter restore differs"); return 1; }
 			if (r > 0) Row ("BinaryFormatter", "restore", n, r, Ns (sw), buf.Length);

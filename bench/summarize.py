@@ -9,11 +9,11 @@ for r in csv.DictReader(open(sys.argv[1])):
     key = (r["mechanism"], r["operation"], int(r["nodes"]))
     rows[key].append(int(r["ns"]) / 1e6)
     size[key] = int(r["bytes"])
-print(f"{'mechanism':16} {'operation':10} {'nodes':>8} {'n':>3} {'min ms':>9} {'median':>9} {'max':>9} {'bytes':>10}")
+print(f"{'mechanism':16} {'operation':12} {'nodes':>8} {'n':>3} {'min ms':>9} {'median':>9} {'max':>9} {'bytes':>10}")
 for key in sorted(rows):
     v = rows[key]
-    print(f"{key[0]:16} {key[1]:10} {key[2]:8} {len(v):3} {min(v):9.3f} {statistics.median(v):9.3f} {max(v):9.3f} {size[key]:10}")
-for bf_op, sp_op in (("serialize", "serialize"), ("restore", "restore"), ("restore", "decode"), ("restore", "decode-warm")):
+    print(f"{key[0]:16} {key[1]:12} {key[2]:8} {len(v):3} {min(v):9.3f} {statistics.median(v):9.3f} {max(v):9.3f} {size[key]:10}")
+for bf_op, sp_op in (("serialize", "serialize"), ("restore", "restore"), ("restore-cold", "restore-cold")):
     for n in sorted({k[2] for k in rows}):
         bf, sp = rows.get(("BinaryFormatter", bf_op, n)), rows.get(("SP", sp_op, n))
         if bf and sp:

@@ -29,23 +29,30 @@ sp_lidmap_alloc (SpLidMap *m, size_t capacity)
 		return -1;
 	m->mask = capacity - 1;
 	m->count = 0;
-	m->generation = 1;
+	m->epoch = sp_client_gc_epoch ();
 	return 0;
 }
 
 static inline bool
-sp_lidmap_used (const SpLidMap *m, const SpLidEntry *e)
+sp_lidmap_used (const SpLidEntry *e)
 {
-	return e->generation == m->generation;
+	return e->lid != 0;
+}
+
+/* Room for `n` entries at most half full. */
+static size_t
+sp_lidmap_capacity_for (size_t n)
+{
+	size_t capacity = 64;
+	while (capacity < n * 2)
+		capacity *= 2;
+	return capacity;
 }
 
 int
 sp_lidmap_init (SpLidMap *m, size_t expected)
 {
-	size_t capacity = 64;
-	while (capacity < expected * 2)
-		capacity *= 2;
-	return sp_lidmap_alloc (m, capacity);
+	return sp_lidmap_alloc (m, sp_lidmap_capacity_for (expected));
 }
 
 void
@@ -59,30 +66,45 @@ sp_lidmap_free (SpLidMap *m)
 void
 sp_lidmap_clear (SpLidMap *m)
 {
-	m->count = 0;
-	if (++m->generation == 0) {
-		/* Wrapped after 2^32 clears: only now do stale generations need erasing. */
-		memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
-		m->generation = 1;
+	size_t want = sp_lidmap_capacity_for (m->count < 1024 ? 1024 : m->count);
+	if (m->mask + 1 > 4 * want) {
+		SpLidEntry *smaller = calloc (want, sizeof *smaller);
+		if (smaller) {
+			free (m->slots);
+			m->slots = smaller;
+			m->mask = want - 1;
+			m->count = 0;
+			return;
+		}
 	}
+	memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
+	m->count = 0;
+}
+
+/* Objects may have moved since the cached addresses were read: read them all again. */
+static void
+sp_lidmap_follow_epoch (SpLidMap *m, uint32_t epoch)
+{
+	if (epoch == m->epoch)
+		return;
+	for (size_t i = 0; i <= m->mask; i++) {
+		SpLidEntry *e = &m->slots [i];
+		if (sp_lidmap_used (e))
+			e->mid = (uintptr_t)sp_client_lid_object (sp_lid_of (e));
+	}
+	m->epoch = epoch;
 }
 
 SpLidEntry *
 sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 {
+	sp_lidmap_follow_epoch (m, epoch);
 	for (size_t i = sp_lidmap_slot (hash, m->mask);; i = (i + 1) & m->mask) {
 		SpLidEntry *e = &m->slots [i];
-		if (!sp_lidmap_used (m, e))
+		if (!sp_lidmap_used (e))
 			return NULL;
 		/* Distinct objects may share a hash: confirm by address. */
-		if (e->hash != hash)
-			continue;
-		if (e->epoch != epoch) {
-			/* Objects may have moved since `mid` was read: read it again. */
-			e->mid = (uintptr_t)sp_client_lid_object (sp_lid_of (e));
-			e->epoch = epoch;
-		}
-		if (e->mid == (uintptr_t)obj)
+		if (e->hash == hash && e->mid == (uintptr_t)obj)
 			return e;
 	}
 }
@@ -91,10 +113,9 @@ static SpLidEntry *
 sp_lidmap_place (SpLidMap *m, const SpLidEntry *entry)
 {
 	size_t i = sp_lidmap_slot (entry->hash, m->mask);
-	while (sp_lidmap_used (m, &m->slots [i]))
+	while (sp_lidmap_used (&m->slots [i]))
 		i = (i + 1) & m->mask;
 	m->slots [i] = *entry;
-	m->slots [i].generation = m->generation;
 	m->count++;
 	return &m->slots [i];
 }
@@ -106,8 +127,9 @@ sp_lidmap_grow (SpLidMap *m)
 	SpLidMap bigger;
 	if (sp_lidmap_alloc (&bigger, (m->mask + 1) * 2) < 0)
 		return -1;
+	bigger.epoch = m->epoch;
 	for (size_t i = 0; i <= m->mask; i++)
-		if (sp_lidmap_used (m, &m->slots [i]))
+		if (sp_lidmap_used (&m->slots [i]))
 			sp_lidmap_place (&bigger, &m->slots [i]);
 	free (m->slots);
 	*m = bigger;
@@ -117,8 +139,9 @@ sp_lidmap_grow (SpLidMap *m)
 SpLidEntry *
 sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid, const void *obj, uint32_t epoch)
 {
+	sp_lidmap_follow_epoch (m, epoch);
 	if ((m->count + 1) * 2 > m->mask + 1 && sp_lidmap_grow (m) < 0)
 		return NULL;
-	SpLidEntry entry = { .hash = hash, .lid = lid, .epoch = epoch, .mid = (uintptr_t)obj };
+	SpLidEntry entry = { .hash = hash, .lid = lid, .mid = (uintptr_t)obj };
 	return sp_lidmap_place (m, &entry);
 }

@@ -13,12 +13,18 @@
  * stale when the GC moves objects, and the GC needs no callback into it.
  *
  * Reading the LID table costs a cache miss per lookup, so each entry also caches
- * the object's address (MID) with the GC epoch it was read in
- * (sp_client_gc_epoch, which changes whenever objects may have moved).  While the
- * epoch is unchanged the cached address is the object's address and is compared
- * directly; otherwise it is read again from the LID table.
+ * the object's address (MID), valid in the GC epoch the map records
+ * (sp_client_gc_epoch, which changes whenever objects may have moved).  While
+ * the epoch is unchanged a cached address is the object's address and is
+ * compared directly; the first lookup in a new epoch reads every cached address
+ * again from the LID table (once per collection, as the collection itself costs
+ * a pass over the live objects).
  *
- * Open addressing with linear probing; entries are never removed within a cycle.
+ * Open addressing with linear probing; entries are never removed within a
+ * cycle.  An entry is 16 bytes so that the table of a snapshot of tens of
+ * thousands of objects stays in a core's L2 cache: a graph scattered in memory
+ * is looked up in random order, and each lookup that leaves the cache costs
+ * more than the rest of the object's serialization.
  */
 #ifndef SP_LIDMAP_H
 #define SP_LIDMAP_H
@@ -32,25 +38,25 @@
 
 typedef struct SpLidEntry {
 	uint32_t hash;          /* the object's identity hash */
-	uint32_t lid;           /* LID | SP_LID_SERIALIZED once written */
-	uint32_t epoch;         /* GC epoch in which `mid` was read */
-	uint32_t generation;    /* the map's generation when added; any other: an empty slot */
-	uintptr_t mid;          /* the object's address in that epoch */
+	uint32_t lid;           /* LID | SP_LID_SERIALIZED once written; 0: an empty slot */
+	uintptr_t mid;          /* the object's address in the map's epoch */
 } SpLidEntry;
 
-/*
- * Clearing bumps the generation instead of zeroing the table, so a snapshot
- * costs what it adds, not the size of the largest snapshot ever taken.
- */
 typedef struct SpLidMap {
 	SpLidEntry *slots;
 	size_t mask;            /* capacity - 1; capacity is a power of two */
 	size_t count;
-	uint32_t generation;    /* never 0: zeroed slots are empty */
+	uint32_t epoch;         /* GC epoch in which the cached addresses were read */
 } SpLidMap;
 
 int sp_lidmap_init (SpLidMap *m, size_t expected);
 void sp_lidmap_free (SpLidMap *m);
+/*
+ * Forget every entry.  The table is zeroed (a sequential write, cheaper than
+ * the random accesses that filled it), and shrunk first when it is far larger
+ * than the last snapshot needed, so a snapshot costs what it adds, not the
+ * size of the largest snapshot ever taken.
+ */
 void sp_lidmap_clear (SpLidMap *m);
 
 /*
