@@ -24,12 +24,10 @@ sp_lidmap_slot (uint32_t hash, size_t mask)
 static int
 sp_lidmap_alloc (SpLidMap *m, size_t capacity)
 {
-	m->slots = calloc (capacity, sizeof *m->slots);
-	if (!m->slots)
+	SpLidEntry *slots = calloc (capacity, sizeof *slots);
+	if (!slots)
 		return -1;
-	m->mask = capacity - 1;
-	m->count = 0;
-	m->epoch = sp_client_gc_epoch ();
+	*m = (SpLidMap){ .slots = slots, .mask = capacity - 1, .epoch = sp_client_gc_epoch () };
 	return 0;
 }
 
@@ -74,11 +72,13 @@ sp_lidmap_clear (SpLidMap *m)
 			m->slots = smaller;
 			m->mask = want - 1;
 			m->count = 0;
+			m->miss_valid = false;
 			return;
 		}
 	}
 	memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
 	m->count = 0;
+	m->miss_valid = false;
 }
 
 /* Objects may have moved since the cached addresses were read: read them all again. */
@@ -101,8 +101,13 @@ sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 	sp_lidmap_follow_epoch (m, epoch);
 	for (size_t i = sp_lidmap_slot (hash, m->mask);; i = (i + 1) & m->mask) {
 		SpLidEntry *e = &m->slots [i];
-		if (!sp_lidmap_used (e))
+		if (!sp_lidmap_used (e)) {
+			/* A miss is mostly followed by the add of the same object: remember the free slot. */
+			m->miss_slot = i;
+			m->miss_hash = hash;
+			m->miss_valid = true;
 			return NULL;
+		}
 		/* Distinct objects may share a hash: confirm by address. */
 		if (e->hash == hash && e->mid == (uintptr_t)obj)
 			return e;
@@ -112,9 +117,15 @@ sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 static SpLidEntry *
 sp_lidmap_place (SpLidMap *m, const SpLidEntry *entry)
 {
-	size_t i = sp_lidmap_slot (entry->hash, m->mask);
-	while (sp_lidmap_used (&m->slots [i]))
-		i = (i + 1) & m->mask;
+	size_t i;
+	if (m->miss_valid && m->miss_hash == entry->hash) {
+		i = m->miss_slot;
+	} else {
+		i = sp_lidmap_slot (entry->hash, m->mask);
+		while (sp_lidmap_used (&m->slots [i]))
+			i = (i + 1) & m->mask;
+	}
+	m->miss_valid = false;
 	m->slots [i] = *entry;
 	m->count++;
 	return &m->slots [i];
@@ -133,6 +144,7 @@ sp_lidmap_grow (SpLidMap *m)
 			sp_lidmap_place (&bigger, &m->slots [i]);
 	free (m->slots);
 	*m = bigger;
+	m->miss_valid = false;
 	return 0;
 }
 

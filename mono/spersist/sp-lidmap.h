@@ -47,6 +47,9 @@ typedef struct SpLidMap {
 	size_t mask;            /* capacity - 1; capacity is a power of two */
 	size_t count;
 	uint32_t epoch;         /* GC epoch in which the cached addresses were read */
+	size_t miss_slot;       /* where the last failed find stopped: an add of that hash goes there */
+	uint32_t miss_hash;
+	bool miss_valid;
 } SpLidMap;
 
 int sp_lidmap_init (SpLidMap *m, size_t expected);

@@ -201,9 +201,15 @@ static int
 sp_ser_object (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *err)
 {
 	uint32_t class_id = sp_ser_class_id (s, c);
-	sp_buf_put_u8 (s->out, SP_REC_OBJECT);
-	sp_buf_put_varint (s->out, lid);
-	sp_buf_put_varint (s->out, class_id);
+	/* Tag, LID and class id with one reservation: this runs once per object. */
+	uint8_t *dst = sp_buf_reserve (s->out, 1 + 2 * SP_VARINT32_MAX);
+	if (!dst)
+		return sp_ser_oom (err);
+	uint8_t *start = dst;
+	*dst++ = SP_REC_OBJECT;
+	dst = sp_put_varint_raw (dst, lid);
+	dst = sp_put_varint_raw (dst, class_id);
+	s->out->len += (size_t)(dst - start);
 	return sp_ser_leaves (s, c, obj, err);
 }
 
