@@ -486,6 +486,21 @@ fake_gc_move_all (void **slots, size_t nslots)
 	g_hash_table_destroy (fwd);
 }
 
+size_t
+fake_object_mark (void)
+{
+	fake_init_once ();
+	return fake_objects->len;
+}
+
+void
+fake_free_objects_since (size_t mark)
+{
+	for (guint i = (guint)mark; i < fake_objects->len; i++)
+		free (g_array_index (fake_objects, FakeObjRec, i).obj);
+	g_array_set_size (fake_objects, (guint)mark);
+}
+
 void
 fake_reset (void)
 {

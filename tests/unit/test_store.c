@@ -302,7 +302,7 @@ test_damaged_newest_falls_back (void **state)
 	read_whole (path, &data, &size);
 	data [size / 2] ^= 0x10;
 	write_file (path, data, size);
-	sp_store_release (st, data, size);
+	free (data);
 
 	SpSnapInfo *infos;
 	size_t n;
@@ -324,7 +324,7 @@ test_damaged_newest_falls_back (void **state)
 	file_path (f, 1002, "", path, sizeof path);
 	read_whole (path, &data, &size);
 	write_file (path, data, size - 1);   /* truncated */
-	sp_store_release (st, data, size);
+	free (data);
 	w = (Warnings){ 0 };
 	load_expect (st, 0, &w);
 	assert_int_equal (w.count, 2);
