@@ -4,7 +4,8 @@
 # tree (configure.ac uses AM_PO_SUBDIRS and PKG_*); python3: genmdesc.py;
 # g++: configure requires a C++ compiler; zlib1g-dev: system zlib;
 # xz-utils: the orig tarball; dpkg-dev: apt-get source; mono-devel: mcs and the
-# class libraries the runtime loads from /usr/lib/mono; the rest: core + tests.
+# class libraries the runtime loads from /usr/lib/mono; libisal-dev: CRC-32C;
+# the rest: core + tests.
 set -euo pipefail
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
@@ -12,4 +13,4 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   ca-certificates cmake make gcc g++ pkg-config autoconf automake libtool gettext \
   python3 xz-utils dpkg-dev patch file mono-devel zlib1g-dev \
-  libglib2.0-dev libpmem-dev libcmocka-dev
+  libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev
