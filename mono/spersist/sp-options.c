@@ -33,6 +33,42 @@ sp_parse_unsigned (const char *value, unsigned min, unsigned max, unsigned *out)
 	return 0;
 }
 
+static const char *const sp_mode_names [] = { [SP_MODE_STW] = "stw", [SP_MODE_INCREMENTAL] = "incremental" };
+static const char *const sp_barrier_names [] = {
+	[SP_BARRIER_ANNOTATING] = "annotating", [SP_BARRIER_MARKING] = "marking", [SP_BARRIER_MARKING_V2] = "marking-v2",
+};
+
+const char *
+sp_mode_name (SpMode m)
+{
+	return (unsigned)m < sizeof sp_mode_names / sizeof *sp_mode_names ? sp_mode_names [m] : "?";
+}
+
+const char *
+sp_barrier_name (SpBarrier b)
+{
+	return (unsigned)b < sizeof sp_barrier_names / sizeof *sp_barrier_names ? sp_barrier_names [b] : "?";
+}
+
+/* `value` among `names` (n of them): its index, or -1. */
+static int
+sp_parse_choice (const char *value, const char *const *names, int n)
+{
+	for (int i = 0; value && i < n; i++)
+		if (strcmp (value, names [i]) == 0)
+			return i;
+	return -1;
+}
+
+static int
+sp_parse_flag (bool *flag, const char *name, const char *value, SpError *err)
+{
+	if (value)
+		return sp_error_set (err, "%s takes no value", name);
+	*flag = true;
+	return 0;
+}
+
 int
 sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 {
@@ -52,14 +88,50 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 			return sp_error_set (err, "--sp-keep takes a whole number of snapshots from 1 to 1000000, not '%s'", value ? value : "");
 		return 0;
 	}
-	if (SP_IS ("--sp-verbose")) {
-		if (value)
-			return sp_error_set (err, "--sp-verbose takes no value");
-		o->verbose = true;
+	if (SP_IS ("--sp-verbose"))
+		return sp_parse_flag (&o->verbose, "--sp-verbose", value, err);
+	if (SP_IS ("--sp-stats"))
+		return sp_parse_flag (&o->stats, "--sp-stats", value, err);
+	if (SP_IS ("--sp-mode")) {
+		int m = sp_parse_choice (value, sp_mode_names, 2);
+		if (m < 0)
+			return sp_error_set (err, "--sp-mode takes stw or incremental, not '%s'", value ? value : "");
+		o->mode = (SpMode)m;
+		return 0;
+	}
+	if (SP_IS ("--sp-barrier")) {
+		int b = sp_parse_choice (value, sp_barrier_names, 3);
+		if (b < 0)
+			return sp_error_set (err, "--sp-barrier takes annotating, marking or marking-v2, not '%s'", value ? value : "");
+		o->barrier = (SpBarrier)b;
+		return 0;
+	}
+	if (SP_IS ("--sp-pause")) {
+		if (!value || sp_parse_unsigned (value, 10, 1000000, &o->pause_us) < 0)
+			return sp_error_set (err, "--sp-pause takes the target pause of an increment in microseconds, 10 to 1000000, not '%s'", value ? value : "");
+		return 0;
+	}
+	if (SP_IS ("--sp-period")) {
+		if (!value || sp_parse_unsigned (value, 100, 10000000, &o->period_us) < 0)
+			return sp_error_set (err, "--sp-period takes the SP task's period in microseconds, 100 to 10000000, not '%s'", value ? value : "");
+		return 0;
+	}
+	if (SP_IS ("--sp-priority")) {
+		if (!value || sp_parse_unsigned (value, 0, 99, &o->priority) < 0)
+			return sp_error_set (err, "--sp-priority takes a SCHED_FIFO priority from 1 to 99, or 0 for the default policy, not '%s'", value ? value : "");
 		return 0;
 	}
 #undef SP_IS
 	return sp_error_set (err, "unknown persistence option '%.*s' (spmono --help lists them)", (int)name_len, arg);
+}
+
+int
+sp_options_check (const SpOptions *o, SpError *err)
+{
+	if (o->pause_us > o->period_us)
+		return sp_error_set (err, "--sp-pause=%u is longer than --sp-period=%u: an increment must fit in its period",
+				     o->pause_us, o->period_us);
+	return 0;
 }
 
 char *
@@ -96,6 +168,17 @@ sp_options_usage (FILE *out)
 		"                           missing), also spelled file:DIR.  Default: $SPMONO_STORE,\n"
 		"                           else PROGRAM.spstore next to the program.\n"
 		"    --sp-keep=N            Keep the newest N snapshots (default %d).\n"
+		"    --sp-mode=MODE         stw: SendPData persists before it returns (default);\n"
+		"                           incremental: SendPData starts a cycle that the SP task\n"
+		"                           performs in increments while the program runs.\n"
+		"    --sp-pause=US          Target pause of one increment, microseconds (default %d).\n"
+		"    --sp-period=US         The SP task's period, microseconds (default %d).\n"
+		"    --sp-priority=N        SCHED_FIFO priority 1-99 of the SP and writer tasks\n"
+		"                           (0, the default: the normal policy).\n"
+		"    --sp-barrier=KIND      Methods whose stores are guarded during a cycle:\n"
+		"                           marking (all, default), marking-v2 (methods of\n"
+		"                           [SPersistent] classes), annotating ([SPersistentUpdate]).\n"
+		"    --sp-stats             One statistics line on stderr per cycle.\n"
 		"    --sp-verbose           Report each snapshot on stderr (objects, bytes, time).\n",
-		SP_DEFAULT_KEEP);
+		SP_DEFAULT_KEEP, SP_DEFAULT_PAUSE_US, SP_DEFAULT_PERIOD_US);
 }

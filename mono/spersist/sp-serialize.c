@@ -5,6 +5,7 @@
 #include "sp-crc32c.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t sp_ser_cycle_counter;
@@ -23,6 +24,7 @@ sp_ser_init (SpSerializer *s)
 void
 sp_ser_free (SpSerializer *s)
 {
+	free (s->written);
 	sp_lidmap_free (&s->lids);
 	sp_queue_free (&s->queue);
 }
@@ -38,6 +40,9 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 {
 	s->out = out;
 	s->cycle = __atomic_add_fetch (&sp_ser_cycle_counter, 1, __ATOMIC_RELAXED);
+	/* The previous snapshot's marks, as far as it went (a snapshot costs what it wrote). */
+	if (s->written)
+		memset (s->written, 0, s->nobjects + 1 < s->written_cap ? s->nobjects + 1 : s->written_cap);
 	s->nobjects = s->nclasses = s->nroots = 0;
 	s->objects_written = 0;
 	sp_lidmap_clear (&s->lids);
@@ -275,6 +280,46 @@ sp_ser_array (SpSerializer *s, void *arr, SpClass *c, uint32_t lid, SpError *err
 	return sp_ser_array_elements (s, c, sp_client_array_data (arr), n, err);
 }
 
+/* Mark object `lid` written; false when it already was (a barrier or a step got there first). */
+static int
+sp_ser_claim (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	if (lid >= s->written_cap) {
+		size_t cap = s->written_cap ? s->written_cap : 1024;
+		while (cap <= lid)
+			cap *= 2;
+		uint8_t *grown = realloc (s->written, cap);
+		if (!grown)
+			return sp_ser_oom (err);
+		memset (grown + s->written_cap, 0, cap - s->written_cap);
+		s->written = grown;
+		s->written_cap = cap;
+	}
+	if (s->written [lid])
+		return 0;
+	s->written [lid] = 1;
+	return 1;
+}
+
+/* Write the record of object `lid` (obj) of class c. */
+static int
+sp_ser_write (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *err)
+{
+	int rc = 0;
+	switch (c->kind) {
+	case SP_CLASS_OBJECT: rc = sp_ser_object (s, obj, c, lid, err); break;
+	case SP_CLASS_STRING: sp_ser_string (s, obj, lid); break;
+	case SP_CLASS_ARRAY: rc = sp_ser_array (s, obj, c, lid, err); break;
+	default: rc = sp_error_set (err, "internal error: class %s has kind %u", c->name, c->kind);
+	}
+	if (rc < 0)
+		return -1;
+	if (s->out->oom)
+		return sp_ser_oom (err);
+	s->objects_written++;
+	return 0;
+}
+
 int
 sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 {
@@ -286,24 +331,34 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		uint32_t ahead;
 		if (sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &ahead))
 			__builtin_prefetch (sp_client_lid_object (ahead));
+		int claimed = sp_ser_claim (s, lid, err);
+		if (claimed < 0)
+			return -1;
+		if (!claimed)
+			continue;               /* a barrier wrote it already */
 		void *obj = sp_client_lid_object (lid);
 		SpClass *c = sp_client_class_of (obj, err);   /* known persistable: checked when queued */
 		if (!c)
 			return sp_error_set (err, "internal error: queued object %u lost its class", lid);
-		int rc = 0;
-		switch (c->kind) {
-		case SP_CLASS_OBJECT: rc = sp_ser_object (s, obj, c, lid, err); break;
-		case SP_CLASS_STRING: sp_ser_string (s, obj, lid); break;
-		case SP_CLASS_ARRAY: rc = sp_ser_array (s, obj, c, lid, err); break;
-		default: rc = sp_error_set (err, "internal error: class %s has kind %u", c->name, c->kind);
-		}
-		if (rc < 0)
+		if (sp_ser_write (s, obj, c, lid, err) < 0)
 			return -1;
-		if (s->out->oom)
-			return sp_ser_oom (err);
-		s->objects_written++;
 	}
 	return sp_queue_count (&s->queue) ? 1 : 0;
+}
+
+int
+sp_ser_write_now (SpSerializer *s, void *obj, SpError *err)
+{
+	uint32_t lid;
+	if (!obj || sp_ser_lid_of (s, obj, &lid, err) < 0)
+		return obj ? -1 : 0;
+	int claimed = sp_ser_claim (s, lid, err);
+	if (claimed <= 0)
+		return claimed;
+	SpClass *c = sp_client_class_of (obj, err);
+	if (!c || sp_ser_write (s, obj, c, lid, err) < 0)
+		return -1;
+	return 1;
 }
 
 int

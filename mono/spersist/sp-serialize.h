@@ -30,6 +30,8 @@ typedef struct SpSerializer {
 	uint32_t nclasses;
 	uint32_t nroots;
 	uint64_t objects_written;
+	uint8_t *written;        /* [lid]: 1 once the object's record is written (by a step or a barrier) */
+	size_t written_cap;
 } SpSerializer;
 
 int sp_ser_init (SpSerializer *s);
@@ -41,6 +43,13 @@ int sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *e
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /* Write up to max_objects queued objects: 1 = more remain, 0 = queue empty, -1 = error. */
 int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
+/*
+ * The barrier's part (a store into obj is about to land): write obj's record
+ * now, from its current state, unless it is already written in this snapshot;
+ * its children are queued as usual.  Returns 1 when it wrote the record, 0 when
+ * there was nothing to do, -1 on error (obj's class cannot be persisted...).
+ */
+int sp_ser_write_now (SpSerializer *s, void *obj, SpError *err);
 /* Write the trailer and checksum; the snapshot in `out` is then complete. */
 int sp_ser_finish (SpSerializer *s, SpError *err);
 

@@ -23,6 +23,86 @@ test_defaults (void **state)
 	assert_null (o.store);
 	assert_int_equal (o.keep, SP_DEFAULT_KEEP);
 	assert_false (o.verbose);
+	assert_false (o.stats);
+	assert_int_equal (o.mode, SP_MODE_STW);
+	assert_int_equal (o.barrier, SP_BARRIER_MARKING);
+	assert_int_equal (o.pause_us, SP_DEFAULT_PAUSE_US);
+	assert_int_equal (o.period_us, SP_DEFAULT_PERIOD_US);
+	assert_int_equal (o.priority, 0);
+	SpError err = { 0 };
+	assert_ok (sp_options_check (&o, &err), &err);
+	sp_options_free (&o);
+}
+
+/* Each option of the schedulable cycle: its values, and its refusals naming it. */
+static void
+test_cycle_options (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_ok (sp_options_parse (&o, "--sp-mode=incremental", &err), &err);
+	assert_int_equal (o.mode, SP_MODE_INCREMENTAL);
+	assert_ok (sp_options_parse (&o, "--sp-mode=stw", &err), &err);
+	assert_int_equal (o.mode, SP_MODE_STW);
+	assert_ok (sp_options_parse (&o, "--sp-barrier=annotating", &err), &err);
+	assert_int_equal (o.barrier, SP_BARRIER_ANNOTATING);
+	assert_ok (sp_options_parse (&o, "--sp-barrier=marking-v2", &err), &err);
+	assert_int_equal (o.barrier, SP_BARRIER_MARKING_V2);
+	assert_ok (sp_options_parse (&o, "--sp-barrier=marking", &err), &err);
+	assert_int_equal (o.barrier, SP_BARRIER_MARKING);
+	assert_ok (sp_options_parse (&o, "--sp-pause=50", &err), &err);
+	assert_int_equal (o.pause_us, 50);
+	assert_ok (sp_options_parse (&o, "--sp-period=1000", &err), &err);
+	assert_int_equal (o.period_us, 1000);
+	assert_ok (sp_options_parse (&o, "--sp-priority=80", &err), &err);
+	assert_int_equal (o.priority, 80);
+	assert_ok (sp_options_parse (&o, "--sp-stats", &err), &err);
+	assert_true (o.stats);
+	assert_string_equal (sp_mode_name (o.mode), "stw");
+	assert_string_equal (sp_barrier_name (SP_BARRIER_MARKING_V2), "marking-v2");
+	const char *const bad [] = {
+		"--sp-mode", "--sp-mode=", "--sp-mode=STW", "--sp-mode=concurrent",
+		"--sp-barrier=mark", "--sp-barrier=", "--sp-barrier",
+		"--sp-pause=9", "--sp-pause=0", "--sp-pause=-5", "--sp-pause=1000001", "--sp-pause=5ms", "--sp-pause",
+		"--sp-period=99", "--sp-period=10000001", "--sp-period=x",
+		"--sp-priority=100", "--sp-priority=-1", "--sp-priority=high",
+		"--sp-stats=1",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
+		err.msg [0] = '\0';
+		if (sp_options_parse (&o, bad [i], &err) != -1) {
+			print_error ("%s was accepted\n", bad [i]);
+			fail ();
+		}
+		char name [32];
+		snprintf (name, sizeof name, "%.*s", (int)strcspn (bad [i], "="), bad [i]);
+		assert_contains (err.msg, name);
+	}
+	/* Refusals changed nothing. */
+	assert_int_equal (o.pause_us, 50);
+	assert_int_equal (o.period_us, 1000);
+	assert_int_equal (o.priority, 80);
+	assert_int_equal (o.barrier, SP_BARRIER_MARKING);
+	sp_options_free (&o);
+}
+
+/* An increment longer than its period cannot be scheduled: refused, naming both. */
+static void
+test_pause_must_fit_period (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_ok (sp_options_parse (&o, "--sp-pause=2000", &err), &err);
+	assert_ok (sp_options_parse (&o, "--sp-period=1000", &err), &err);
+	assert_fails (sp_options_check (&o, &err), &err);
+	assert_contains (err.msg, "--sp-pause=2000");
+	assert_contains (err.msg, "--sp-period=1000");
+	assert_ok (sp_options_parse (&o, "--sp-period=2000", &err), &err);
+	assert_ok (sp_options_check (&o, &err), &err);
 	sp_options_free (&o);
 }
 
@@ -178,6 +258,12 @@ test_usage_lists_every_option (void **state)
 	assert_contains (text, "--sp-store");
 	assert_contains (text, "--sp-keep");
 	assert_contains (text, "--sp-verbose");
+	assert_contains (text, "--sp-mode");
+	assert_contains (text, "--sp-pause");
+	assert_contains (text, "--sp-period");
+	assert_contains (text, "--sp-priority");
+	assert_contains (text, "--sp-barrier");
+	assert_contains (text, "--sp-stats");
 	assert_contains (text, "SPMONO_STORE");
 	free (text);
 }
@@ -187,6 +273,8 @@ main (void)
 {
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test_setup (test_defaults, setup),
+		cmocka_unit_test_setup (test_cycle_options, setup),
+		cmocka_unit_test_setup (test_pause_must_fit_period, setup),
 		cmocka_unit_test_setup (test_store_option, setup),
 		cmocka_unit_test_setup (test_keep_option, setup),
 		cmocka_unit_test_setup (test_verbose_option, setup),

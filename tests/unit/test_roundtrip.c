@@ -266,6 +266,101 @@ begin_sample_snapshot (SpSerializer *s, SpBuf *b, const SpSnapHeader *h, const S
 		assert_ok (sp_ser_root (s, g->ids [i], g->roots [i], err), err);
 }
 
+/*
+ * Mutate the sample graph while a snapshot of it is being written: values,
+ * references cut and re-pointed, the element of an array, a node the
+ * traversal has not reached yet.  With `barrier`, each mutation is preceded by
+ * sp_ser_write_now on the object it writes (what the store barrier does).
+ */
+static void
+mutate_during_snapshot (SampleGraph *g, SpSerializer *s, bool barrier, SpError *err)
+{
+	FakeClass *node = fake_class_find ("App.Node");
+	void *stranger = fake_new_object (node);
+	int32_t v = 999;
+	void *targets [] = { g->c, g->b, g->prims, g->points, g->d };
+	for (size_t i = 0; i < sizeof targets / sizeof targets [0]; i++) {
+		if (barrier) {
+			int wrote = sp_ser_write_now (s, targets [i], err);
+			assert_true (wrote == 0 || wrote == 1);
+			/* A second barrier on the same object has nothing left to do. */
+			assert_int_equal (sp_ser_write_now (s, targets [i], err), 0);
+		}
+		if (targets [i] == g->prims) {
+			fake_set (g->prims, "i", &v, 4);
+		} else if (targets [i] == g->points) {
+			double x = -1.5;
+			memcpy (fake_elem (g->points, 0), &x, sizeof x);
+		} else {
+			fake_set (targets [i], "value", &v, 4);
+			fake_set_ref (targets [i], "other", stranger);   /* c: cut from what it held */
+			fake_set_ref (targets [i], "next", NULL);
+		}
+		/* Progress in between: the traversal and the mutator interleave. */
+		assert_true (sp_ser_step (s, 1, err) >= 0);
+	}
+}
+
+/* What a snapshot taken while the graph changes restores to: equal, or not, to the graph before. */
+static bool
+snapshot_while_mutating_equals_original (bool barrier, char *why, size_t why_cap)
+{
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpBuf original;
+	sp_buf_init (&original);
+	sample_graph_serialize (&g, SIZE_MAX, &original);   /* the state at the start */
+
+	SpSerializer s;
+	SpBuf b;
+	SpError err = { 0 };
+	SpSnapHeader h = { .sequence = 43 };
+	begin_sample_snapshot (&s, &b, &h, &g, &err);
+	assert_true (sp_ser_step (&s, 2, &err) >= 0);
+	mutate_during_snapshot (&g, &s, barrier, &err);
+	int more;
+	while ((more = sp_ser_step (&s, 3, &err)) == 1)
+		;
+	assert_int_equal (more, 0);
+	assert_ok (sp_ser_finish (&s, &err), &err);
+
+	SpSnapshot before, during;
+	parse_ok (&original, &before);
+	parse_ok (&b, &during);
+	void **objs_before, **objs_during;
+	assert_ok (fake_restore (&before, &objs_before, &err), &err);
+	assert_ok (fake_restore (&during, &objs_during, &err), &err);
+	void *roots_before [SAMPLE_MAX_ROOTS], *roots_during [SAMPLE_MAX_ROOTS];
+	for (size_t i = 0; i < g.nroots; i++) {
+		roots_before [i] = fake_restored_root (&before, objs_before, g.ids [i], NULL);
+		roots_during [i] = fake_restored_root (&during, objs_during, g.ids [i], NULL);
+	}
+	bool same = fake_graphs_equal (roots_before, roots_during, g.nroots, why, why_cap);
+	free (objs_before);
+	free (objs_during);
+	sp_snapshot_free (&before);
+	sp_snapshot_free (&during);
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+	sp_buf_free (&original);
+	return same;
+}
+
+/* The barrier's contract: the snapshot is the graph as it was when the snapshot began. */
+static void
+test_barrier_keeps_snapshot_at_its_start (void **state)
+{
+	(void)state;
+	char why [512] = "";
+	if (!snapshot_while_mutating_equals_original (true, why, sizeof why)) {
+		print_error ("with the barrier, the snapshot differs from the graph at its start: %s\n", why);
+		fail ();
+	}
+	/* The same mutations without it tear the snapshot: the test can tell. */
+	fake_reset ();
+	assert_false (snapshot_while_mutating_equals_original (false, why, sizeof why));
+}
+
 /* sp_ser_step (s, 1) writes exactly one object a call, and says 0 only when none remain. */
 static void
 test_step_one_writes_one_object (void **state)
@@ -926,6 +1021,7 @@ main (void)
 		cmocka_unit_test_teardown (test_sample_round_trip, teardown),
 		cmocka_unit_test_teardown (test_restored_graph_reserializes_identically, teardown),
 		cmocka_unit_test_teardown (test_small_steps_same_bytes, teardown),
+		cmocka_unit_test_teardown (test_barrier_keeps_snapshot_at_its_start, teardown),
 		cmocka_unit_test_teardown (test_step_one_writes_one_object, teardown),
 		cmocka_unit_test_teardown (test_finish_refuses_unfinished, teardown),
 		cmocka_unit_test_teardown (test_objects_move_between_steps, teardown),
