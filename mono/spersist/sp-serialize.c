@@ -44,6 +44,7 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	if (s->written)
 		memset (s->written, 0, s->nobjects + 1 < s->written_cap ? s->nobjects + 1 : s->written_cap);
 	s->nobjects = s->nclasses = s->nroots = 0;
+	s->marked = 0;
 	s->objects_written = 0;
 	sp_lidmap_clear (&s->lids);
 	sp_queue_clear (&s->queue);
@@ -344,6 +345,60 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			return -1;
 	}
 	return sp_queue_count (&s->queue) ? 1 : 0;
+}
+
+/* Give LIDs to the objects the reference leaves of one instance/element at `base` point to. */
+static int
+sp_ser_mark_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *err)
+{
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		const SpField *f = &c->fields [i];
+		if (f->kind != SP_KIND_REF)
+			continue;
+		void *child;
+		memcpy (&child, base + f->offset, sizeof child);
+		uint32_t lid;
+		if (sp_ser_lid_of (s, child, &lid, err) < 0)
+			return sp_ser_blame (err, c, f);
+	}
+	return 0;
+}
+
+static int
+sp_ser_mark_object (SpSerializer *s, void *obj, const SpClass *c, SpError *err)
+{
+	if (c->kind == SP_CLASS_OBJECT)
+		return sp_ser_mark_leaves (s, c, obj, err);
+	if (c->kind != SP_CLASS_ARRAY || sp_class_is_primitive_array (c))
+		return 0;
+	const uint8_t *data = sp_client_array_data (obj);
+	uint64_t n = sp_client_array_length (obj);
+	for (uint64_t i = 0; i < n; i++)
+		if (sp_ser_mark_leaves (s, c, data + i * c->elem_size, err) < 0)
+			return -1;
+	return 0;
+}
+
+int
+sp_ser_mark (SpSerializer *s, size_t max_objects, SpError *err)
+{
+	for (size_t done = 0; done < max_objects && s->marked < s->nobjects; done++) {
+		uint32_t lid = ++s->marked;
+		void *obj = sp_client_lid_object (lid);
+		SpClass *c = sp_client_class_of (obj, err);
+		if (!c || sp_ser_mark_object (s, obj, c, err) < 0)
+			return -1;
+	}
+	return s->marked < s->nobjects ? 1 : 0;
+}
+
+uint32_t
+sp_ser_lid_if_known (SpSerializer *s, void *obj)
+{
+	if (!obj)
+		return 0;
+	SpLidEntry *e = sp_lidmap_find (&s->lids, sp_client_identity_hash (obj), obj, sp_client_gc_epoch ());
+	return e ? sp_lid_of (e) : 0;
 }
 
 int

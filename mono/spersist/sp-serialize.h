@@ -30,6 +30,7 @@ typedef struct SpSerializer {
 	uint32_t nclasses;
 	uint32_t nroots;
 	uint64_t objects_written;
+	uint32_t marked;         /* marking: objects 1..marked have had their children given LIDs */
 	uint8_t *written;        /* [lid]: 1 once the object's record is written (by a step or a barrier) */
 	size_t written_cap;
 } SpSerializer;
@@ -43,6 +44,25 @@ int sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *e
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /* Write up to max_objects queued objects: 1 = more remain, 0 = queue empty, -1 = error. */
 int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
+/*
+ * Marking, the first phase of an incremental snapshot: give every object
+ * reachable from the roots its LID (queueing it), as the writing steps would,
+ * but write nothing.  Once it has returned 0, the objects with a LID are
+ * exactly those reachable when it ran, so a barrier can tell an object of the
+ * snapshot from any other (sp_ser_lid_if_known).  Up to max_objects objects
+ * a call: 1 = more remain, 0 = done, -1 = error (an object that cannot be
+ * persisted, named as by the steps).
+ */
+int sp_ser_mark (SpSerializer *s, size_t max_objects, SpError *err);
+/* obj's LID in this snapshot, 0 when it has none. */
+uint32_t sp_ser_lid_if_known (SpSerializer *s, void *obj);
+/* Has object lid's record been written? */
+static inline bool
+sp_ser_is_written (const SpSerializer *s, uint32_t lid)
+{
+	return lid < s->written_cap && s->written [lid];
+}
+
 /*
  * The barrier's part (a store into obj is about to land): write obj's record
  * now, from its current state, unless it is already written in this snapshot;
