@@ -33,11 +33,25 @@ namespace SPersistence
 
 		/// <summary>
 		/// Persists everything reachable from the roots through persistent fields,
-		/// as it is at the instant of the call. Returns once the snapshot is durable.
+		/// as it is at the instant of the call. In stop-the-world mode (the
+		/// default) it returns once the snapshot is durable; with
+		/// <c>--sp-mode=incremental</c> it returns at once and the SP task writes
+		/// the snapshot in increments while the program runs (a call while a
+		/// cycle runs is coalesced into one more cycle, which starts when the
+		/// current one is written and captures the state at its own start).
 		/// </summary>
 		public static void SendPData ()
 		{
 			Check (sp_send ());
+		}
+
+		/// <summary>
+		/// Blocks until the snapshot of the latest <see cref="SendPData"/> is
+		/// durable; throws if its cycle failed. Returns at once in stop-the-world mode.
+		/// </summary>
+		public static void WaitPersisted ()
+		{
+			Check (sp_wait ());
 		}
 
 		/// <summary>The object registered as root <paramref name="id"/> (after a warm restart, the restored one).</summary>
@@ -80,6 +94,9 @@ namespace SPersistence
 		static extern string sp_send ();
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_wait ();
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
 		static extern string sp_recv (int id, out object root);
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
@@ -113,7 +130,7 @@ namespace SPersistence
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>
 	public sealed class SPStats
 	{
-		internal const int Count = 12;
+		internal const int Count = 20;
 
 		/// <summary>Snapshots committed by this process.</summary>
 		public readonly long Snapshots;
@@ -126,12 +143,20 @@ namespace SPersistence
 		public readonly long RestoreNs;
 		/// <summary>Of that, decoding the snapshot from memory: validate, construct, fix up.</summary>
 		public readonly long RestoreDecodeNs;
+		/// <summary>Incremental mode, the latest cycle written (the rows of the paper's Table 1):
+		/// increments, their longest and average pause, the stopped instant at its start
+		/// (roots and marking), the cycle's length from start to written, store barrier
+		/// calls and the objects they wrote, and the times the SP task waited for the writer.</summary>
+		public readonly long CycleIncrements, CycleMaxPauseNs, CycleAvgPauseNs, CycleStartPauseNs, CycleNs;
+		public readonly long CycleBarrierCalls, CycleBarrierWrites, CycleWriterWaits;
 
 		internal SPStats (long [] v)
 		{
 			Snapshots = v [0]; LastSequence = v [1]; LastObjects = v [2]; LastBytes = v [3];
 			LastSerializeNs = v [4]; LastCommitNs = v [5]; Failures = v [6];
 			RestoredSequence = v [7]; RestoredObjects = v [8]; RestoredBytes = v [9]; RestoreNs = v [10]; RestoreDecodeNs = v [11];
+			CycleIncrements = v [12]; CycleMaxPauseNs = v [13]; CycleAvgPauseNs = v [14]; CycleStartPauseNs = v [15];
+			CycleNs = v [16]; CycleBarrierCalls = v [17]; CycleBarrierWrites = v [18]; CycleWriterWaits = v [19];
 		}
 	}
 

@@ -83,6 +83,8 @@ enum {
 	SP_STAT_LAST_SERIALIZE_NS, SP_STAT_LAST_COMMIT_NS, SP_STAT_FAILURES,
 	SP_STAT_RESTORED_SEQUENCE, SP_STAT_RESTORED_OBJECTS, SP_STAT_RESTORED_BYTES, SP_STAT_RESTORE_NS,
 	SP_STAT_RESTORE_DECODE_NS,
+	SP_STAT_CYCLE_INCREMENTS, SP_STAT_CYCLE_MAX_PAUSE_NS, SP_STAT_CYCLE_AVG_PAUSE_NS, SP_STAT_CYCLE_START_PAUSE_NS,
+	SP_STAT_CYCLE_NS, SP_STAT_CYCLE_BARRIER_CALLS, SP_STAT_CYCLE_BARRIER_WRITES, SP_STAT_CYCLE_WRITER_WAITS,
 	SP_STAT_COUNT
 };
 static gint64 sp_stats [SP_STAT_COUNT];
@@ -428,6 +430,8 @@ static int
 sp_mono_lid_table_grow (uint32_t need, SpError *err)
 {
 	uint32_t cap = sp_lid_table ? (uint32_t)mono_array_length_internal (sp_lid_table) : 0;
+	if (cap >= need)
+		return 0;
 	uint32_t new_cap = cap ? cap : 1024;
 	while (new_cap < need)
 		new_cap *= 2;
@@ -447,10 +451,22 @@ sp_mono_lid_table_grow (uint32_t need, SpError *err)
 	return 0;
 }
 
+/*
+ * While the world is stopped (the start of an incremental cycle) nothing may
+ * allocate: the table does not grow then, and a bind beyond it fails, saying
+ * how much room was needed (the cycle start grows it and tries again).
+ */
+static gboolean sp_lid_table_frozen;
+static uint32_t sp_lid_table_needed;
+
 int
 sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
 {
 	if (!sp_lid_table || lid >= mono_array_length_internal (sp_lid_table)) {
+		if (sp_lid_table_frozen) {
+			sp_lid_table_needed = lid + 1;
+			return sp_error_set (err, "the LID table is full while the world is stopped");
+		}
 		if (sp_mono_lid_table_grow (lid + 1, err) < 0)
 			return -1;
 	}
@@ -788,6 +804,11 @@ sp_mono_send (SpError *err)
 
 /* ---- internal calls -------------------------------------------------------- */
 
+/* Incremental mode (sp-cycle.c, later in this unit). */
+static int sp_cycle_check_runtime (SpError *err);
+static int sp_cycle_request (SpError *err);
+static int sp_cycle_wait (SpError *err);
+
 /*
  * Every internal call runs under sp_lock, with the store open and the newest
  * snapshot restored (sp_mono_enter), and returns NULL or the error message
@@ -885,7 +906,17 @@ sp_icall_send (void)
 	SpError err = { 0 };
 	int rc = sp_mono_enter (&err);
 	if (rc == 0)
-		rc = sp_mono_send (&err);
+		rc = sp_options.mode == SP_MODE_INCREMENTAL ? sp_cycle_request (&err) : sp_mono_send (&err);
+	return sp_mono_leave (rc, &err);
+}
+
+static MonoString *
+sp_icall_wait (void)
+{
+	SpError err = { 0 };
+	int rc = sp_mono_enter (&err);
+	if (rc == 0)
+		rc = sp_cycle_wait (&err);
 	return sp_mono_leave (rc, &err);
 }
 
@@ -971,6 +1002,11 @@ sp_mono_preload (MonoAssemblyLoadContext *alc, MonoAssemblyName *aname, char **p
 void
 sp_mono_init (const char *program)
 {
+	SpError err = { 0 };
+	if (sp_options_check (&sp_options, &err) < 0 || sp_cycle_check_runtime (&err) < 0) {
+		fprintf (stderr, "spmono: %s\n", err.msg);
+		exit (1);
+	}
 	mono_coop_mutex_init (&sp_lock);
 	sp_program = g_strdup (program);
 	sp_roots = g_array_new (FALSE, TRUE, sizeof (SpRoot));
@@ -984,6 +1020,7 @@ sp_mono_init (const char *program)
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_recv", sp_icall_recv);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_is_warm", sp_icall_is_warm);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_send", sp_icall_send);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_wait", sp_icall_wait);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_stats", sp_icall_stats);
 	mono_add_internal_call_internal ("SPersistence.SPDiagnostics::sp_bench_decode", sp_icall_bench_decode);
 }

@@ -13,11 +13,25 @@
 
 #include <glib.h>
 
+#include <mono/metadata/object.h>
+
 /* One "--sp-..." option from the command line or MONO_ENV_OPTIONS; FALSE (after a message on stderr) when bad. */
 gboolean sp_mono_parse_option (const char *arg);
 /* The persistence part of `spmono --help`. */
 void sp_mono_print_usage (FILE *out);
 /* Once the JIT is up: register SPC's internal calls; `program` is the assembly being run. */
 void sp_mono_init (const char *program);
+
+/*
+ * The store barrier (mono/mini/sp-jit.h emits it).  sp_barrier_active is
+ * nonzero while a persistence cycle runs; JIT-compiled stores test it inline
+ * and call sp_barrier_store (obj) before writing into obj.
+ */
+extern volatile gint32 sp_barrier_active;
+/* At JIT time: do the stores of `method` get the barrier (--sp-mode, --sp-barrier)? */
+gboolean sp_mono_method_needs_barrier (MonoMethod *method);
+/* Does every method get them (class libraries included: their AOT code must not be used)? */
+gboolean sp_mono_barriers_everywhere (void);
+void sp_barrier_store (MonoObject *obj);
 
 #endif

@@ -22,3 +22,4 @@
 #include "../spersist/sp-store-file.c"
 
 #include "sp-mono.c"
+#include "sp-cycle.c"

@@ -1,0 +1,497 @@
+/*
+ * sp-cycle.c: incremental persistence (--sp-mode=incremental): the cycle, the
+ * SP task, the writer task and the store barrier's slow path (paper sections
+ * 3.2-3.3 and 4).
+ *
+ * Part of the unity build (sp-runtime.c), after sp-mono.c, whose state it
+ * shares: sp_lock, the serializer sp_ser and its buffer sp_out, the store,
+ * the roots, the statistics.
+ *
+ * A cycle, from SendPData to a durable snapshot:
+ *
+ *   start     (the caller of SendPData) the world is stopped for an instant:
+ *             the roots are given their LIDs and sp_barrier_active is set, so
+ *             every store after that instant, on any thread, meets the
+ *             barrier; stopping the world makes the instant one for all
+ *             threads (a thread is never stopped between the barrier's test
+ *             and its store: they have no safepoint between them).
+ *   marking   every object reachable from the roots gets its LID (v1: in the
+ *             same stopped instant; see the note at sp_cycle_mark);
+ *   writing   the SP task writes queued objects in increments of at most
+ *             --sp-pause, one per --sp-period, released at absolute times;
+ *             a store into an object of the snapshot that is not written yet
+ *             writes it first (sp_barrier_store), under sp_lock, so exactly one
+ *             of them writes each object, with its state at the start;
+ *   handing   the finished snapshot's buffer is swapped with the writer task's
+ *             (double buffering: the SP task waits, counted, only when the
+ *             writer still holds the previous one), and the writer commits
+ *             it to the store (write, fsync, rename) outside sp_lock.
+ *
+ * SendPData during a cycle is coalesced: one more cycle starts when the
+ * current one is written, and it captures the state at its own start, which
+ * is at least as new as every SendPData it stands for.
+ * SPC.WaitPersisted waits until the newest requested snapshot is durable.
+ *
+ * GC: the SP task is a runtime thread.  During an increment it runs in GC-
+ * unsafe mode, so a collection waits at most one increment; between
+ * increments it sleeps in GC-safe mode, and objects may move (the LID table is
+ * a GC root and the LID map follows the GC epoch).
+ */
+#include <mono/metadata/threads-types.h>
+#include <mono/sgen/sgen-gc.h>
+#include <mono/utils/mono-threads-api.h>
+#include <mono/utils/mono-threads-coop.h>
+
+#include <pthread.h>
+#include <sched.h>
+
+volatile gint32 sp_barrier_active;
+
+/* Statistics of a cycle (the rows of the paper's Table 1), see SPStats. */
+typedef struct SpCycleStats {
+	uint64_t increments;
+	uint64_t max_pause_ns;
+	uint64_t total_pause_ns;
+	uint64_t start_pause_ns;     /* the stopped instant at the start (roots, marking) */
+	uint64_t barrier_calls;      /* slow-path calls while the cycle ran */
+	uint64_t barrier_writes;     /* objects the barrier wrote */
+	uint64_t writer_waits;       /* times the SP task waited for the writer */
+	uint64_t started_ns;
+} SpCycleStats;
+
+static struct {
+	gboolean task_started;
+	gboolean running;            /* a cycle is being written */
+	gboolean handing_over;       /* its snapshot waits for the writer: no new cycle may start */
+	gboolean pending;            /* SendPData came during it: one more cycle after it */
+	uint64_t next_seq;           /* sequence of the next cycle (from the store at start) */
+	uint64_t seq;                /* the running cycle's */
+	uint64_t requested_seq;      /* newest sequence a SendPData asked for (or will, when pending) */
+	uint64_t durable_seq;        /* newest committed */
+	uint64_t failed_seq;         /* newest that failed */
+	char failure [SP_ERROR_MAX];
+	SpCycleStats stats;
+	MonoCoopCond wake;           /* the SP task: a cycle started */
+	MonoCoopCond durable;        /* WaitPersisted: a snapshot was committed or failed */
+} sp_cycle;
+
+static struct {
+	SpBuf buf;                   /* the writing buffer */
+	uint64_t seq;
+	gboolean busy;               /* holds a snapshot to commit */
+	MonoCoopCond cond;           /* busy changed (under sp_lock) */
+} sp_writer;
+
+gboolean
+sp_mono_method_needs_barrier (MonoMethod *method)
+{
+	if (sp_options.mode != SP_MODE_INCREMENTAL || !method)
+		return FALSE;
+	switch (sp_options.barrier) {
+	case SP_BARRIER_MARKING:
+		return TRUE;
+	case SP_BARRIER_MARKING_V2:
+		return sp_mono_is_persistent_class (method->klass);
+	case SP_BARRIER_ANNOTATING: {
+		ERROR_DECL (error);
+		return sp_mono_attrs_have (mono_custom_attrs_from_method_checked (method, error), error, "SPersistentUpdateAttribute");
+	}
+	}
+	return FALSE;
+}
+
+gboolean
+sp_mono_barriers_everywhere (void)
+{
+	return sp_options.mode == SP_MODE_INCREMENTAL && sp_options.barrier == SP_BARRIER_MARKING;
+}
+
+/*
+ * Incremental mode needs threads to stop only at safepoints: a thread stopped
+ * between a barrier's test and its store (MONO_THREADS_SUSPEND=preemptive)
+ * would store unguarded after the snapshot's instant.
+ */
+static int
+sp_cycle_check_runtime (SpError *err)
+{
+	if (sp_options.mode == SP_MODE_INCREMENTAL && !mono_threads_are_safepoints_enabled ())
+		return sp_error_set (err, "--sp-mode=incremental needs cooperative or hybrid thread suspension "
+				     "(MONO_THREADS_SUSPEND=preemptive is set)");
+	return 0;
+}
+
+/* ---- the priority of the tasks ------------------------------------------ */
+
+static void
+sp_task_set_priority (const char *task)
+{
+	if (!sp_options.priority)
+		return;
+	struct sched_param param = { .sched_priority = (int)sp_options.priority };
+	int rc = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
+	if (rc != 0)
+		fprintf (stderr, "spmono: warning: the %s task cannot run with SCHED_FIFO priority %u (%s); it runs with the default policy\n",
+			 task, sp_options.priority, strerror (rc));
+}
+
+/* ---- the writer task -------------------------------------------------------- */
+
+/* Under sp_lock: the outcome of the writer's commit of `seq`. */
+static void
+sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns)
+{
+	if (rc == 0) {
+		sp_cycle.durable_seq = seq;
+		sp_stats [SP_STAT_SNAPSHOTS]++;
+		sp_stats [SP_STAT_LAST_SEQUENCE] = (gint64)seq;
+		sp_stats [SP_STAT_LAST_COMMIT_NS] = (gint64)commit_ns;
+	} else {
+		sp_cycle.failed_seq = seq;
+		g_strlcpy (sp_cycle.failure, err->msg, sizeof sp_cycle.failure);
+		sp_stats [SP_STAT_FAILURES]++;
+	}
+	mono_coop_cond_broadcast (&sp_cycle.durable);
+}
+
+/*
+ * The writer task: commits each snapshot handed to it, outside sp_lock and in
+ * GC-safe mode (a collection never waits for an fsync).
+ */
+static gsize
+sp_writer_main (gpointer arg)
+{
+	(void)arg;
+	sp_task_set_priority ("writer");
+	mono_coop_mutex_lock (&sp_lock);
+	for (;;) {
+		while (!sp_writer.busy)
+			mono_coop_cond_wait (&sp_writer.cond, &sp_lock);
+		uint64_t seq = sp_writer.seq;
+		mono_coop_mutex_unlock (&sp_lock);
+		SpError err = { 0 };
+		uint64_t t0 = sp_mono_monotonic_ns ();
+		int rc;
+		MONO_ENTER_GC_SAFE;
+		/* Only this task commits in incremental mode. */
+		rc = sp_store_commit (sp_store, sp_writer.buf.data, sp_writer.buf.len, seq, &err);
+		MONO_EXIT_GC_SAFE;
+		if (rc < 0)
+			sp_error_prefix (&err, "snapshot %llu", (unsigned long long)seq);
+		mono_coop_mutex_lock (&sp_lock);
+		sp_cycle_committed (seq, rc, &err, sp_mono_monotonic_ns () - t0);
+		sp_writer.busy = FALSE;
+		mono_coop_cond_broadcast (&sp_writer.cond);
+	}
+	return 0;
+}
+
+/* Under sp_lock: swap the finished snapshot into the writing buffer; waits (counted) while the writer holds the previous one. */
+static void
+sp_writer_hand_over (uint64_t seq)
+{
+	if (sp_writer.busy) {
+		sp_cycle.stats.writer_waits++;
+		while (sp_writer.busy)
+			mono_coop_cond_wait (&sp_writer.cond, &sp_lock);
+	}
+	SpBuf full = sp_out;
+	sp_out = sp_writer.buf;
+	sp_writer.buf = full;
+	sp_writer.seq = seq;
+	sp_writer.busy = TRUE;
+	mono_coop_cond_broadcast (&sp_writer.cond);
+}
+
+/* ---- a cycle ---------------------------------------------------------------- */
+
+static void
+sp_cycle_fail (SpError *err)
+{
+	sp_error_prefix (err, "snapshot %llu", (unsigned long long)sp_cycle.seq);
+	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
+	sp_cycle.running = FALSE;
+	sp_cycle.pending = FALSE;
+	sp_cycle.failed_seq = sp_cycle.requested_seq;
+	g_strlcpy (sp_cycle.failure, err->msg, sizeof sp_cycle.failure);
+	sp_stats [SP_STAT_FAILURES]++;
+	sp_client_lid_reset ();
+	mono_coop_cond_broadcast (&sp_cycle.durable);
+}
+
+/*
+ * Marking.  v1 marks in the stopped instant of the start: exact (the world
+ * cannot change under it) but a pause that grows with the graph (about 20 ns
+ * an object).  Marking in increments needs the barrier to keep what a store
+ * overwrites during marking (snapshot-at-the-beginning); that is the next step.
+ */
+static int
+sp_cycle_mark (SpError *err)
+{
+	int more;
+	while ((more = sp_ser_mark (&sp_ser, 4096, err)) == 1)
+		;
+	return more;
+}
+
+/*
+ * Roots and marking with the world stopped, then the barrier armed.  Nothing
+ * may allocate while the world is stopped (the GC lock is held): 0, or
+ * SP_START_NEEDS_ROOM when the LID table was too small (grow it and retry), or -1.
+ */
+#define SP_START_NEEDS_ROOM 1
+
+static int
+sp_cycle_start_stopped (SpError *err)
+{
+	int rc = 0;
+	sgen_gc_lock ();
+	sgen_stop_world (0, FALSE);
+	sp_lid_table_frozen = TRUE;
+	sp_lid_table_needed = 0;
+	for (guint i = 0; i < sp_roots->len && rc == 0; i++) {
+		SpRoot *root = sp_mono_root_at (i);
+		rc = sp_ser_root (&sp_ser, root->id, mono_gchandle_get_target_internal (root->handle), err);
+	}
+	if (rc == 0)
+		rc = sp_cycle_mark (err);
+	if (rc == 0)
+		__atomic_store_n (&sp_barrier_active, 1, __ATOMIC_RELEASE);
+	sp_lid_table_frozen = FALSE;
+	sgen_restart_world (0, FALSE);
+	sgen_gc_unlock ();
+	if (rc < 0)
+		sp_client_lid_reset ();
+	return rc < 0 && sp_lid_table_needed ? SP_START_NEEDS_ROOM : rc;
+}
+
+/* The instant of the snapshot. */
+static int
+sp_cycle_start (SpError *err)
+{
+	SpSnapHeader h = { .sequence = sp_cycle.next_seq, .time_ns = sp_mono_now_ns () };
+	/* What could allocate (class maps, LID table room) happens before the world stops. */
+	for (guint i = 0; i < sp_roots->len; i++) {
+		MonoObject *root = mono_gchandle_get_target_internal (sp_mono_root_at (i)->handle);
+		if (root && !sp_client_class_of (root, err))
+			return sp_error_prefix (err, "root %u", sp_mono_root_at (i)->id);
+	}
+	uint32_t room = sp_ser.nobjects + sp_ser.nobjects / 4 + 1024;   /* the last snapshot's size, and some */
+	uint64_t t0;
+	int rc;
+	do {
+		if (sp_mono_lid_table_grow (room, err) < 0 || sp_ser_begin (&sp_ser, &sp_out, &h, err) < 0)
+			return -1;
+		t0 = sp_mono_monotonic_ns ();
+		rc = sp_cycle_start_stopped (err);
+		room = sp_lid_table_needed * 2;
+	} while (rc == SP_START_NEEDS_ROOM);
+	if (rc < 0)
+		return -1;
+	sp_cycle.seq = sp_cycle.next_seq++;
+	sp_cycle.running = TRUE;
+	memset (&sp_cycle.stats, 0, sizeof sp_cycle.stats);
+	sp_cycle.stats.started_ns = t0;
+	sp_cycle.stats.start_pause_ns = sp_mono_monotonic_ns () - t0;
+	mono_coop_cond_broadcast (&sp_cycle.wake);
+	return 0;
+}
+
+static void
+sp_cycle_publish_stats (uint64_t end_ns)
+{
+	const SpCycleStats *c = &sp_cycle.stats;
+	sp_stats [SP_STAT_LAST_OBJECTS] = (gint64)sp_ser.objects_written;
+	sp_stats [SP_STAT_LAST_BYTES] = (gint64)sp_out.len;
+	sp_stats [SP_STAT_LAST_SERIALIZE_NS] = (gint64)(c->total_pause_ns + c->start_pause_ns);
+	sp_stats [SP_STAT_CYCLE_INCREMENTS] = (gint64)c->increments;
+	sp_stats [SP_STAT_CYCLE_MAX_PAUSE_NS] = (gint64)c->max_pause_ns;
+	sp_stats [SP_STAT_CYCLE_AVG_PAUSE_NS] = c->increments ? (gint64)(c->total_pause_ns / c->increments) : 0;
+	sp_stats [SP_STAT_CYCLE_START_PAUSE_NS] = (gint64)c->start_pause_ns;
+	sp_stats [SP_STAT_CYCLE_NS] = (gint64)(end_ns - c->started_ns);
+	sp_stats [SP_STAT_CYCLE_BARRIER_CALLS] = (gint64)c->barrier_calls;
+	sp_stats [SP_STAT_CYCLE_BARRIER_WRITES] = (gint64)c->barrier_writes;
+	sp_stats [SP_STAT_CYCLE_WRITER_WAITS] = (gint64)c->writer_waits;
+	if (sp_options.stats)
+		fprintf (stderr, "spmono: cycle %llu: %llu increments, pause max %.1f us avg %.1f us (start %.1f us), "
+			 "cycle %.3f ms, %llu objects (%llu by barriers, %llu barrier calls), %zu bytes, %llu writer waits\n",
+			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments, c->max_pause_ns / 1e3,
+			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3,
+			 (end_ns - c->started_ns) / 1e6, (unsigned long long)sp_ser.objects_written,
+			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls, sp_out.len,
+			 (unsigned long long)c->writer_waits);
+}
+
+/* Every object is written: close the snapshot, disarm the barrier, hand it to the writer. */
+static void
+sp_cycle_finish (void)
+{
+	SpError err = { 0 };
+	if (sp_ser_finish (&sp_ser, &err) < 0) {
+		sp_cycle_fail (&err);
+		return;
+	}
+	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
+	sp_cycle.running = FALSE;
+	sp_cycle.handing_over = TRUE;
+	sp_client_lid_reset ();
+	sp_cycle_publish_stats (sp_mono_monotonic_ns ());
+	sp_writer_hand_over (sp_cycle.seq);
+	sp_cycle.handing_over = FALSE;
+	if (sp_cycle.pending) {
+		sp_cycle.pending = FALSE;
+		if (sp_cycle_start (&err) < 0)
+			sp_cycle_fail (&err);
+	}
+}
+
+/* One increment: write queued objects until the target pause is used up. */
+static void
+sp_cycle_increment (void)
+{
+	SpError err = { 0 };
+	uint64_t t0 = sp_mono_monotonic_ns (), budget = (uint64_t)sp_options.pause_us * 1000, t;
+	int more;
+	do {
+		more = sp_ser_step (&sp_ser, 8, &err);
+		t = sp_mono_monotonic_ns ();
+	} while (more == 1 && t - t0 < budget);
+	SpCycleStats *c = &sp_cycle.stats;
+	c->increments++;
+	c->total_pause_ns += t - t0;
+	if (t - t0 > c->max_pause_ns)
+		c->max_pause_ns = t - t0;
+	if (more < 0)
+		sp_cycle_fail (&err);
+	else if (more == 0)
+		sp_cycle_finish ();
+}
+
+/* ---- the SP task ------------------------------------------------------------ */
+
+static void
+sp_timespec_add_ns (struct timespec *t, uint64_t ns)
+{
+	uint64_t total = (uint64_t)t->tv_nsec + ns;
+	t->tv_sec += (time_t)(total / 1000000000u);
+	t->tv_nsec = (long)(total % 1000000000u);
+}
+
+/* Sleep until the absolute `release` (periodic release without drift), GC-safe. */
+static void
+sp_task_sleep_until (const struct timespec *release)
+{
+	MONO_ENTER_GC_SAFE;
+	while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, release, NULL) == EINTR)
+		;
+	MONO_EXIT_GC_SAFE;
+}
+
+static gsize
+sp_task_main (gpointer arg)
+{
+	(void)arg;
+	sp_task_set_priority ("SP");
+	mono_coop_mutex_lock (&sp_lock);
+	for (;;) {
+		while (!sp_cycle.running)
+			mono_coop_cond_wait (&sp_cycle.wake, &sp_lock);
+		struct timespec release;
+		clock_gettime (CLOCK_MONOTONIC, &release);
+		while (sp_cycle.running) {
+			sp_cycle_increment ();
+			if (!sp_cycle.running)
+				break;
+			mono_coop_mutex_unlock (&sp_lock);
+			sp_timespec_add_ns (&release, (uint64_t)sp_options.period_us * 1000);
+			sp_task_sleep_until (&release);
+			mono_coop_mutex_lock (&sp_lock);
+		}
+	}
+	return 0;
+}
+
+/* The SP and writer tasks, the first time a cycle is asked for (under sp_lock). */
+static int
+sp_tasks_start (SpError *err)
+{
+	if (sp_cycle.task_started)
+		return 0;
+	mono_coop_cond_init (&sp_cycle.wake);
+	mono_coop_cond_init (&sp_cycle.durable);
+	mono_coop_cond_init (&sp_writer.cond);
+	sp_buf_init (&sp_writer.buf);
+	sp_cycle.next_seq = sp_store_next_sequence (sp_store);
+	gpointer mains [2] = { (gpointer)sp_writer_main, (gpointer)sp_task_main };
+	for (int i = 0; i < 2; i++) {
+		ERROR_DECL (error);
+		MonoInternalThread *task = mono_thread_create_internal (mono_get_root_domain (), mains [i], NULL, MONO_THREAD_CREATE_FLAGS_NONE, error);
+		/* The program's end does not wait for them (nor abort them): a snapshot not yet durable is not waited for. */
+		if (is_ok (error))
+			task->flags |= MONO_THREAD_FLAG_DONT_MANAGE;
+		if (!is_ok (error)) {
+			sp_error_set (err, "cannot start the %s task: %s", i ? "SP" : "writer", mono_error_get_message (error));
+			mono_error_cleanup (error);
+			return -1;
+		}
+	}
+	sp_cycle.task_started = TRUE;
+	return 0;
+}
+
+/* SendPData, incremental: start a cycle, or have one follow the running one.  Under sp_lock. */
+static int
+sp_cycle_request (SpError *err)
+{
+	if (sp_tasks_start (err) < 0)
+		return -1;
+	if (sp_cycle.running || sp_cycle.handing_over) {
+		/* Coalesced: the next cycle starts when this one is written, capturing a newer state. */
+		sp_cycle.pending = TRUE;
+		sp_cycle.requested_seq = sp_cycle.seq + 1;
+		return 0;
+	}
+	if (sp_cycle_start (err) < 0) {
+		sp_stats [SP_STAT_FAILURES]++;
+		return sp_error_prefix (err, "SendPData");
+	}
+	sp_cycle.requested_seq = sp_cycle.seq;
+	return 0;
+}
+
+/* SPC.WaitPersisted: until the newest requested snapshot is durable; an error if it failed.  Under sp_lock. */
+static int
+sp_cycle_wait (SpError *err)
+{
+	if (sp_options.mode != SP_MODE_INCREMENTAL || !sp_cycle.task_started)
+		return 0;      /* stop-the-world: SendPData returned once durable */
+	uint64_t want = sp_cycle.requested_seq;
+	while (sp_cycle.durable_seq < want && sp_cycle.failed_seq < want)
+		mono_coop_cond_wait (&sp_cycle.durable, &sp_lock);
+	if (sp_cycle.durable_seq < want)
+		return sp_error_set (err, "%s", sp_cycle.failure);
+	return 0;
+}
+
+/* ---- the barrier's slow path ------------------------------------------------- */
+
+void
+sp_barrier_store (MonoObject *obj)
+{
+	if (!obj)
+		return;
+	mono_coop_mutex_lock (&sp_lock);
+	if (sp_cycle.running) {
+		sp_cycle.stats.barrier_calls++;
+		/* Marking is complete: an object without a LID is not part of this snapshot. */
+		uint32_t lid = sp_ser_lid_if_known (&sp_ser, obj);
+		if (lid && !sp_ser_is_written (&sp_ser, lid)) {
+			SpError err = { 0 };
+			int rc = sp_ser_write_now (&sp_ser, obj, &err);
+			if (rc > 0)
+				sp_cycle.stats.barrier_writes++;
+			else if (rc < 0)
+				sp_cycle_fail (&err);
+		}
+	}
+	mono_coop_mutex_unlock (&sp_lock);
+}

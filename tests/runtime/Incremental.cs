@@ -1,0 +1,149 @@
+// Incremental: a snapshot written by the SP task while two threads rewrite the
+// graph is exactly the graph at the instant of SendPData.
+//
+//   Incremental.exe write N GENERATIONS WHERE   for g = 1..GENERATIONS: make the
+//       whole graph "generation g" (every value g, every link i -> i+1),
+//       SendPData, then rewrite it on two threads (values, array elements, links,
+//       whole cells replaced) while the cycle runs, WaitPersisted; prints the
+//       cycle figures.  WHERE: "inside" rewrites through [SPersistentUpdate]
+//       methods of the [SPersistent] classes (guarded in every barrier mode),
+//       "outside" from a method of another class (guarded by marking only)
+//   Incremental.exe check N GENERATIONS   (warm restart) the graph must be exactly
+//       generation GENERATIONS: any value, element or link of another
+//       generation is a torn snapshot
+//
+// Stores covered: stfld (int, long, reference), stelem.i4, stelem.ref, stelem.i8
+// (a long[]), in methods of [SPersistent] classes and in others.
+using System;
+using System.Threading;
+using SPersistence;
+
+[SPersistent]
+class Cell
+{
+	[SPersistentField] public int Value;
+	[SPersistentField] public long Stamp;
+	[SPersistentField] public Cell Next;
+	[SPersistentField] public int [] Data;
+
+	public void Set (int g, Cell next)
+	{
+		Value = g;
+		Stamp = (long)g << 32 | (uint)g;
+		Next = next;
+		for (int k = 0; k < Data.Length; k++)
+			Data [k] = g;
+	}
+
+	[SPersistentUpdate]
+	public void Rewrite (int g, Cell next, int i)
+	{
+		Value = g;
+		Stamp = -g;
+		Next = next;
+		Data [i % 4] = g;
+	}
+}
+
+[SPersistent]
+class Grid
+{
+	[SPersistentField] public Cell [] Cells;
+	[SPersistentField] public long [] Totals;
+	[SPersistentField] public int Generation;
+
+	[SPersistentUpdate]
+	public void Rewrite (int g, int i)
+	{
+		int n = Cells.Length;
+		Cells [i].Rewrite (g, Cells [(i + 2) % n], i);
+		Totals [i] = -g;
+		if (i % 7 == 0)
+			Cells [i] = new Cell { Value = g, Data = new int [4] };
+		Generation = g;
+	}
+}
+
+static class Program
+{
+	static Grid Make (int n)
+	{
+		var grid = new Grid { Cells = new Cell [n], Totals = new long [n] };
+		for (int i = 0; i < n; i++)
+			grid.Cells [i] = new Cell { Data = new int [4] };
+		return grid;
+	}
+
+	// Generation g everywhere (before SendPData: no cycle runs).
+	static void SetGeneration (Grid grid, int g)
+	{
+		int n = grid.Cells.Length;
+		grid.Generation = g;
+		for (int i = 0; i < n; i++) {
+			grid.Cells [i].Set (g, grid.Cells [(i + 1) % n]);
+			grid.Totals [i] = g;
+		}
+	}
+
+	// During the cycle: everything of the next generation.
+	static void Rewrite (Grid grid, int g, int from, int step, bool inside)
+	{
+		int n = grid.Cells.Length;
+		for (int i = from; i < n; i += step) {
+			if (inside) {
+				grid.Rewrite (g, i);
+				continue;
+			}
+			Cell c = grid.Cells [i];
+			c.Value = g;                                   // stfld int
+			c.Stamp = -g;                                  // stfld long
+			c.Next = grid.Cells [(i + 2) % n];             // stfld ref
+			c.Data [i % 4] = g;                            // stelem.i4
+			grid.Totals [i] = -g;                          // stelem.i8
+			if (i % 7 == 0)
+				grid.Cells [i] = new Cell { Value = g, Data = new int [4] };   // stelem.ref
+		}
+		grid.Generation = g;
+	}
+
+	static int Main (string [] args)
+	{
+		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
+		if (args [0] == "write") {
+			bool inside = args [3] == "inside";
+			Grid grid = Make (n);
+			SPC.AddRoot (grid);
+			for (int g = 1; g <= generations; g++) {
+				SetGeneration (grid, g);
+				SPC.SendPData ();
+				int next = -g;
+				var other = new Thread (() => Rewrite (grid, next, 1, 2, inside));
+				other.Start ();
+				Rewrite (grid, next, 0, 2, inside);
+				other.Join ();
+				SPC.WaitPersisted ();
+				SPStats s = SPC.GetStats ();
+				Console.WriteLine ("generation {0}: {1} increments, {2} objects ({3} by barriers), max pause {4} us",
+					g, s.CycleIncrements, s.LastObjects, s.CycleBarrierWrites, s.CycleMaxPauseNs / 1000);
+			}
+			return 0;
+		}
+		T.Check (SPC.IsWarmRestart (), "a warm restart");
+		var back = (Grid)SPC.RecvPData (1);
+		int want = generations;
+		T.Eq (want, back.Generation, "Grid.Generation");
+		T.Eq (n, back.Cells.Length, "cells");
+		for (int i = 0; i < n; i++) {
+			Cell c = back.Cells [i];
+			string at = "cell " + i;
+			T.Eq (want, c.Value, at + " Value");
+			T.Eq ((long)want << 32 | (uint)want, c.Stamp, at + " Stamp");
+			T.Check (object.ReferenceEquals (c.Next, back.Cells [(i + 1) % n]), at + " Next links to the next cell");
+			for (int k = 0; k < 4; k++)
+				T.Eq (want, c.Data [k], at + " Data[" + k + "]");
+			T.Eq ((long)want, back.Totals [i], at + " Totals");
+		}
+		Console.WriteLine ("generation {0} restored whole: {1} cells", want, n);
+		return 0;
+	}
+}
