@@ -27,4 +27,9 @@ for barrier in marking-v2 annotating; do
 		inc.exe write $N $G outside > write.txt || fail "write, --sp-barrier=$barrier, stores outside"
 	expect_fail "CHECK FAILED" spm --sp-store=store inc.exe check $N $G
 done
+# Configurations that cannot keep the promise are refused at start, with the reason.
+expect_fail "needs cooperative or hybrid thread suspension" \
+	env MONO_THREADS_SUSPEND=preemptive "$SPMONO" --sp-store=store --sp-mode=incremental inc.exe write 10 1 inside
+expect_fail "--sp-pause=5000 is longer than --sp-period=1000" \
+	"$SPMONO" --sp-store=store --sp-mode=incremental --sp-pause=5000 --sp-period=1000 inc.exe write 10 1 inside
 echo "incremental snapshots are exact under every barrier mode"
