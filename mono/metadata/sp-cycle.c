@@ -484,7 +484,7 @@ sp_barrier_store (MonoObject *obj)
 		sp_cycle.stats.barrier_calls++;
 		/* Marking is complete: an object without a LID is not part of this snapshot. */
 		uint32_t lid = sp_ser_lid_if_known (&sp_ser, obj);
-		if (lid && !sp_ser_is_written (&sp_ser, lid)) {
+		if (sp_ser_needs_write (&sp_ser, lid)) {
 			SpError err = { 0 };
 			int rc = sp_ser_write_now (&sp_ser, obj, &err);
 			if (rc > 0)

@@ -45,6 +45,7 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 		memset (s->written, 0, s->nobjects + 1 < s->written_cap ? s->nobjects + 1 : s->written_cap);
 	s->nobjects = s->nclasses = s->nroots = 0;
 	s->marked = 0;
+	s->partial_lid = 0;
 	s->objects_written = 0;
 	sp_lidmap_clear (&s->lids);
 	sp_queue_clear (&s->queue);
@@ -228,24 +229,30 @@ sp_ser_string_is_latin1 (const uint16_t *chars, uint32_t n)
 	return true;
 }
 
-static void
-sp_ser_string (SpSerializer *s, void *str, uint32_t lid)
+/* Elements in one piece of a string (c NULL) or an array of class c. */
+static uint64_t
+sp_ser_piece_length (const SpClass *c)
 {
-	uint32_t n = sp_client_string_length (str);
-	const uint16_t *chars = sp_client_string_chars (str);
-	SpBuf *o = s->out;
-	sp_buf_put_u8 (o, SP_REC_STRING);
-	sp_buf_put_varint (o, lid);
+	if (!c || c->kind == SP_CLASS_STRING)
+		return SP_SER_PIECE_BYTES / 2;
+	if (sp_class_is_primitive_array (c))
+		return SP_SER_PIECE_BYTES / (c->elem_size ? c->elem_size : 1);
+	return SP_SER_PIECE_ELEMS;
+}
+
+/* A piece of a string: count, encoding (Latin-1 when every unit fits), units. */
+static void
+sp_ser_string_piece (SpBuf *o, const uint16_t *chars, uint64_t n)
+{
 	sp_buf_put_varint (o, n);
-	sp_buf_put_varint (o, n);           /* one piece: the whole string */
-	bool latin1 = sp_ser_string_is_latin1 (chars, n);
+	bool latin1 = sp_ser_string_is_latin1 (chars, (uint32_t)n);
 	sp_buf_put_u8 (o, latin1 ? SP_STR_LATIN1 : SP_STR_UTF16LE);
 	uint8_t *dst = sp_buf_reserve (o, (size_t)n * (latin1 ? 1 : 2));
 	if (!dst)
 		return;
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < n; i++) {
 		if (latin1)
-			*dst++ = (uint8_t)chars [i];
+			dst [i] = (uint8_t)chars [i];
 		else
 			sp_put_le (dst + 2 * i, chars [i], 2);
 	}
@@ -267,18 +274,73 @@ sp_ser_array_elements (SpSerializer *s, const SpClass *c, const uint8_t *data, u
 	return 0;
 }
 
+/* Elements [start, start + count) of string or array obj, as a piece. */
 static int
-sp_ser_array (SpSerializer *s, void *arr, SpClass *c, uint32_t lid, SpError *err)
+sp_ser_piece (SpSerializer *s, void *obj, const SpClass *c, uint64_t start, uint64_t count, SpError *err)
 {
-	uint32_t class_id = sp_ser_class_id (s, c);
-	uint64_t n = sp_client_array_length (arr);
+	if (c->kind == SP_CLASS_STRING) {
+		sp_ser_string_piece (s->out, sp_client_string_chars (obj) + start, count);
+		return 0;
+	}
+	sp_buf_put_varint (s->out, count);
+	return sp_ser_array_elements (s, c, (const uint8_t *)sp_client_array_data (obj) + start * c->elem_size, count, err);
+}
+
+static uint64_t
+sp_ser_length (void *obj, const SpClass *c)
+{
+	return c->kind == SP_CLASS_STRING ? sp_client_string_length (obj) : sp_client_array_length (obj);
+}
+
+/*
+ * The record of a string or array, with its first piece; the rest follow as
+ * ELEMS records (sp_ser_continue), unless `whole` (the barrier: the object's
+ * state must be taken entirely before the store lands, and there is one
+ * object in pieces at a time).
+ */
+static int
+sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, SpError *err)
+{
+	uint64_t n = sp_ser_length (obj, c);
 	SpBuf *o = s->out;
-	sp_buf_put_u8 (o, SP_REC_ARRAY);
-	sp_buf_put_varint (o, lid);
-	sp_buf_put_varint (o, class_id);
+	if (c->kind == SP_CLASS_STRING) {
+		sp_buf_put_u8 (o, SP_REC_STRING);
+		sp_buf_put_varint (o, lid);
+	} else {
+		uint32_t class_id = sp_ser_class_id (s, c);
+		sp_buf_put_u8 (o, SP_REC_ARRAY);
+		sp_buf_put_varint (o, lid);
+		sp_buf_put_varint (o, class_id);
+	}
 	sp_buf_put_varint (o, n);
-	sp_buf_put_varint (o, n);           /* one piece: every element */
-	return sp_ser_array_elements (s, c, sp_client_array_data (arr), n, err);
+	uint64_t first = whole || n < sp_ser_piece_length (c) ? n : sp_ser_piece_length (c);
+	if (first < n) {
+		s->partial_lid = lid;
+		s->partial_next = first;
+	}
+	return sp_ser_piece (s, obj, c, 0, first, err);
+}
+
+/* The next piece of the string or array being written in pieces. */
+static int
+sp_ser_continue (SpSerializer *s, SpError *err)
+{
+	uint32_t lid = s->partial_lid;
+	void *obj = sp_client_lid_object (lid);     /* read again: the GC may have moved it since the last piece */
+	SpClass *c = sp_client_class_of (obj, err);
+	if (!c)
+		return -1;
+	uint64_t n = sp_ser_length (obj, c), start = s->partial_next;
+	uint64_t count = n - start < sp_ser_piece_length (c) ? n - start : sp_ser_piece_length (c);
+	sp_buf_put_u8 (s->out, SP_REC_ELEMS);
+	sp_buf_put_varint (s->out, lid);
+	sp_buf_put_varint (s->out, start);
+	s->partial_next += count;
+	if (s->partial_next == n)
+		s->partial_lid = 0;
+	if (sp_ser_piece (s, obj, c, start, count, err) < 0)
+		return -1;
+	return s->out->oom ? sp_ser_oom (err) : 0;
 }
 
 /* Mark object `lid` written; false when it already was (a barrier or a step got there first). */
@@ -302,15 +364,15 @@ sp_ser_claim (SpSerializer *s, uint32_t lid, SpError *err)
 	return 1;
 }
 
-/* Write the record of object `lid` (obj) of class c. */
+/* Write the record of object `lid` (obj) of class c (`whole`: no pieces left for later). */
 static int
-sp_ser_write (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *err)
+sp_ser_write (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, SpError *err)
 {
 	int rc = 0;
 	switch (c->kind) {
 	case SP_CLASS_OBJECT: rc = sp_ser_object (s, obj, c, lid, err); break;
-	case SP_CLASS_STRING: sp_ser_string (s, obj, lid); break;
-	case SP_CLASS_ARRAY: rc = sp_ser_array (s, obj, c, lid, err); break;
+	case SP_CLASS_STRING:
+	case SP_CLASS_ARRAY: rc = sp_ser_sized (s, obj, c, lid, whole, err); break;
 	default: rc = sp_error_set (err, "internal error: class %s has kind %u", c->name, c->kind);
 	}
 	if (rc < 0)
@@ -326,6 +388,12 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 {
 	uint32_t lid;
 	for (size_t done = 0; done < max_objects; done++) {
+		if (s->partial_lid) {
+			if (sp_ser_continue (s, err) < 0)
+				return -1;
+			done += SP_SER_PIECE_COST - 1;
+			continue;
+		}
 		if (!sp_queue_pop (&s->queue, &lid))
 			return 0;
 		/* Breadth-first order is known ahead: fetch an object a few turns before its turn. */
@@ -341,10 +409,10 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		SpClass *c = sp_client_class_of (obj, err);   /* known persistable: checked when queued */
 		if (!c)
 			return sp_error_set (err, "internal error: queued object %u lost its class", lid);
-		if (sp_ser_write (s, obj, c, lid, err) < 0)
+		if (sp_ser_write (s, obj, c, lid, false, err) < 0)
 			return -1;
 	}
-	return sp_queue_count (&s->queue) ? 1 : 0;
+	return sp_queue_count (&s->queue) || s->partial_lid ? 1 : 0;
 }
 
 /* Give LIDs to the objects the reference leaves of one instance/element at `base` point to. */
@@ -407,11 +475,18 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpError *err)
 	uint32_t lid;
 	if (!obj || sp_ser_lid_of (s, obj, &lid, err) < 0)
 		return obj ? -1 : 0;
+	if (lid == s->partial_lid) {
+		/* Being written in pieces: the rest of it, now, before the store lands. */
+		while (s->partial_lid == lid)
+			if (sp_ser_continue (s, err) < 0)
+				return -1;
+		return 1;
+	}
 	int claimed = sp_ser_claim (s, lid, err);
 	if (claimed <= 0)
 		return claimed;
 	SpClass *c = sp_client_class_of (obj, err);
-	if (!c || sp_ser_write (s, obj, c, lid, err) < 0)
+	if (!c || sp_ser_write (s, obj, c, lid, true, err) < 0)
 		return -1;
 	return 1;
 }
@@ -419,8 +494,8 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpError *err)
 int
 sp_ser_finish (SpSerializer *s, SpError *err)
 {
-	if (sp_queue_count (&s->queue))
-		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued", sp_queue_count (&s->queue));
+	if (sp_queue_count (&s->queue) || s->partial_lid)
+		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued", sp_queue_count (&s->queue) + (s->partial_lid != 0));
 	SpSnapTrailer t = { .nclasses = s->nclasses, .nobjects = s->nobjects, .nroots = s->nroots };
 	uint8_t *dst = sp_buf_reserve (s->out, SP_FORMAT_TRAILER_SIZE);
 	if (!dst)

@@ -31,6 +31,8 @@ typedef struct SpSerializer {
 	uint32_t nroots;
 	uint64_t objects_written;
 	uint32_t marked;         /* marking: objects 1..marked have had their children given LIDs */
+	uint32_t partial_lid;    /* a long string or array whose pieces are being written, 0 = none */
+	uint64_t partial_next;   /* its first element not written yet */
 	uint8_t *written;        /* [lid]: 1 once the object's record is written (by a step or a barrier) */
 	size_t written_cap;
 } SpSerializer;
@@ -42,7 +44,16 @@ void sp_ser_free (SpSerializer *s);
 int sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err);
 /* Register root `root_id` (obj may be NULL). */
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
-/* Write up to max_objects queued objects: 1 = more remain, 0 = queue empty, -1 = error. */
+/*
+ * Write up to max_objects queued objects: 1 = more remain, 0 = queue empty, -1 = error.
+ * A long string or array is written in pieces (an ARRAY/STRING record, then
+ * ELEMS records), one piece a step, each worth SP_SER_PIECE_COST objects, so
+ * that a step's time is bounded whatever the object (the pause target holds
+ * for any graph).
+ */
+#define SP_SER_PIECE_BYTES (64u << 10)  /* data of a piece of primitives or characters, at most */
+#define SP_SER_PIECE_ELEMS 1024u        /* elements of a piece encoded one by one (references, structs), at most */
+#define SP_SER_PIECE_COST  8u
 int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
 /*
  * Marking, the first phase of an incremental snapshot: give every object
@@ -61,6 +72,13 @@ static inline bool
 sp_ser_is_written (const SpSerializer *s, uint32_t lid)
 {
 	return lid < s->written_cap && s->written [lid];
+}
+
+/* Must a store into object lid wait for sp_ser_write_now: not written yet, or written only in part? */
+static inline bool
+sp_ser_needs_write (const SpSerializer *s, uint32_t lid)
+{
+	return lid && (!sp_ser_is_written (s, lid) || lid == s->partial_lid);
 }
 
 /*

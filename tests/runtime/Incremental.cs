@@ -7,7 +7,9 @@
 //       whole cells replaced) while the cycle runs, WaitPersisted; prints the
 //       cycle figures.  WHERE: "inside" rewrites through [SPersistentUpdate]
 //       methods of the [SPersistent] classes (guarded in every barrier mode),
-//       "outside" from a method of another class (guarded by marking only)
+//       "outside" from a method of another class (guarded by marking only);
+//       a fifth argument "gc" adds a thread that forces collections (nursery and
+//       major, alternately) throughout, so objects move in the middle of cycles
 //   Incremental.exe check N GENERATIONS   (warm restart) the graph must be exactly
 //       generation GENERATIONS: any value, element or link of another
 //       generation is a torn snapshot
@@ -111,8 +113,18 @@ static class Program
 		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
 		if (args [0] == "write") {
 			bool inside = args [3] == "inside";
+			bool collect = args.Length > 4 && args [4] == "gc";
 			Grid grid = Make (n);
 			SPC.AddRoot (grid);
+			var stop = new ManualResetEvent (false);
+			var collector = new Thread (() => {
+				for (int k = 0; !stop.WaitOne (0); k++) {
+					GC.Collect (k % 4 == 3 ? 1 : 0);
+					Thread.Sleep (1);
+				}
+			});
+			if (collect)
+				collector.Start ();
 			for (int g = 1; g <= generations; g++) {
 				SetGeneration (grid, g);
 				SPC.SendPData ();
@@ -126,6 +138,9 @@ static class Program
 				Console.WriteLine ("generation {0}: {1} increments, {2} objects ({3} by barriers), max pause {4} us",
 					g, s.CycleIncrements, s.LastObjects, s.CycleBarrierWrites, s.CycleMaxPauseNs / 1000);
 			}
+			stop.Set ();
+			if (collect)
+				collector.Join ();
 			return 0;
 		}
 		T.Check (SPC.IsWarmRestart (), "a warm restart");

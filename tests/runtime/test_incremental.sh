@@ -20,6 +20,18 @@ for combo in "marking outside" "marking inside" "marking-v2 inside" "annotating 
 	run "$1" "$2"
 	spm --sp-store=store inc.exe check $N $G || fail "torn snapshot with --sp-barrier=$1, stores $2"
 done
+# Objects move during cycles: forced nursery and major collections throughout,
+# a tiny nursery (collections in the middle of increments' neighbours), Mono's
+# GC debugging checks; the snapshot stays exact.
+for params in "nursery-size=64k" "major=marksweep-conc,nursery-size=256k" ""; do
+	rm -rf store
+	MONO_GC_PARAMS=$params spm --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 \
+		inc.exe write $N $G outside gc > write.txt || fail "write with collections, MONO_GC_PARAMS=$params"
+	spm --sp-store=store inc.exe check $N $G || fail "torn snapshot with collections, MONO_GC_PARAMS=$params"
+done
+MONO_GC_DEBUG=check-remset-consistency,verify-before-allocs=1000 spm --sp-store=store2 --sp-mode=incremental \
+	--sp-pause=100 --sp-period=1000 inc.exe write 3000 2 outside gc > write.txt || fail "write under MONO_GC_DEBUG"
+spm --sp-store=store2 inc.exe check 3000 2 || fail "torn snapshot under MONO_GC_DEBUG"
 # Stores outside what marking-v2 and annotating guard: torn, and detected.
 for barrier in marking-v2 annotating; do
 	rm -rf store
