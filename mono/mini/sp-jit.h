@@ -17,6 +17,13 @@
 #include "mini.h"
 
 void sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj);
+/*
+ * Before a call of a class-library method that writes into an array it is
+ * given (Array.Copy, Array.ConstrainedCopy, Array.Clear, Array.Reverse,
+ * Array.Sort, Buffer.BlockCopy): the barrier on that array.  args: the
+ * call's arguments.
+ */
+void sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSignature *fsig, MonoInst **args);
 /* Before mini_init (options parsed, corlib not loaded): JIT settings the barrier mode needs. */
 void sp_jit_before_init (void);
 

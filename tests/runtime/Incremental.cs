@@ -15,10 +15,17 @@
 //       generation is a torn snapshot
 //
 // Stores covered: stfld (int, long, reference), stelem.i4, stelem.ref, stelem.i8
-// (a long[]), in methods of [SPersistent] classes and in others.
+// (a long[]), a ref argument, Interlocked on a field and on an element, a
+// struct field set in place, Array.Copy, Array.Clear, Buffer.BlockCopy; in
+// methods of [SPersistent] classes and in others.
 using System;
 using System.Threading;
 using SPersistence;
+
+struct Pair
+{
+	public int A, B;
+}
 
 [SPersistent]
 class Cell
@@ -27,9 +34,11 @@ class Cell
 	[SPersistentField] public long Stamp;
 	[SPersistentField] public Cell Next;
 	[SPersistentField] public int [] Data;
+	[SPersistentField] public Pair P;
 
 	public void Set (int g, Cell next)
 	{
+		P = new Pair { A = g, B = g };
 		Value = g;
 		Stamp = (long)g << 32 | (uint)g;
 		Next = next;
@@ -87,6 +96,25 @@ static class Program
 		}
 	}
 
+	static void Store (ref int slot, int v) { slot = v; }
+
+	// Stores that are not stfld/stelem: through managed pointers, and array copies.
+	static void RewriteIndirectly (Grid grid, int g, int i)
+	{
+		Cell c = grid.Cells [i];
+		switch (i % 6) {
+		case 0: Store (ref c.Value, g); break;                                  // ref argument (ldflda)
+		case 1: Interlocked.Exchange (ref c.Stamp, -g); break;                  // Interlocked on a field
+		case 2: c.P.A = g; break;                                               // struct field in place
+		case 3: Interlocked.Increment (ref c.Data [1]); break;                  // Interlocked on an element (ldelema)
+		case 4: Array.Copy (new [] { g, g, g, g }, c.Data, 4); break;           // Array.Copy
+		default:
+			Array.Clear (grid.Totals, i, 1);                                    // Array.Clear
+			Buffer.BlockCopy (new int [] { g, g }, 0, c.Data, 8, 8);            // Buffer.BlockCopy
+			break;
+		}
+	}
+
 	// During the cycle: everything of the next generation.
 	static void Rewrite (Grid grid, int g, int from, int step, bool inside)
 	{
@@ -96,6 +124,7 @@ static class Program
 				grid.Rewrite (g, i);
 				continue;
 			}
+			RewriteIndirectly (grid, g, i);
 			Cell c = grid.Cells [i];
 			c.Value = g;                                   // stfld int
 			c.Stamp = -g;                                  // stfld long
@@ -156,6 +185,8 @@ static class Program
 			T.Check (object.ReferenceEquals (c.Next, back.Cells [(i + 1) % n]), at + " Next links to the next cell");
 			for (int k = 0; k < 4; k++)
 				T.Eq (want, c.Data [k], at + " Data[" + k + "]");
+			T.Eq (want, c.P.A, at + " P.A");
+			T.Eq (want, c.P.B, at + " P.B");
 			T.Eq ((long)want, back.Totals [i], at + " Totals");
 		}
 		Console.WriteLine ("generation {0} restored whole: {1} cells", want, n);
