@@ -53,6 +53,7 @@ typedef struct SpCycleStats {
 	uint64_t max_pause_ns;
 	uint64_t total_pause_ns;
 	uint64_t start_pause_ns;     /* the stopped instant at the start (roots, marking) */
+	uint64_t stop_ns;            /* of which stopping the world took */
 	uint64_t barrier_calls;      /* slow-path calls while the cycle ran */
 	uint64_t barrier_writes;     /* objects the barrier wrote */
 	uint64_t writer_waits;       /* times the SP task waited for the writer */
@@ -244,8 +245,10 @@ static int
 sp_cycle_start_stopped (SpError *err)
 {
 	int rc = 0;
+	uint64_t t0 = sp_mono_monotonic_ns ();
 	sgen_gc_lock ();
 	sgen_stop_world (0, FALSE);
+	sp_cycle.stats.stop_ns = sp_mono_monotonic_ns () - t0;
 	sp_lid_table_frozen = TRUE;
 	sp_lid_table_needed = 0;
 	for (guint i = 0; i < sp_roots->len && rc == 0; i++) {
@@ -289,7 +292,9 @@ sp_cycle_start (SpError *err)
 		return -1;
 	sp_cycle.seq = sp_cycle.next_seq++;
 	sp_cycle.running = TRUE;
+	uint64_t stop_ns = sp_cycle.stats.stop_ns;
 	memset (&sp_cycle.stats, 0, sizeof sp_cycle.stats);
+	sp_cycle.stats.stop_ns = stop_ns;
 	sp_cycle.stats.started_ns = t0;
 	sp_cycle.stats.start_pause_ns = sp_mono_monotonic_ns () - t0;
 	mono_coop_cond_broadcast (&sp_cycle.wake);
@@ -312,10 +317,10 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	sp_stats [SP_STAT_CYCLE_BARRIER_WRITES] = (gint64)c->barrier_writes;
 	sp_stats [SP_STAT_CYCLE_WRITER_WAITS] = (gint64)c->writer_waits;
 	if (sp_options.stats)
-		fprintf (stderr, "spmono: cycle %llu: %llu increments, pause max %.1f us avg %.1f us (start %.1f us), "
+		fprintf (stderr, "spmono: cycle %llu: %llu increments, pause max %.1f us avg %.1f us (start %.1f us, of which stopping the world %.1f us), "
 			 "cycle %.3f ms, %llu objects (%llu by barriers, %llu barrier calls), %zu bytes, %llu writer waits\n",
 			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments, c->max_pause_ns / 1e3,
-			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3,
+			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3, c->stop_ns / 1e3,
 			 (end_ns - c->started_ns) / 1e6, (unsigned long long)sp_ser.objects_written,
 			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls, sp_out.len,
 			 (unsigned long long)c->writer_waits);
