@@ -102,6 +102,15 @@ sp_ser_blame (SpError *err, const SpClass *owner, const SpField *f)
 	return sp_error_prefix (err, "an element of %s", owner->name);
 }
 
+/* The LID of what reference leaf f of the instance at `base` points to (the failure names the field). */
+static inline int
+sp_ser_child_lid (SpSerializer *s, const SpClass *c, const SpField *f, const uint8_t *base, uint32_t *lid, SpError *err)
+{
+	void *child;
+	memcpy (&child, base + f->offset, sizeof child);
+	return sp_ser_lid_of (s, child, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
+}
+
 int
 sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err)
 {
@@ -190,14 +199,11 @@ sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *
 		}
 	}
 	for (uint32_t i = 0; i < c->nfields; i++) {
-		const SpField *f = &c->fields [i];
-		if (f->kind != SP_KIND_REF)
-			continue;
-		void *child;
-		memcpy (&child, base + f->offset, sizeof child);
 		uint32_t lid;
-		if (sp_ser_lid_of (s, child, &lid, err) < 0)
-			return sp_ser_blame (err, c, f);
+		if (c->fields [i].kind != SP_KIND_REF)
+			continue;
+		if (sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
+			return -1;
 		dst = sp_put_varint_raw (dst, lid);
 	}
 	s->out->len += (size_t)(dst - start);
@@ -420,14 +426,9 @@ static int
 sp_ser_mark_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *err)
 {
 	for (uint32_t i = 0; i < c->nfields; i++) {
-		const SpField *f = &c->fields [i];
-		if (f->kind != SP_KIND_REF)
-			continue;
-		void *child;
-		memcpy (&child, base + f->offset, sizeof child);
 		uint32_t lid;
-		if (sp_ser_lid_of (s, child, &lid, err) < 0)
-			return sp_ser_blame (err, c, f);
+		if (c->fields [i].kind == SP_KIND_REF && sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
+			return -1;
 	}
 	return 0;
 }
