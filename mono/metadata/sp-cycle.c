@@ -208,7 +208,9 @@ sp_writer_hand_over (uint64_t seq)
 static void
 sp_cycle_fail (SpError *err)
 {
-	sp_error_prefix (err, "snapshot %llu", (unsigned long long)sp_cycle.seq);
+	/* The running cycle's, or the one a coalesced SendPData was to start. */
+	uint64_t seq = sp_cycle.running ? sp_cycle.seq : sp_cycle.next_seq;
+	sp_error_prefix (err, "snapshot %llu", (unsigned long long)seq);
 	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
 	sp_cycle.running = FALSE;
 	sp_cycle.pending = FALSE;
@@ -235,11 +237,13 @@ sp_cycle_mark (SpError *err)
 }
 
 /*
- * Roots and marking with the world stopped, then the barrier armed.  Nothing
- * may allocate while the world is stopped (the GC lock is held): 0, or
- * SP_START_NEEDS_ROOM when the LID table was too small (grow it and retry), or -1.
+ * Roots and marking with the world stopped, then the barrier armed.  While the
+ * world is stopped nothing may allocate (the GC lock is held) nor take a lock a
+ * stopped thread may hold (the loader lock: no class map is built): 0, or
+ * SP_START_RETRY when the LID table was too small or a class had no map yet
+ * (the caller makes room or builds the map, then tries again), or -1.
  */
-#define SP_START_NEEDS_ROOM 1
+#define SP_START_RETRY 1
 
 static int
 sp_cycle_start_stopped (SpError *err)
@@ -251,6 +255,8 @@ sp_cycle_start_stopped (SpError *err)
 	sp_cycle.stats.stop_ns = sp_mono_monotonic_ns () - t0;
 	sp_lid_table_frozen = TRUE;
 	sp_lid_table_needed = 0;
+	sp_class_maps_frozen = TRUE;
+	sp_class_map_needed = NULL;
 	for (guint i = 0; i < sp_roots->len && rc == 0; i++) {
 		SpRoot *root = sp_mono_root_at (i);
 		rc = sp_ser_root (&sp_ser, root->id, mono_gchandle_get_target_internal (root->handle), err);
@@ -260,11 +266,12 @@ sp_cycle_start_stopped (SpError *err)
 	if (rc == 0)
 		__atomic_store_n (&sp_barrier_active, 1, __ATOMIC_RELEASE);
 	sp_lid_table_frozen = FALSE;
+	sp_class_maps_frozen = FALSE;
 	sgen_restart_world (0, FALSE);
 	sgen_gc_unlock ();
 	if (rc < 0)
 		sp_client_lid_reset ();
-	return rc < 0 && sp_lid_table_needed ? SP_START_NEEDS_ROOM : rc;
+	return rc < 0 && (sp_lid_table_needed || sp_class_map_needed) ? SP_START_RETRY : rc;
 }
 
 /* The instant of the snapshot. */
@@ -286,8 +293,14 @@ sp_cycle_start (SpError *err)
 			return -1;
 		t0 = sp_mono_monotonic_ns ();
 		rc = sp_cycle_start_stopped (err);
-		room = sp_lid_table_needed * 2;
-	} while (rc == SP_START_NEEDS_ROOM);
+		if (sp_lid_table_needed)
+			room = sp_lid_table_needed * 2;
+		/* A class met for the first time: its map now; the next try finds it (or why it cannot be persisted). */
+		if (sp_class_map_needed) {
+			SpError ignored = { 0 };
+			sp_mono_class_map (sp_class_map_needed, &ignored);
+		}
+	} while (rc == SP_START_RETRY);
 	if (rc < 0)
 		return -1;
 	sp_cycle.seq = sp_cycle.next_seq++;

@@ -67,6 +67,7 @@ sp_mono_root_at (guint i)
 
 /* MonoClass* -> SpClass*, built once per class. */
 static GHashTable *sp_class_maps;
+static GHashTable *sp_class_map_failures;  /* MonoClass * -> why it cannot be persisted (it never changes) */
 static SpClass sp_string_class = { .kind = SP_CLASS_STRING, .assembly = "mscorlib", .name = "System.String" };
 
 /* The LID table: a pinned object[] the GC updates when objects move. */
@@ -353,6 +354,15 @@ sp_mono_class_map_build (MonoClass *klass, SpError *err)
 	return c;
 }
 
+/*
+ * While the world is stopped, a class map is not built: building reads
+ * metadata under the loader lock, which a stopped thread may hold.  A class
+ * without a map then fails the lookup and is remembered, and the cycle's start
+ * builds its map with the world running and tries again.
+ */
+static gboolean sp_class_maps_frozen;
+static MonoClass *sp_class_map_needed;
+
 /* The class map of klass, built on first use.  Called with sp_lock held. */
 static SpClass *
 sp_mono_class_map (MonoClass *klass, SpError *err)
@@ -362,9 +372,21 @@ sp_mono_class_map (MonoClass *klass, SpError *err)
 	SpClass *c = (SpClass *)g_hash_table_lookup (sp_class_maps, klass);
 	if (c)
 		return c;
+	const char *why = (const char *)g_hash_table_lookup (sp_class_map_failures, klass);
+	if (why) {
+		sp_error_set (err, "%s", why);
+		return NULL;
+	}
+	if (sp_class_maps_frozen) {
+		sp_class_map_needed = klass;
+		sp_error_set (err, "a class map is needed while the world is stopped");
+		return NULL;
+	}
 	c = sp_mono_class_map_build (klass, err);
 	if (c)
 		g_hash_table_insert (sp_class_maps, klass, c);
+	else
+		g_hash_table_insert (sp_class_map_failures, klass, g_strdup (err->msg));
 	return c;
 }
 
@@ -1011,6 +1033,7 @@ sp_mono_init (const char *program)
 	sp_program = g_strdup (program);
 	sp_roots = g_array_new (FALSE, TRUE, sizeof (SpRoot));
 	sp_class_maps = g_hash_table_new (NULL, NULL);
+	sp_class_map_failures = g_hash_table_new (NULL, NULL);
 	sp_ser_init (&sp_ser);
 	sp_buf_init (&sp_out);
 	mono_install_assembly_preload_hook_v2 (sp_mono_preload, NULL, FALSE);

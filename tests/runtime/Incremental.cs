@@ -57,6 +57,12 @@ class Cell
 }
 
 [SPersistent]
+class CellWithAny
+{
+	[SPersistentField] public object Any;
+}
+
+[SPersistent]
 class Grid
 {
 	[SPersistentField] public Cell [] Cells;
@@ -137,8 +143,46 @@ static class Program
 		grid.Generation = g;
 	}
 
+	class Foreign { }
+
+	// An object that cannot be persisted, met by SendPData or, when the request
+	// was coalesced into the next cycle, by that cycle: reported either way.
+	static int Errors (int n)
+	{
+		Grid grid = Make (n);
+		SetGeneration (grid, 1);
+		SPC.AddRoot (grid);
+		var bad = new Cell { Data = new int [4] };
+		bad.Next = bad;
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		grid.Cells [0].Next = bad;
+		object holder = new Foreign ();
+		T.Throws<ArgumentException> (() => SPC.AddRoot (null), "root", "null root");
+		// Foreign is not [SPersistent]: a persistent field holding one fails the snapshot.
+		var cell = new CellWithAny { Any = holder };
+		SPC.AddRoot (cell);
+		bool thrown = false;
+		try {
+			SPC.SendPData ();          // no cycle runs: marking meets it now
+		} catch (SPersistenceException e) {
+			thrown = e.Message.Contains ("CellWithAny.Any") && e.Message.Contains ("Foreign");
+			Console.WriteLine ("SendPData threw: " + e.Message);
+		}
+		T.Check (thrown, "SendPData names the field and the type");
+		cell.Any = null;
+		SPC.SendPData ();              // a long cycle...
+		cell.Any = holder;
+		SPC.SendPData ();              // ...so this one is coalesced into the next cycle, which fails
+		T.Throws<SPersistenceException> (() => SPC.WaitPersisted (), "CellWithAny.Any", "WaitPersisted after a failed cycle");
+		Console.WriteLine ("errors ok");
+		return 0;
+	}
+
 	static int Main (string [] args)
 	{
+		if (args [0] == "errors")
+			return Errors (int.Parse (args [1]));
 		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
 		if (args [0] == "write") {
 			bool inside = args [3] == "inside";

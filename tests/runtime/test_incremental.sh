@@ -39,10 +39,9 @@ for barrier in marking-v2 annotating; do
 		inc.exe write $N $G outside > write.txt || fail "write, --sp-barrier=$barrier, stores outside"
 	expect_fail "CHECK FAILED" spm --sp-store=store inc.exe check $N $G
 done
-# Unpersistable objects, boxed values and API misuse: the same clear errors, from
-# SendPData itself (marking finds them before the call returns).
-compile err.exe "$SRCDIR/Errors.cs"
-expect_out "misuse ok" spm --sp-store=errstore --sp-mode=incremental err.exe misuse
+# An object that cannot be persisted: SendPData names it (marking meets it before
+# the call returns); when the request was coalesced, WaitPersisted does.
+expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe errors 20000
 # Configurations that cannot keep the promise are refused at start, with the reason.
 expect_fail "needs cooperative or hybrid thread suspension" \
 	env MONO_THREADS_SUSPEND=preemptive "$SPMONO" --sp-store=store --sp-mode=incremental inc.exe write 10 1 inside
