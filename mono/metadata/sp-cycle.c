@@ -137,6 +137,16 @@ sp_task_set_priority (const char *task)
 
 /* ---- the writer task -------------------------------------------------------- */
 
+/* Under sp_lock: snapshot `seq` (and every request before it) failed; WaitPersisted reports why. */
+static void
+sp_cycle_record_failure (uint64_t seq, const SpError *err)
+{
+	sp_cycle.failed_seq = seq;
+	g_strlcpy (sp_cycle.failure, err->msg, sizeof sp_cycle.failure);
+	sp_stats [SP_STAT_FAILURES]++;
+	mono_coop_cond_broadcast (&sp_cycle.durable);
+}
+
 /* Under sp_lock: the outcome of the writer's commit of `seq`. */
 static void
 sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns)
@@ -146,12 +156,10 @@ sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns
 		sp_stats [SP_STAT_SNAPSHOTS]++;
 		sp_stats [SP_STAT_LAST_SEQUENCE] = (gint64)seq;
 		sp_stats [SP_STAT_LAST_COMMIT_NS] = (gint64)commit_ns;
+		mono_coop_cond_broadcast (&sp_cycle.durable);
 	} else {
-		sp_cycle.failed_seq = seq;
-		g_strlcpy (sp_cycle.failure, err->msg, sizeof sp_cycle.failure);
-		sp_stats [SP_STAT_FAILURES]++;
+		sp_cycle_record_failure (seq, err);
 	}
-	mono_coop_cond_broadcast (&sp_cycle.durable);
 }
 
 /*
@@ -214,11 +222,8 @@ sp_cycle_fail (SpError *err)
 	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
 	sp_cycle.running = FALSE;
 	sp_cycle.pending = FALSE;
-	sp_cycle.failed_seq = sp_cycle.requested_seq;
-	g_strlcpy (sp_cycle.failure, err->msg, sizeof sp_cycle.failure);
-	sp_stats [SP_STAT_FAILURES]++;
 	sp_client_lid_reset ();
-	mono_coop_cond_broadcast (&sp_cycle.durable);
+	sp_cycle_record_failure (sp_cycle.requested_seq, err);
 }
 
 /*

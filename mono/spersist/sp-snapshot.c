@@ -625,21 +625,6 @@ sp_snapshot_pieces (const SpSnapshot *snap, uint32_t lid, SpPieceFn fn, void *ct
 	}
 }
 
-static void
-sp_string_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
-{
-	uint8_t enc = sp_reader_u8 (r);
-	const uint8_t *src = sp_reader_take (r, enc == SP_STR_LATIN1 ? count : count * 2);
-	if (src)
-		sp_trusted_units ((uint16_t *)ctx + start, enc, src, count);
-}
-
-void
-sp_snapshot_string_chars (const SpSnapshot *snap, uint32_t lid, uint16_t *dst)
-{
-	sp_snapshot_pieces (snap, lid, sp_string_piece, dst);
-}
-
 typedef struct SpFill {
 	const SpClass *live;
 	uint8_t *base;

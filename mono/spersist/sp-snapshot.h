@@ -129,9 +129,6 @@ int sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops
 /* Does the live class map entry have exactly the snapshot class's leaves?  Names the first difference. */
 int sp_snapshot_class_matches (const SpSnapClass *snap_class, const SpClass *live, SpError *err);
 
-/* Decode string `lid` into dst (room for its length). */
-void sp_snapshot_string_chars (const SpSnapshot *snap, uint32_t lid, uint16_t *dst);
-
 /*
  * Fix-up of one OBJECT or ARRAY: primitive leaves are stored into memory at
  * `base` (the object, or the first array element) at the offsets of `live`;

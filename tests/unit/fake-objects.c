@@ -486,6 +486,14 @@ fake_gc_move_all (void **slots, size_t nslots)
 	g_hash_table_destroy (fwd);
 }
 
+int
+fake_teardown (void **state)
+{
+	(void)state;
+	fake_reset ();
+	return 0;
+}
+
 size_t
 fake_object_mark (void)
 {

@@ -121,6 +121,8 @@ void fake_gc_move_all (void **slots, size_t nslots);
 
 /* Free every object and class, forget the LID table and hash settings. */
 void fake_reset (void);
+/* fake_reset as a cmocka teardown: each test starts from nothing. */
+int fake_teardown (void **state);
 /* Free the objects made since fake_object_mark () returned `mark` (loops that make many). */
 size_t fake_object_mark (void);
 void fake_free_objects_since (size_t mark);

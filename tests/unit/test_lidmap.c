@@ -4,14 +4,6 @@
 #include "fake-objects.h"
 #include "sp-lidmap.h"
 
-static int
-teardown (void **state)
-{
-	(void)state;
-	fake_reset ();
-	return 0;
-}
-
 /* n fresh objects bound to LIDs 1..n in the client's table (objs [lid]). */
 static void **
 make_bound_objects (uint32_t n)
@@ -242,12 +234,12 @@ int
 main (void)
 {
 	const struct CMUnitTest tests [] = {
-		cmocka_unit_test_teardown (test_200k_objects, teardown),
-		cmocka_unit_test_teardown (test_forced_collisions, teardown),
-		cmocka_unit_test_teardown (test_growth_keeps_entries_and_bits, teardown),
-		cmocka_unit_test_teardown (test_serialized_bit, teardown),
-		cmocka_unit_test_teardown (test_clear_forgets, teardown),
-		cmocka_unit_test_teardown (test_entries_follow_moved_objects, teardown),
+		cmocka_unit_test_teardown (test_200k_objects, fake_teardown),
+		cmocka_unit_test_teardown (test_forced_collisions, fake_teardown),
+		cmocka_unit_test_teardown (test_growth_keeps_entries_and_bits, fake_teardown),
+		cmocka_unit_test_teardown (test_serialized_bit, fake_teardown),
+		cmocka_unit_test_teardown (test_clear_forgets, fake_teardown),
+		cmocka_unit_test_teardown (test_entries_follow_moved_objects, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -16,14 +16,6 @@
 #include "sp-serialize.h"
 #include "sp-snapshot.h"
 
-static int
-teardown (void **state)
-{
-	(void)state;
-	fake_reset ();
-	return 0;
-}
-
 static void
 parse_ok (const SpBuf *b, SpSnapshot *snap)
 {
@@ -1177,28 +1169,28 @@ int
 main (void)
 {
 	const struct CMUnitTest tests [] = {
-		cmocka_unit_test_teardown (test_sample_round_trip, teardown),
-		cmocka_unit_test_teardown (test_restored_graph_reserializes_identically, teardown),
-		cmocka_unit_test_teardown (test_small_steps_same_bytes, teardown),
-		cmocka_unit_test_teardown (test_barrier_keeps_snapshot_at_its_start, teardown),
-		cmocka_unit_test_teardown (test_long_objects_in_pieces, teardown),
-		cmocka_unit_test_teardown (test_barrier_on_an_array_in_pieces, teardown),
-		cmocka_unit_test_teardown (test_step_one_writes_one_object, teardown),
-		cmocka_unit_test_teardown (test_finish_refuses_unfinished, teardown),
-		cmocka_unit_test_teardown (test_objects_move_between_steps, teardown),
-		cmocka_unit_test_teardown (test_hash_collisions_same_bytes, teardown),
-		cmocka_unit_test_teardown (test_serializer_reuse, teardown),
-		cmocka_unit_test_teardown (test_empty_snapshot, teardown),
-		cmocka_unit_test_teardown (test_bool_is_normalized, teardown),
-		cmocka_unit_test_teardown (test_bool_encoding_is_canonical, teardown),
-		cmocka_unit_test_teardown (test_fill_touches_only_leaves, teardown),
-		cmocka_unit_test_teardown (test_unpersistable_field_names_owner_and_type, teardown),
-		cmocka_unit_test_teardown (test_unpersistable_element_names_array_and_type, teardown),
-		cmocka_unit_test_teardown (test_unpersistable_root, teardown),
-		cmocka_unit_test_teardown (test_bind_failure_propagates, teardown),
-		cmocka_unit_test_teardown (test_root_ids_writer_and_reader_agree, teardown),
-		cmocka_unit_test_teardown (test_class_matches, teardown),
-		cmocka_unit_test_teardown (test_restore_refuses_changed_layout, teardown),
+		cmocka_unit_test_teardown (test_sample_round_trip, fake_teardown),
+		cmocka_unit_test_teardown (test_restored_graph_reserializes_identically, fake_teardown),
+		cmocka_unit_test_teardown (test_small_steps_same_bytes, fake_teardown),
+		cmocka_unit_test_teardown (test_barrier_keeps_snapshot_at_its_start, fake_teardown),
+		cmocka_unit_test_teardown (test_long_objects_in_pieces, fake_teardown),
+		cmocka_unit_test_teardown (test_barrier_on_an_array_in_pieces, fake_teardown),
+		cmocka_unit_test_teardown (test_step_one_writes_one_object, fake_teardown),
+		cmocka_unit_test_teardown (test_finish_refuses_unfinished, fake_teardown),
+		cmocka_unit_test_teardown (test_objects_move_between_steps, fake_teardown),
+		cmocka_unit_test_teardown (test_hash_collisions_same_bytes, fake_teardown),
+		cmocka_unit_test_teardown (test_serializer_reuse, fake_teardown),
+		cmocka_unit_test_teardown (test_empty_snapshot, fake_teardown),
+		cmocka_unit_test_teardown (test_bool_is_normalized, fake_teardown),
+		cmocka_unit_test_teardown (test_bool_encoding_is_canonical, fake_teardown),
+		cmocka_unit_test_teardown (test_fill_touches_only_leaves, fake_teardown),
+		cmocka_unit_test_teardown (test_unpersistable_field_names_owner_and_type, fake_teardown),
+		cmocka_unit_test_teardown (test_unpersistable_element_names_array_and_type, fake_teardown),
+		cmocka_unit_test_teardown (test_unpersistable_root, fake_teardown),
+		cmocka_unit_test_teardown (test_bind_failure_propagates, fake_teardown),
+		cmocka_unit_test_teardown (test_root_ids_writer_and_reader_agree, fake_teardown),
+		cmocka_unit_test_teardown (test_class_matches, fake_teardown),
+		cmocka_unit_test_teardown (test_restore_refuses_changed_layout, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
