@@ -14,9 +14,15 @@
  *             every store after that instant, on any thread, meets the
  *             barrier; stopping the world makes the instant one for all
  *             threads (a thread is never stopped between the barrier's test
- *             and its store: they have no safepoint between them).
- *   marking   every object reachable from the roots gets its LID (v1: in the
- *             same stopped instant; see the note at sp_cycle_mark);
+ *             and its store: they have no safepoint between them).  The
+ *             instant's length does not depend on the graph's size.
+ *   marking   the SP task gives every object reachable from the roots its LID,
+ *             in increments (paper section 3.2.2).  Meanwhile a store into an
+ *             object not written yet writes it first, whether it has a LID or
+ *             not (it may be reachable through objects marking has not
+ *             reached yet): so marking follows the references of the start,
+ *             and objects met only by barriers end up in the snapshot
+ *             unreferenced (counted; sp-serialize.h, sp_ser_write_now);
  *   writing   the SP task writes queued objects in increments of at most
  *             --sp-pause, one per --sp-period, released at absolute times;
  *             a store into an object of the snapshot that is not written yet
@@ -52,7 +58,9 @@ typedef struct SpCycleStats {
 	uint64_t increments;
 	uint64_t max_pause_ns;
 	uint64_t total_pause_ns;
-	uint64_t start_pause_ns;     /* the stopped instant at the start (roots, marking) */
+	uint64_t start_pause_ns;     /* the stopped instant at the start (roots) */
+	uint64_t marking_ns;         /* from the start until marking was complete */
+	uint64_t marking_increments; /* increments that marked (the last may also have written) */
 	uint64_t stop_ns;            /* of which stopping the world took */
 	uint64_t barrier_calls;      /* slow-path calls while the cycle ran */
 	uint64_t barrier_writes;     /* objects the barrier wrote */
@@ -227,23 +235,8 @@ sp_cycle_fail (SpError *err)
 }
 
 /*
- * Marking.  v1 marks in the stopped instant of the start: exact (the world
- * cannot change under it) but a pause that grows with the graph (about 20 ns
- * an object).  Marking in increments needs the barrier to keep what a store
- * overwrites during marking (snapshot-at-the-beginning); that is the next step.
- */
-static int
-sp_cycle_mark (SpError *err)
-{
-	int more;
-	while ((more = sp_ser_mark (&sp_ser, 4096, err)) == 1)
-		;
-	return more;
-}
-
-/*
- * Roots and marking with the world stopped, then the barrier armed.  While the
- * world is stopped nothing may allocate (the GC lock is held) nor take a lock a
+ * Roots with the world stopped, then the barrier armed.  While the world is
+ * stopped nothing may allocate (the GC lock is held) nor take a lock a
  * stopped thread may hold (the loader lock: no class map is built): 0, or
  * SP_START_RETRY when the LID table was too small or a class had no map yet
  * (the caller makes room or builds the map, then tries again), or -1.
@@ -267,8 +260,6 @@ sp_cycle_start_stopped (SpError *err)
 		rc = sp_ser_root (&sp_ser, root->id, mono_gchandle_get_target_internal (root->handle), err);
 	}
 	if (rc == 0)
-		rc = sp_cycle_mark (err);
-	if (rc == 0)
 		__atomic_store_n (&sp_barrier_active, 1, __ATOMIC_RELEASE);
 	sp_lid_table_frozen = FALSE;
 	sp_class_maps_frozen = FALSE;
@@ -290,10 +281,12 @@ sp_cycle_start (SpError *err)
 		if (root && !sp_client_class_of (root, err))
 			return sp_error_prefix (err, "root %u", sp_mono_root_at (i)->id);
 	}
-	uint32_t room = sp_ser.nobjects + sp_ser.nobjects / 4 + 1024;   /* the last snapshot's size, and some */
+	/* The last snapshot's size, and some: marking (with the world running) grows the table further when needed. */
+	uint32_t room = sp_ser.nobjects + sp_ser.nobjects / 4 + 1024;
 	uint64_t t0;
 	int rc;
 	do {
+		sp_ser.whole_objects = FALSE;
 		if (sp_mono_lid_table_grow (room, err) < 0 || sp_ser_begin (&sp_ser, &sp_out, &h, err) < 0)
 			return -1;
 		t0 = sp_mono_monotonic_ns ();
@@ -335,13 +328,15 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	sp_stats [SP_STAT_CYCLE_BARRIER_WRITES] = (gint64)c->barrier_writes;
 	sp_stats [SP_STAT_CYCLE_WRITER_WAITS] = (gint64)c->writer_waits;
 	if (sp_options.stats)
-		fprintf (stderr, "spmono: cycle %llu: %llu increments, pause max %.1f us avg %.1f us (start %.1f us, of which stopping the world %.1f us), "
-			 "cycle %.3f ms, %llu objects (%llu by barriers, %llu barrier calls), %zu bytes, %llu writer waits\n",
-			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments, c->max_pause_ns / 1e3,
+		fprintf (stderr, "spmono: cycle %llu: %llu increments (%llu marking, %.3f ms), pause max %.1f us avg %.1f us "
+			 "(start %.1f us, of which stopping the world %.1f us), cycle %.3f ms, %llu objects (%llu by barriers, "
+			 "%llu barrier calls, %llu unreferenced), %zu bytes, %llu writer waits\n",
+			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments,
+			 (unsigned long long)c->marking_increments, c->marking_ns / 1e6, c->max_pause_ns / 1e3,
 			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3, c->stop_ns / 1e3,
 			 (end_ns - c->started_ns) / 1e6, (unsigned long long)sp_ser.objects_written,
-			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls, sp_out.len,
-			 (unsigned long long)c->writer_waits);
+			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls,
+			 (unsigned long long)sp_ser.unreached_written, sp_out.len, (unsigned long long)c->writer_waits);
 }
 
 /* Every object is written: close the snapshot, disarm the barrier, hand it to the writer. */
@@ -367,17 +362,38 @@ sp_cycle_finish (void)
 	}
 }
 
-/* One increment: write queued objects until the target pause is used up. */
+/* One unit of an increment's work: marking until it is complete, then writing. */
+static int
+sp_cycle_work (SpError *err)
+{
+	if (sp_ser.mark_done)
+		return sp_ser_step (&sp_ser, 8, err);
+	int more = sp_ser_mark (&sp_ser, 8, err);
+	if (more == 0) {
+		sp_cycle.stats.marking_ns = sp_mono_monotonic_ns () - sp_cycle.stats.started_ns;
+		return 1;               /* the writing starts */
+	}
+	return more;
+}
+
+/* One increment: mark or write until the target pause is used up. */
 static void
 sp_cycle_increment (void)
 {
 	SpError err = { 0 };
-	uint64_t t0 = sp_mono_monotonic_ns (), budget = (uint64_t)sp_options.pause_us * 1000, t;
-	int more;
-	do {
-		more = sp_ser_step (&sp_ser, 8, &err);
+	uint64_t t0 = sp_mono_monotonic_ns (), budget = (uint64_t)sp_options.pause_us * 1000, t = t0;
+	int more = 1;
+	if (!sp_ser.mark_done) {
+		sp_cycle.stats.marking_increments++;
+		/* Marking hands out LIDs: a chunk of room ahead, allocated here rather than in the middle of a step. */
+		if (sp_mono_lid_table_grow (sp_ser.nobjects + SP_LID_CHUNK, &err) < 0)
+			more = -1;
 		t = sp_mono_monotonic_ns ();
-	} while (more == 1 && t - t0 < budget);
+	}
+	while (more == 1 && t - t0 < budget) {
+		more = sp_cycle_work (&err);
+		t = sp_mono_monotonic_ns ();
+	}
 	SpCycleStats *c = &sp_cycle.stats;
 	c->increments++;
 	c->total_pause_ns += t - t0;
@@ -505,16 +521,12 @@ sp_barrier_store (MonoObject *obj)
 	mono_coop_mutex_lock (&sp_lock);
 	if (sp_cycle.running) {
 		sp_cycle.stats.barrier_calls++;
-		/* Marking is complete: an object without a LID is not part of this snapshot. */
-		uint32_t lid = sp_ser_lid_if_known (&sp_ser, obj);
-		if (sp_ser_needs_write (&sp_ser, lid)) {
-			SpError err = { 0 };
-			int rc = sp_ser_write_now (&sp_ser, obj, &err);
-			if (rc > 0)
-				sp_cycle.stats.barrier_writes++;
-			else if (rc < 0)
-				sp_cycle_fail (&err);
-		}
+		SpError err = { 0 };
+		int rc = sp_ser_write_now (&sp_ser, obj, &err);
+		if (rc > 0)
+			sp_cycle.stats.barrier_writes++;
+		else if (rc < 0)
+			sp_cycle_fail (&err);
 	}
 	mono_coop_mutex_unlock (&sp_lock);
 }

@@ -71,8 +71,19 @@ static GHashTable *sp_class_map_failures;  /* MonoClass * -> why it cannot be pe
 static SpClass sp_string_class = { .kind = SP_CLASS_STRING, .assembly = "mscorlib", .name = "System.String" };
 
 /* The LID table: a pinned object[] the GC updates when objects move. */
-static MonoArray *sp_lid_table;
-static guint32 sp_lid_table_handle;
+/*
+ * The LID table (LID -> object) of the snapshot being written: a GC root, whose
+ * entries the GC updates when objects move.  It is made of chunks of
+ * SP_LID_CHUNK entries, each a pinned object[] (large enough for SGen's large
+ * object space, which never moves it): growing adds a chunk and copies
+ * nothing, so the increment that hands out the LIDs pays one allocation, not
+ * a copy of the whole table.
+ */
+#define SP_LID_CHUNK_BITS 12
+#define SP_LID_CHUNK (1u << SP_LID_CHUNK_BITS)
+static MonoArray **sp_lid_chunks;
+static guint32 *sp_lid_chunk_handles;
+static uint32_t sp_lid_nchunks;
 static uint32_t sp_lid_used;             /* highest LID bound since the last reset */
 
 static SpSerializer sp_ser;
@@ -363,6 +374,29 @@ sp_mono_class_map_build (MonoClass *klass, SpError *err)
 static gboolean sp_class_maps_frozen;
 static MonoClass *sp_class_map_needed;
 
+static SpClass *sp_mono_class_map (MonoClass *klass, SpError *err);
+
+/*
+ * Build the maps of the classes c's references are declared with, and theirs
+ * (as the paper builds a class's map when the class is loaded): a snapshot
+ * then seldom meets a class without a map, whose building (metadata, custom
+ * attributes) would lengthen an increment of the SP task.  Declared types
+ * only: a subclass, or what an `object` field holds, gets its map when met.
+ */
+static void
+sp_mono_class_map_prepare_fields (const SpClass *c)
+{
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		MonoClass *declared = (MonoClass *)c->fields [i].type_client;
+		if (!declared || declared == mono_defaults.object_class || mono_class_is_interface (declared))
+			continue;
+		if (g_hash_table_lookup (sp_class_maps, declared) || g_hash_table_lookup (sp_class_map_failures, declared))
+			continue;
+		SpError ignored = { 0 };
+		sp_mono_class_map (declared, &ignored);
+	}
+}
+
 /* The class map of klass, built on first use.  Called with sp_lock held. */
 static SpClass *
 sp_mono_class_map (MonoClass *klass, SpError *err)
@@ -383,9 +417,10 @@ sp_mono_class_map (MonoClass *klass, SpError *err)
 		return NULL;
 	}
 	c = sp_mono_class_map_build (klass, err);
-	if (c)
+	if (c) {
 		g_hash_table_insert (sp_class_maps, klass, c);
-	else
+		sp_mono_class_map_prepare_fields (c);   /* after the insertion: a class referring to itself is done */
+	} else
 		g_hash_table_insert (sp_class_map_failures, klass, g_strdup (err->msg));
 	return c;
 }
@@ -447,29 +482,22 @@ sp_client_identity_hash (void *obj)
 	return (uint32_t)mono_object_hash_internal ((MonoObject *)obj) * SP_MONO_HASH_INVERSE;
 }
 
-/* Replace the LID table by one with room for `need` entries, keeping the bound ones. */
+/* Room in the LID table for LIDs below `need`. */
 static int
 sp_mono_lid_table_grow (uint32_t need, SpError *err)
 {
-	uint32_t cap = sp_lid_table ? (uint32_t)mono_array_length_internal (sp_lid_table) : 0;
-	if (cap >= need)
-		return 0;
-	uint32_t new_cap = cap ? cap : 1024;
-	while (new_cap < need)
-		new_cap *= 2;
-	ERROR_DECL (error);
-	MonoArray *table = mono_array_new_checked (mono_get_root_domain (), mono_defaults.object_class, new_cap, error);
-	if (!is_ok (error)) {
-		mono_error_cleanup (error);
-		return sp_error_set (err, "out of memory for a table of %u objects", new_cap);
+	while ((uint64_t)sp_lid_nchunks * SP_LID_CHUNK < need) {
+		ERROR_DECL (error);
+		MonoArray *chunk = mono_array_new_checked (mono_get_root_domain (), mono_defaults.object_class, SP_LID_CHUNK, error);
+		if (!is_ok (error)) {
+			mono_error_cleanup (error);
+			return sp_error_set (err, "out of memory for a table of %u objects", need);
+		}
+		sp_lid_chunks = g_renew (MonoArray *, sp_lid_chunks, sp_lid_nchunks + 1);
+		sp_lid_chunk_handles = g_renew (guint32, sp_lid_chunk_handles, sp_lid_nchunks + 1);
+		sp_lid_chunk_handles [sp_lid_nchunks] = mono_gchandle_new_internal ((MonoObject *)chunk, TRUE);
+		sp_lid_chunks [sp_lid_nchunks++] = chunk;
 	}
-	guint32 handle = mono_gchandle_new_internal ((MonoObject *)table, TRUE);
-	for (uint32_t i = 1; i <= sp_lid_used; i++)
-		mono_array_setref_fast (table, i, mono_array_get_fast (sp_lid_table, MonoObject *, i));
-	if (sp_lid_table_handle)
-		mono_gchandle_free_internal (sp_lid_table_handle);
-	sp_lid_table = table;
-	sp_lid_table_handle = handle;
 	return 0;
 }
 
@@ -484,7 +512,7 @@ static uint32_t sp_lid_table_needed;
 int
 sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
 {
-	if (!sp_lid_table || lid >= mono_array_length_internal (sp_lid_table)) {
+	if (lid >> SP_LID_CHUNK_BITS >= sp_lid_nchunks) {
 		if (sp_lid_table_frozen) {
 			sp_lid_table_needed = lid + 1;
 			return sp_error_set (err, "the LID table is full while the world is stopped");
@@ -492,7 +520,7 @@ sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
 		if (sp_mono_lid_table_grow (lid + 1, err) < 0)
 			return -1;
 	}
-	mono_array_setref_fast (sp_lid_table, lid, (MonoObject *)obj);
+	mono_array_setref_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], lid & (SP_LID_CHUNK - 1), (MonoObject *)obj);
 	if (lid > sp_lid_used)
 		sp_lid_used = lid;
 	return 0;
@@ -501,7 +529,7 @@ sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
 void *
 sp_client_lid_object (uint32_t lid)
 {
-	return mono_array_get_fast (sp_lid_table, MonoObject *, lid);
+	return mono_array_get_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], MonoObject *, lid & (SP_LID_CHUNK - 1));
 }
 
 /* World stops seen; objects move only while the world is stopped (see sp_mono_gc_event). */
@@ -540,8 +568,12 @@ void
 sp_client_lid_reset (void)
 {
 	/* Storing nulls needs no write barrier. */
-	if (sp_lid_table && sp_lid_used)
-		memset (mono_array_addr_fast (sp_lid_table, MonoObject *, 0), 0, ((size_t)sp_lid_used + 1) * sizeof (MonoObject *));
+	if (sp_lid_used) {
+		for (uint32_t k = 0; k <= sp_lid_used >> SP_LID_CHUNK_BITS; k++) {
+			size_t used = k < sp_lid_used >> SP_LID_CHUNK_BITS ? SP_LID_CHUNK : (sp_lid_used & (SP_LID_CHUNK - 1)) + 1;
+			memset (mono_array_addr_fast (sp_lid_chunks [k], MonoObject *, 0), 0, used * sizeof (MonoObject *));
+		}
+	}
 	sp_lid_used = 0;
 }
 
@@ -781,6 +813,7 @@ static int
 sp_mono_serialize_all (uint64_t seq, SpError *err)
 {
 	SpSnapHeader h = { .sequence = seq, .time_ns = sp_mono_now_ns () };
+	sp_ser.whole_objects = TRUE;      /* stop-the-world: no pause to bound, one record an object */
 	if (sp_ser_begin (&sp_ser, &sp_out, &h, err) < 0)
 		return -1;
 	int rc = 0;

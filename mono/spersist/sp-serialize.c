@@ -21,10 +21,27 @@ sp_ser_init (SpSerializer *s)
 	return sp_lidmap_init (&s->lids, 1024);
 }
 
+/* A barrier could not write object lid while marking: why, for when the snapshot reaches it. */
+typedef struct SpPoison {
+	uint32_t lid;
+	char *why;
+} SpPoison;
+
+static void
+sp_ser_forget_poison (SpSerializer *s)
+{
+	for (size_t i = 0; i < s->npoison; i++)
+		free (s->poison [i].why);
+	free (s->poison);
+	s->poison = NULL;
+	s->npoison = 0;
+}
+
 void
 sp_ser_free (SpSerializer *s)
 {
-	free (s->written);
+	sp_ser_forget_poison (s);
+	free (s->state);
 	sp_lidmap_free (&s->lids);
 	sp_queue_free (&s->queue);
 }
@@ -40,13 +57,16 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 {
 	s->out = out;
 	s->cycle = __atomic_add_fetch (&sp_ser_cycle_counter, 1, __ATOMIC_RELAXED);
-	/* The previous snapshot's marks, as far as it went (a snapshot costs what it wrote). */
-	if (s->written)
-		memset (s->written, 0, s->nobjects + 1 < s->written_cap ? s->nobjects + 1 : s->written_cap);
+	/* The previous snapshot's states, as far as it went (a snapshot costs what it wrote). */
+	if (s->state)
+		memset (s->state, 0, s->nobjects + 1 < s->state_cap ? s->nobjects + 1 : s->state_cap);
+	sp_ser_forget_poison (s);
 	s->nobjects = s->nclasses = s->nroots = 0;
 	s->marked = 0;
+	s->mark_next = 0;
+	s->mark_done = false;
 	s->partial_lid = 0;
-	s->objects_written = 0;
+	s->objects_written = s->unreached_written = 0;
 	sp_lidmap_clear (&s->lids);
 	sp_queue_clear (&s->queue);
 	sp_client_lid_reset ();
@@ -59,12 +79,55 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	return 0;
 }
 
+/* Room in s->state for LID lid (every LID handed out has its state byte). */
+static int
+sp_ser_state_room (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	if (lid < s->state_cap)
+		return 0;
+	size_t cap = s->state_cap ? s->state_cap : 1024;
+	while (cap <= lid)
+		cap *= 2;
+	uint8_t *grown = realloc (s->state, cap);
+	if (!grown)
+		return sp_ser_oom (err);
+	memset (grown + s->state_cap, 0, cap - s->state_cap);
+	s->state = grown;
+	s->state_cap = cap;
+	return 0;
+}
+
+/* The snapshot reached poisoned object lid: its error. */
+static int
+sp_ser_poison_error (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	for (size_t i = 0; i < s->npoison; i++)
+		if (s->poison [i].lid == lid)
+			return sp_error_set (err, "%s", s->poison [i].why);
+	return sp_error_set (err, "internal error: object %u is poisoned for no known reason", lid);
+}
+
+/* Object lid is a root or referenced by an object of the snapshot. */
+static inline int
+sp_ser_reach (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	uint8_t *st = &s->state [lid];
+	if (*st & SP_SER_REACHED)
+		return 0;
+	*st |= SP_SER_REACHED;
+	if (*st & SP_SER_WRITTEN)
+		s->unreached_written--;
+	return (*st & SP_SER_POISONED) ? sp_ser_poison_error (s, lid, err) : 0;
+}
+
 /*
- * The LID of obj, handing out a new one (and queueing obj) the first time.
- * Fails, with err saying why, when obj's class cannot be persisted.
+ * The LID of obj, handing out a new one (and queueing obj) the first time;
+ * `reached`: obj is a root or referenced by an object of the snapshot (not
+ * merely met by a barrier).  Fails, with err saying why, when obj's class
+ * cannot be persisted, or obj is reached and poisoned.
  */
 static int
-sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, SpError *err)
+sp_ser_lid_of (SpSerializer *s, void *obj, bool reached, uint32_t *lid, SpError *err)
 {
 	if (!obj) {
 		*lid = 0;
@@ -75,15 +138,17 @@ sp_ser_lid_of (SpSerializer *s, void *obj, uint32_t *lid, SpError *err)
 	SpLidEntry *e = sp_lidmap_find (&s->lids, hash, obj, epoch);
 	if (e) {
 		*lid = sp_lid_of (e);
-		return 0;
+		return reached ? sp_ser_reach (s, *lid, err) : 0;
 	}
 	if (!sp_client_class_of (obj, err))
 		return -1;
 	if (s->nobjects >= SP_LID_MAX)
 		return sp_error_set (err, "the snapshot would hold more than %u objects", SP_LID_MAX);
 	uint32_t new_lid = s->nobjects + 1;
-	if (sp_client_lid_bind (new_lid, obj, err) < 0)
+	if (sp_ser_state_room (s, new_lid, err) < 0 || sp_client_lid_bind (new_lid, obj, err) < 0)
 		return -1;
+	if (reached)
+		s->state [new_lid] = SP_SER_REACHED;
 	/* Binding may allocate, and so collect: read the epoch again for the cached address. */
 	if (!sp_lidmap_add (&s->lids, hash, new_lid, obj, sp_client_gc_epoch ()) || sp_queue_push (&s->queue, new_lid) < 0)
 		return sp_ser_oom (err);
@@ -108,7 +173,7 @@ sp_ser_child_lid (SpSerializer *s, const SpClass *c, const SpField *f, const uin
 {
 	void *child;
 	memcpy (&child, base + f->offset, sizeof child);
-	return sp_ser_lid_of (s, child, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
+	return sp_ser_lid_of (s, child, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
 }
 
 int
@@ -117,7 +182,7 @@ sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err)
 	if (root_id == 0 || root_id > SP_MAX_ROOT_ID)
 		return sp_error_set (err, "root id %u is out of range (1 to %u)", root_id, SP_MAX_ROOT_ID);
 	uint32_t lid;
-	if (sp_ser_lid_of (s, obj, &lid, err) < 0)
+	if (sp_ser_lid_of (s, obj, true, &lid, err) < 0)
 		return sp_error_prefix (err, "root %u", root_id);
 	sp_buf_put_u8 (s->out, SP_REC_ROOT);
 	sp_buf_put_varint (s->out, root_id);
@@ -235,15 +300,17 @@ sp_ser_string_is_latin1 (const uint16_t *chars, uint32_t n)
 	return true;
 }
 
-/* Elements in one piece of a string (c NULL) or an array of class c. */
+/* Elements in one piece of a string or an array of class c. */
 static uint64_t
-sp_ser_piece_length (const SpClass *c)
+sp_ser_piece_length (const SpSerializer *s, const SpClass *c)
 {
-	if (!c || c->kind == SP_CLASS_STRING)
+	if (s->whole_objects)
+		return UINT64_MAX;
+	if (c->kind == SP_CLASS_STRING)
 		return SP_SER_PIECE_BYTES / 2;
 	if (sp_class_is_primitive_array (c))
 		return SP_SER_PIECE_BYTES / (c->elem_size ? c->elem_size : 1);
-	return SP_SER_PIECE_ELEMS;
+	return c->nfields < SP_SER_PIECE_LEAVES ? SP_SER_PIECE_LEAVES / (c->nfields ? c->nfields : 1) : 1;
 }
 
 /* A piece of a string: count, encoding (Latin-1 when every unit fits), units. */
@@ -319,7 +386,7 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 		sp_buf_put_varint (o, class_id);
 	}
 	sp_buf_put_varint (o, n);
-	uint64_t first = whole || n < sp_ser_piece_length (c) ? n : sp_ser_piece_length (c);
+	uint64_t first = whole || n < sp_ser_piece_length (s, c) ? n : sp_ser_piece_length (s, c);
 	if (first < n) {
 		s->partial_lid = lid;
 		s->partial_next = first;
@@ -337,7 +404,7 @@ sp_ser_continue (SpSerializer *s, SpError *err)
 	if (!c)
 		return -1;
 	uint64_t n = sp_ser_length (obj, c), start = s->partial_next;
-	uint64_t count = n - start < sp_ser_piece_length (c) ? n - start : sp_ser_piece_length (c);
+	uint64_t count = n - start < sp_ser_piece_length (s, c) ? n - start : sp_ser_piece_length (s, c);
 	sp_buf_put_u8 (s->out, SP_REC_ELEMS);
 	sp_buf_put_varint (s->out, lid);
 	sp_buf_put_varint (s->out, start);
@@ -349,24 +416,16 @@ sp_ser_continue (SpSerializer *s, SpError *err)
 	return s->out->oom ? sp_ser_oom (err) : 0;
 }
 
-/* Mark object `lid` written; false when it already was (a barrier or a step got there first). */
+/* Mark object `lid` written: 1, or 0 when it already was (a barrier or a step got there first). */
 static int
-sp_ser_claim (SpSerializer *s, uint32_t lid, SpError *err)
+sp_ser_claim (SpSerializer *s, uint32_t lid)
 {
-	if (lid >= s->written_cap) {
-		size_t cap = s->written_cap ? s->written_cap : 1024;
-		while (cap <= lid)
-			cap *= 2;
-		uint8_t *grown = realloc (s->written, cap);
-		if (!grown)
-			return sp_ser_oom (err);
-		memset (grown + s->written_cap, 0, cap - s->written_cap);
-		s->written = grown;
-		s->written_cap = cap;
-	}
-	if (s->written [lid])
+	uint8_t *st = &s->state [lid];
+	if (*st & SP_SER_WRITTEN)
 		return 0;
-	s->written [lid] = 1;
+	*st |= SP_SER_WRITTEN;
+	if (!(*st & SP_SER_REACHED))
+		s->unreached_written++;
 	return 1;
 }
 
@@ -406,11 +465,9 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		uint32_t ahead;
 		if (sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &ahead))
 			__builtin_prefetch (sp_client_lid_object (ahead));
-		int claimed = sp_ser_claim (s, lid, err);
-		if (claimed < 0)
-			return -1;
-		if (!claimed)
-			continue;               /* a barrier wrote it already */
+		/* Written by a barrier already, or met only by one and not writable (not in the snapshot). */
+		if ((s->state [lid] & SP_SER_POISONED) || !sp_ser_claim (s, lid))
+			continue;
 		void *obj = sp_client_lid_object (lid);
 		SpClass *c = sp_client_class_of (obj, err);   /* known persistable: checked when queued */
 		if (!c)
@@ -433,32 +490,59 @@ sp_ser_mark_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpEr
 	return 0;
 }
 
+/*
+ * Give LIDs to the children of object lid (obj, class c) not looked at yet;
+ * returns the work done, in objects: 1, or SP_SER_PIECE_COST for a piece of
+ * a long array of references (mark_next remembers where the next one starts).
+ */
 static int
-sp_ser_mark_object (SpSerializer *s, void *obj, const SpClass *c, SpError *err)
+sp_ser_mark_object (SpSerializer *s, void *obj, const SpClass *c, size_t *work, SpError *err)
 {
+	*work = 1;
 	if (c->kind == SP_CLASS_OBJECT)
 		return sp_ser_mark_leaves (s, c, obj, err);
 	if (c->kind != SP_CLASS_ARRAY || sp_class_is_primitive_array (c))
 		return 0;
 	const uint8_t *data = sp_client_array_data (obj);
-	uint64_t n = sp_client_array_length (obj);
-	for (uint64_t i = 0; i < n; i++)
+	uint64_t n = sp_client_array_length (obj), i = s->mark_next, piece = sp_ser_piece_length (s, c);
+	uint64_t end = n - i > piece ? i + piece : n;
+	for (; i < end; i++)
 		if (sp_ser_mark_leaves (s, c, data + i * c->elem_size, err) < 0)
 			return -1;
+	if (end < n) {
+		*work = SP_SER_PIECE_COST;
+		s->mark_next = end;
+		return 1;
+	}
 	return 0;
 }
 
 int
 sp_ser_mark (SpSerializer *s, size_t max_objects, SpError *err)
 {
-	for (size_t done = 0; done < max_objects && s->marked < s->nobjects; done++) {
-		uint32_t lid = ++s->marked;
-		void *obj = sp_client_lid_object (lid);
-		SpClass *c = sp_client_class_of (obj, err);
-		if (!c || sp_ser_mark_object (s, obj, c, err) < 0)
-			return -1;
+	for (size_t done = 0; done < max_objects && s->marked < s->nobjects;) {
+		uint32_t lid = s->marked + 1;
+		size_t work = 1;
+		/* A written object's children got their LIDs when its record was; a poisoned one is not (yet) in the snapshot. */
+		if (!(s->state [lid] & (SP_SER_WRITTEN | SP_SER_POISONED))) {
+			void *obj = sp_client_lid_object (lid);
+			SpClass *c = sp_client_class_of (obj, err);
+			int rc = c ? sp_ser_mark_object (s, obj, c, &work, err) : -1;
+			if (rc < 0)
+				return -1;
+			if (rc == 1) {        /* more pieces of this array */
+				done += work;
+				continue;
+			}
+		}
+		s->marked = lid;
+		s->mark_next = 0;
+		done += work;
 	}
-	return s->marked < s->nobjects ? 1 : 0;
+	if (s->marked < s->nobjects)
+		return 1;
+	s->mark_done = true;
+	return 0;
 }
 
 uint32_t
@@ -470,12 +554,77 @@ sp_ser_lid_if_known (SpSerializer *s, void *obj)
 	return e ? sp_lid_of (e) : 0;
 }
 
+/* Can every object obj (class c) references be persisted?  Else err names the first that cannot. */
+static bool
+sp_ser_children_persistable (const SpClass *c, void *obj, SpError *err)
+{
+	const uint8_t *base = obj;
+	uint64_t n = 1;
+	if (c->kind == SP_CLASS_STRING || (c->kind == SP_CLASS_ARRAY && sp_class_is_primitive_array (c)))
+		return true;
+	if (c->kind == SP_CLASS_ARRAY) {
+		base = sp_client_array_data (obj);
+		n = sp_client_array_length (obj);
+	}
+	for (uint64_t i = 0; i < n; i++, base += c->elem_size) {
+		for (uint32_t k = 0; k < c->nfields; k++) {
+			const SpField *f = &c->fields [k];
+			void *child;
+			if (f->kind != SP_KIND_REF)
+				continue;
+			memcpy (&child, base + f->offset, sizeof child);
+			if (child && !sp_client_class_of (child, err)) {
+				sp_ser_blame (err, c, f);
+				return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* Remember that object lid could not be written, and why (err). */
+static int
+sp_ser_poison (SpSerializer *s, uint32_t lid, const SpError *why, SpError *err)
+{
+	SpPoison *grown = realloc (s->poison, (s->npoison + 1) * sizeof *grown);
+	if (!grown)
+		return sp_ser_oom (err);
+	s->poison = grown;
+	s->poison [s->npoison].lid = lid;
+	s->poison [s->npoison].why = strdup (why->msg);
+	if (!s->poison [s->npoison].why)
+		return sp_ser_oom (err);
+	s->npoison++;
+	s->state [lid] |= SP_SER_POISONED;
+	return 0;
+}
+
+/*
+ * The barrier before marking is complete, on an object without a LID: it may
+ * be part of the snapshot, so it is written, if it can be (see sp-serialize.h).
+ */
+static int
+sp_ser_write_unmarked (SpSerializer *s, void *obj, SpError *err)
+{
+	SpError why = { 0 };
+	SpClass *c = sp_client_class_of (obj, &why);
+	if (!c)
+		return 0;               /* never part of a snapshot: reaching it is an error of its own */
+	uint32_t lid;
+	if (sp_ser_lid_of (s, obj, false, &lid, err) < 0)
+		return -1;
+	if (!sp_ser_children_persistable (c, obj, &why))
+		return sp_ser_poison (s, lid, &why, err);
+	sp_ser_claim (s, lid);
+	return sp_ser_write (s, obj, c, lid, true, err) < 0 ? -1 : 1;
+}
+
 int
 sp_ser_write_now (SpSerializer *s, void *obj, SpError *err)
 {
-	uint32_t lid;
-	if (!obj || sp_ser_lid_of (s, obj, &lid, err) < 0)
-		return obj ? -1 : 0;
+	uint32_t lid = sp_ser_lid_if_known (s, obj);
+	if (!lid)
+		return !obj || s->mark_done ? 0 : sp_ser_write_unmarked (s, obj, err);
 	if (lid == s->partial_lid) {
 		/* Being written in pieces: the rest of it, now, before the store lands. */
 		while (s->partial_lid == lid)
@@ -483,9 +632,8 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpError *err)
 				return -1;
 		return 1;
 	}
-	int claimed = sp_ser_claim (s, lid, err);
-	if (claimed <= 0)
-		return claimed;
+	if ((s->state [lid] & SP_SER_POISONED) || !sp_ser_claim (s, lid))
+		return 0;
 	SpClass *c = sp_client_class_of (obj, err);
 	if (!c || sp_ser_write (s, obj, c, lid, true, err) < 0)
 		return -1;

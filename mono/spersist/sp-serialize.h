@@ -12,6 +12,7 @@
 #ifndef SP_SERIALIZE_H
 #define SP_SERIALIZE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,13 @@
 #include "sp-format.h"
 #include "sp-lidmap.h"
 #include "sp-queue.h"
+
+/* What the serializer knows of object lid in this snapshot (SpSerializer.state [lid]). */
+enum {
+	SP_SER_WRITTEN = 1,      /* its record is written (by a step or a barrier) */
+	SP_SER_REACHED = 2,      /* a root, or referenced by an object of the snapshot (else only a barrier met it) */
+	SP_SER_POISONED = 4,     /* a barrier met it while marking and it could not be written: an error once reached */
+};
 
 typedef struct SpSerializer {
 	SpBuf *out;
@@ -30,11 +38,17 @@ typedef struct SpSerializer {
 	uint32_t nclasses;
 	uint32_t nroots;
 	uint64_t objects_written;
+	uint64_t unreached_written; /* written by a barrier while marking, not (yet) reached: not part of the state */
 	uint32_t marked;         /* marking: objects 1..marked have had their children given LIDs */
+	uint64_t mark_next;      /* marking: first element of array marked+1 not looked at yet */
+	bool mark_done;          /* marking is complete: an object without a LID is not in the snapshot */
 	uint32_t partial_lid;    /* a long string or array whose pieces are being written, 0 = none */
 	uint64_t partial_next;   /* its first element not written yet */
-	uint8_t *written;        /* [lid]: 1 once the object's record is written (by a step or a barrier) */
-	size_t written_cap;
+	bool whole_objects;      /* no pieces: each string or array in one record (stop-the-world) */
+	uint8_t *state;          /* [lid]: SP_SER_* bits; room for every LID handed out */
+	size_t state_cap;
+	struct SpPoison *poison; /* why each poisoned object could not be written */
+	size_t npoison;
 } SpSerializer;
 
 int sp_ser_init (SpSerializer *s);
@@ -46,23 +60,31 @@ int sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *e
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /*
  * Write up to max_objects queued objects: 1 = more remain, 0 = queue empty, -1 = error.
- * A long string or array is written in pieces (an ARRAY/STRING record, then
- * ELEMS records), one piece a step, each worth SP_SER_PIECE_COST objects, so
- * that a step's time is bounded whatever the object (the pause target holds
- * for any graph).
+ * Unless whole_objects is set, a long string or array is written in pieces (an
+ * ARRAY/STRING record, then ELEMS records), one piece a step, each worth
+ * SP_SER_PIECE_COST objects, so that a step's time is bounded whatever the
+ * object (the pause target holds for any graph).  A piece is sized to take
+ * about as long as a few objects (a few microseconds): 32 KiB of primitives
+ * or characters, or SP_SER_PIECE_LEAVES values encoded one by one (references
+ * and the leaves of structs, each a LID lookup or a store).
  */
-#define SP_SER_PIECE_BYTES (64u << 10)  /* data of a piece of primitives or characters, at most */
-#define SP_SER_PIECE_ELEMS 1024u        /* elements of a piece encoded one by one (references, structs), at most */
+#define SP_SER_PIECE_BYTES (32u << 10)
+#define SP_SER_PIECE_LEAVES 64u
 #define SP_SER_PIECE_COST  8u
 int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
 /*
- * Marking, the first phase of an incremental snapshot: give every object
- * reachable from the roots its LID (queueing it), as the writing steps would,
- * but write nothing.  Once it has returned 0, the objects with a LID are
- * exactly those reachable when it ran, so a barrier can tell an object of the
- * snapshot from any other (sp_ser_lid_if_known).  Up to max_objects objects
- * a call: 1 = more remain, 0 = done, -1 = error (an object that cannot be
- * persisted, named as by the steps).
+ * Marking, the first phase of an incremental snapshot (paper section 3.2.2):
+ * give every object reachable from the roots its LID (queueing it), as the
+ * writing steps would, but write nothing, so that afterwards a barrier can
+ * tell an object of the snapshot (it has a LID) from any other.  Marking runs
+ * in increments while the program stores into the graph; it reads an object's
+ * references from memory only while the object is not written, i.e. not yet
+ * stored into (every store meets the barrier first, which writes it, and its
+ * record's references get their LIDs then), so what it reaches is the graph at
+ * the start.  A long array of references is looked at in pieces, as the
+ * steps write it.  Up to max_objects objects (or pieces) a call:
+ * 1 = more remain, 0 = done (mark_done is set), -1 = error (an object that
+ * cannot be persisted, named as by the steps).
  */
 int sp_ser_mark (SpSerializer *s, size_t max_objects, SpError *err);
 /* obj's LID in this snapshot, 0 when it has none. */
@@ -71,21 +93,24 @@ uint32_t sp_ser_lid_if_known (SpSerializer *s, void *obj);
 static inline bool
 sp_ser_is_written (const SpSerializer *s, uint32_t lid)
 {
-	return lid < s->written_cap && s->written [lid];
-}
-
-/* Must a store into object lid wait for sp_ser_write_now: not written yet, or written only in part? */
-static inline bool
-sp_ser_needs_write (const SpSerializer *s, uint32_t lid)
-{
-	return lid && (!sp_ser_is_written (s, lid) || lid == s->partial_lid);
+	return lid && lid < s->state_cap && (s->state [lid] & SP_SER_WRITTEN);
 }
 
 /*
  * The barrier's part (a store into obj is about to land): write obj's record
- * now, from its current state, unless it is already written in this snapshot;
- * its children are queued as usual.  Returns 1 when it wrote the record, 0 when
- * there was nothing to do, -1 on error (obj's class cannot be persisted...).
+ * now, from its current state, unless it is already written in this snapshot,
+ * or finish it when it is being written in pieces; its children are queued as
+ * usual.  Which objects it writes:
+ *   - marking complete (mark_done): only objects with a LID (the snapshot's);
+ *   - before that (marking underway, or a snapshot without marking): any
+ *     object whose class can be persisted, since it may be reachable through
+ *     objects marking has not reached yet.  One that is not ends up in the
+ *     snapshot unreferenced (counted in unreached_written; a reader creates
+ *     it and the GC collects it), as the paper's "false-serialized" objects.
+ *     One that cannot be written (a reference to an object that cannot be
+ *     persisted) is poisoned, not written: if the snapshot reaches it after
+ *     all, that is the snapshot's error, as if the steps had met it.
+ * Returns 1 when it wrote the record, 0 when there was nothing to do, -1 on error.
  */
 int sp_ser_write_now (SpSerializer *s, void *obj, SpError *err);
 /* Write the trailer and checksum; the snapshot in `out` is then complete. */

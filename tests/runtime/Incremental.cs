@@ -145,8 +145,9 @@ static class Program
 
 	class Foreign { }
 
-	// An object that cannot be persisted, met by SendPData or, when the request
-	// was coalesced into the next cycle, by that cycle: reported either way.
+	// An object that cannot be persisted, met by the marking of the cycle
+	// SendPData starts, or by a later cycle when the request was coalesced:
+	// WaitPersisted reports it either way.
 	static int Errors (int n)
 	{
 		Grid grid = Make (n);
@@ -163,13 +164,15 @@ static class Program
 		var cell = new CellWithAny { Any = holder };
 		SPC.AddRoot (cell);
 		bool thrown = false;
+		SPC.SendPData ();              // accepted: the cycle's marking meets it
 		try {
-			SPC.SendPData ();          // no cycle runs: marking meets it now
+			SPC.WaitPersisted ();
 		} catch (SPersistenceException e) {
 			thrown = e.Message.Contains ("CellWithAny.Any") && e.Message.Contains ("Foreign");
-			Console.WriteLine ("SendPData threw: " + e.Message);
+			Console.WriteLine ("WaitPersisted threw: " + e.Message);
 		}
-		T.Check (thrown, "SendPData names the field and the type");
+		T.Check (thrown, "WaitPersisted names the field and the type");
+		T.Check (SPC.GetStats ().Failures == 1, "the failure is counted");
 		cell.Any = null;
 		SPC.SendPData ();              // a long cycle...
 		cell.Any = holder;

@@ -266,16 +266,15 @@ begin_sample_snapshot (SpSerializer *s, SpBuf *b, const SpSnapHeader *h, const S
  */
 typedef enum {
 	NO_BARRIER,
-	BARRIER_ANY,            /* write every object stored into */
-	BARRIER_MARKED,         /* after marking: only objects of the snapshot (what the runtime does) */
+	BARRIER_ANY,            /* no marking: the barrier writes every object stored into */
+	BARRIER_MARKED,         /* stores after marking: only objects of the snapshot */
+	BARRIER_MARKING,        /* stores while marking, in steps between them (what the runtime does) */
 } Barrier;
 
 static void
 barrier_before_store (SpSerializer *s, Barrier barrier, void *obj, SpError *err)
 {
 	if (barrier == NO_BARRIER)
-		return;
-	if (barrier == BARRIER_MARKED && !sp_ser_needs_write (s, sp_ser_lid_if_known (s, obj)))
 		return;
 	int wrote = sp_ser_write_now (s, obj, err);
 	assert_true (wrote == 0 || wrote == 1);
@@ -302,16 +301,32 @@ mutate_during_snapshot (SampleGraph *g, SpSerializer *s, Barrier barrier, SpErro
 			fake_set_ref (targets [i], "other", stranger);   /* c: cut from what it held */
 			fake_set_ref (targets [i], "next", NULL);
 		}
-		/* Progress in between: the traversal and the mutator interleave. */
-		assert_true (sp_ser_step (s, 1, err) >= 0);
+		/* Progress in between: the traversal (or the marking) and the mutator interleave. */
+		if (barrier == BARRIER_MARKING && !s->mark_done)
+			assert_true (sp_ser_mark (s, 1, err) >= 0);
+		else
+			assert_true (sp_ser_step (s, 1, err) >= 0);
 	}
 }
 
-/* Step s to the end and finish it. */
+/* Mark s to the end. */
+static void
+mark_all (SpSerializer *s, SpError *err)
+{
+	int more;
+	while ((more = sp_ser_mark (s, 2, err)) == 1)
+		;
+	assert_ok (more, err);
+	assert_true (s->mark_done);
+}
+
+/* Step s to the end and finish it (marking first, when it was started). */
 static void
 finish_snapshot (SpSerializer *s, SpError *err)
 {
 	int more;
+	if (s->marked && !s->mark_done)
+		mark_all (s, err);
 	while ((more = sp_ser_step (s, 3, err)) == 1)
 		;
 	assert_int_equal (more, 0);
@@ -361,13 +376,14 @@ snapshot_while_mutating_equals_original (Barrier barrier, char *why, size_t why_
 	SpSnapHeader h = { .sequence = 43 };
 	begin_sample_snapshot (&s, &b, &h, &g, &err);
 	if (barrier == BARRIER_MARKED) {
-		int more;
-		while ((more = sp_ser_mark (&s, 2, &err)) == 1)
-			;
-		assert_int_equal (more, 0);
+		mark_all (&s, &err);
 		assert_int_equal (s.nobjects, fake_graph_count (g.roots, g.nroots));
+		assert_true (sp_ser_step (&s, 2, &err) >= 0);
+	} else if (barrier == BARRIER_MARKING) {
+		assert_int_equal (sp_ser_mark (&s, 1, &err), 1);     /* marking has begun, not finished */
+	} else {
+		assert_true (sp_ser_step (&s, 2, &err) >= 0);
 	}
-	assert_true (sp_ser_step (&s, 2, &err) >= 0);
 	mutate_during_snapshot (&g, &s, barrier, &err);
 	finish_snapshot (&s, &err);
 	uint32_t count_before, count_during;
@@ -375,6 +391,11 @@ snapshot_while_mutating_equals_original (Barrier barrier, char *why, size_t why_
 	/* After marking, an object outside the snapshot stays outside, written to or not. */
 	if (barrier == BARRIER_MARKED)
 		assert_int_equal (count_during, count_before);
+	/* While marking, the stranger (not in the graph) was stored into: it is written, unreferenced, and counted. */
+	if (barrier == BARRIER_MARKING) {
+		assert_int_equal (count_during, count_before + 1);
+		assert_int_equal (s.unreached_written, 1);
+	}
 	sp_ser_free (&s);
 	sp_buf_free (&b);
 	sp_buf_free (&original);
@@ -387,8 +408,8 @@ test_barrier_keeps_snapshot_at_its_start (void **state)
 {
 	(void)state;
 	char why [512] = "";
-	const Barrier kinds [] = { BARRIER_ANY, BARRIER_MARKED };
-	for (size_t k = 0; k < 2; k++) {
+	const Barrier kinds [] = { BARRIER_ANY, BARRIER_MARKED, BARRIER_MARKING };
+	for (size_t k = 0; k < 3; k++) {
 		fake_reset ();
 		if (!snapshot_while_mutating_equals_original (kinds [k], why, sizeof why)) {
 			print_error ("with barrier %zu, the snapshot differs from the graph at its start: %s\n", k, why);
@@ -432,6 +453,13 @@ make_long_objects (void **refs_out)
 	return h;
 }
 
+/* The pieces after the first of n elements in pieces of `per`. */
+static size_t
+later_pieces (uint64_t n, uint64_t per)
+{
+	return (size_t)((n + per - 1) / per - 1);
+}
+
 /* Long strings and arrays go in pieces, one a step; every step size gives the same bytes. */
 static void
 test_long_objects_in_pieces (void **state)
@@ -449,8 +477,9 @@ test_long_objects_in_pieces (void **state)
 	assert_same_bytes (&whole, &steps, "steps of one vs one step");
 	SpSnapshot snap;
 	parse_ok (&whole, &snap);
-	/* 3000 refs in pieces of 1024: 2 ELEMS; 160 KB of ints in 64 KB: 2; 200 KB of text: 3. */
-	assert_int_equal (snap.nchunks, 7);
+	/* Every piece after the first is an ELEMS record: 3000 refs, 40000 ints, 100000 characters. */
+	assert_int_equal (snap.nchunks, later_pieces (3000, SP_SER_PIECE_LEAVES) + later_pieces (40000, SP_SER_PIECE_BYTES / 4) +
+			  later_pieces (100000, SP_SER_PIECE_BYTES / 2));
 	void **objects;
 	assert_ok (fake_restore (&snap, &objects, &err), &err);
 	void *back = fake_restored_root (&snap, objects, 1, NULL);
@@ -465,10 +494,46 @@ test_long_objects_in_pieces (void **state)
 	void *ints = fake_get_ref (root, "ints");
 	assert_ok (fake_serialize (&id, &ints, 1, 1, 6, &steps, &err), &err);
 	parse_ok (&steps, &snap);
-	assert_int_equal (snap.nchunks, 2);
+	assert_int_equal (snap.nchunks, later_pieces (40000, SP_SER_PIECE_BYTES / 4));
 	sp_snapshot_free (&snap);
 	sp_buf_free (&whole);
 	sp_buf_free (&steps);
+}
+
+/* Stop-the-world snapshots (whole_objects): each long object in one record, the same graph. */
+static void
+test_whole_objects_have_no_pieces (void **state)
+{
+	(void)state;
+	void *refs;
+	void *root = make_long_objects (&refs);
+	uint32_t id = 1;
+	SpBuf in_pieces, whole;
+	SpError err = { 0 };
+	sp_buf_init (&in_pieces);
+	assert_ok (fake_serialize (&id, &root, 1, SIZE_MAX, 5, &in_pieces, &err), &err);
+	SpSerializer s;
+	SpSnapHeader h = { .sequence = 5 };
+	sp_buf_init (&whole);
+	assert_int_equal (sp_ser_init (&s), 0);
+	s.whole_objects = true;
+	assert_ok (sp_ser_begin (&s, &whole, &h, &err), &err);
+	assert_ok (sp_ser_root (&s, 1, root, &err), &err);
+	finish_snapshot (&s, &err);
+	SpSnapshot snap;
+	parse_ok (&whole, &snap);
+	assert_int_equal (snap.nchunks, 0);
+	sp_snapshot_free (&snap);
+	char why [512] = "";
+	uint32_t count_pieces, count_whole;
+	if (!snapshots_restore_equal (&in_pieces, &whole, &id, 1, why, sizeof why, &count_pieces, &count_whole)) {
+		print_error ("whole and in pieces restore differently: %s\n", why);
+		fail ();
+	}
+	assert_int_equal (count_whole, count_pieces);
+	sp_ser_free (&s);
+	sp_buf_free (&whole);
+	sp_buf_free (&in_pieces);
 }
 
 /* A store into an array being written in pieces: the barrier writes the rest first. */
@@ -492,9 +557,8 @@ test_barrier_on_an_array_in_pieces (void **state)
 	while (!(s.partial_lid && s.partial_next < 3000 && sp_client_lid_object (s.partial_lid) == refs))
 		assert_int_equal (sp_ser_step (&s, 1, &err), 1);
 	/* Half written: the store into element 2900 (not written yet) meets the barrier, which must act. */
-	assert_true (sp_ser_needs_write (&s, sp_ser_lid_if_known (&s, refs)));
 	assert_int_equal (sp_ser_write_now (&s, refs, &err), 1);
-	assert_false (sp_ser_needs_write (&s, sp_ser_lid_if_known (&s, refs)));
+	assert_true (sp_ser_is_written (&s, sp_ser_lid_if_known (&s, refs)));
 	assert_int_equal (s.partial_lid, 0);
 	void *none = NULL;
 	memcpy (fake_elem (refs, 2900), &none, sizeof none);
@@ -512,6 +576,114 @@ test_barrier_on_an_array_in_pieces (void **state)
 	sp_buf_free (&original);
 }
 
+/*
+ * Marking looks at a long array of references in pieces, one a call; a store
+ * into it half-way writes it whole (with its children's LIDs), and marking
+ * then skips the rest of it.
+ */
+static void
+test_marking_in_pieces (void **state)
+{
+	(void)state;
+	void *refs;
+	void *root = make_long_objects (&refs);
+	uint32_t id = 1;
+	SpBuf original, b;
+	sp_buf_init (&original);
+	SpError err = { 0 };
+	assert_ok (fake_serialize (&id, &root, 1, SIZE_MAX, 5, &original, &err), &err);
+	SpSerializer s;
+	SpSnapHeader h = { .sequence = 8 };
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
+	assert_ok (sp_ser_root (&s, 1, root, &err), &err);
+	uint32_t refs_lid = 0;
+	while (!(refs_lid && s.marked + 1 == refs_lid && s.mark_next))
+		assert_int_equal (sp_ser_mark (&s, 1, &err), 1), refs_lid = sp_ser_lid_if_known (&s, refs);
+	/* One piece looked at: its 1024 items have LIDs, the rest not yet. */
+	assert_int_equal (s.mark_next, SP_SER_PIECE_LEAVES);
+	uint32_t before = s.nobjects;
+	void *item;
+	memcpy (&item, fake_elem (refs, 2999), sizeof item);
+	assert_int_equal (sp_ser_lid_if_known (&s, item), 0);
+	assert_int_equal (sp_ser_write_now (&s, refs, &err), 1);
+	assert_true (sp_ser_lid_if_known (&s, item) != 0);
+	assert_int_equal (s.nobjects, before + 3000 - SP_SER_PIECE_LEAVES);
+	void *none = NULL;
+	memcpy (fake_elem (refs, 2999), &none, sizeof none);
+	assert_int_equal (sp_ser_mark (&s, 1, &err), 1);
+	assert_int_equal (s.marked, refs_lid);
+	assert_int_equal (s.mark_next, 0);
+	finish_snapshot (&s, &err);
+	assert_int_equal (s.unreached_written, 0);
+	char why [512] = "";
+	uint32_t count_before, count_during;
+	if (!snapshots_restore_equal (&original, &b, &id, 1, why, sizeof why, &count_before, &count_during)) {
+		print_error ("the array stored into while marked in pieces lost its state at the start: %s\n", why);
+		fail ();
+	}
+	assert_int_equal (count_during, count_before);
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+	sp_buf_free (&original);
+}
+
+/*
+ * A barrier, while marking, meets an object that cannot be written (it holds
+ * something that cannot be persisted).  Not reached by the snapshot: no
+ * error.  Reached after all (through a reference marking had not followed
+ * yet): the snapshot fails naming it, even though the store that followed
+ * the barrier made it writable; without that rule the snapshot would hold
+ * its later state, torn.
+ */
+static int
+poisoned_during_marking (bool reachable, SpError *err)
+{
+	FakeClass *plant = fake_class_object ("App", "Plant");
+	fake_class_add_field (plant, "next", SP_KIND_REF, "Plant");
+	fake_class_add_field (plant, "valve", SP_KIND_REF, "System.Object");
+	FakeClass *stream = fake_class_unpersistable ("System.IO.FileStream");
+	void *root = fake_new_object (plant), *middle = fake_new_object (plant), *leaf = fake_new_object (plant);
+	fake_set_ref (root, "next", middle);
+	fake_set_ref (middle, "next", reachable ? leaf : NULL);
+	fake_set_ref (leaf, "valve", fake_new_object (stream));
+	SpSerializer s;
+	SpBuf b;
+	SpSnapHeader h = { .sequence = 9 };
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	assert_ok (sp_ser_begin (&s, &b, &h, err), err);
+	assert_ok (sp_ser_root (&s, 1, root, err), err);
+	/* The barrier before `leaf.valve = null`: nothing written, no error yet. */
+	assert_int_equal (sp_ser_write_now (&s, leaf, err), 0);
+	fake_set_ref (leaf, "valve", NULL);
+	int more;
+	while ((more = sp_ser_mark (&s, 1, err)) == 1)
+		;
+	if (more == 0)
+		while ((more = sp_ser_step (&s, 1, err)) == 1)
+			;
+	if (more == 0)
+		more = sp_ser_finish (&s, err);
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+	return more;
+}
+
+static void
+test_poisoned_while_marking (void **state)
+{
+	(void)state;
+	SpError err = { 0 };
+	assert_ok (poisoned_during_marking (false, &err), &err);
+	fake_reset ();
+	assert_fails (poisoned_during_marking (true, &err), &err);
+	assert_contains (err.msg, "Plant");
+	assert_contains (err.msg, "valve");
+	assert_contains (err.msg, "System.IO.FileStream");
+}
+
 /* sp_ser_step (s, 1) writes exactly one object a call, and says 0 only when none remain. */
 static void
 test_step_one_writes_one_object (void **state)
@@ -525,6 +697,7 @@ test_step_one_writes_one_object (void **state)
 	SpError err = { 0 };
 	SpSnapHeader h = { .sequence = 1 };
 	begin_sample_snapshot (&s, &b, &h, &g, &err);
+	s.whole_objects = true;     /* the sample's long string would otherwise take a step a piece */
 	size_t calls = 0;
 	int rc;
 	do {
@@ -1175,6 +1348,9 @@ main (void)
 		cmocka_unit_test_teardown (test_barrier_keeps_snapshot_at_its_start, fake_teardown),
 		cmocka_unit_test_teardown (test_long_objects_in_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_barrier_on_an_array_in_pieces, fake_teardown),
+		cmocka_unit_test_teardown (test_marking_in_pieces, fake_teardown),
+		cmocka_unit_test_teardown (test_whole_objects_have_no_pieces, fake_teardown),
+		cmocka_unit_test_teardown (test_poisoned_while_marking, fake_teardown),
 		cmocka_unit_test_teardown (test_step_one_writes_one_object, fake_teardown),
 		cmocka_unit_test_teardown (test_finish_refuses_unfinished, fake_teardown),
 		cmocka_unit_test_teardown (test_objects_move_between_steps, fake_teardown),
