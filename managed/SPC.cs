@@ -78,6 +78,23 @@ namespace SPersistence
 			return new SPStats (v);
 		}
 
+		/// <summary>Buckets of <see cref="GetPauseHistogram"/>: 0 to 9,999 us, and 10 ms or more.</summary>
+		public const int PauseHistogramBuckets = 10001;
+
+		/// <summary>
+		/// The increments of the SP task (incremental mode) since the program
+		/// started or the histogram was last reset, by pause: element i counts
+		/// the increments that took at least i and less than i + 1
+		/// microseconds; the last element counts those of 10 ms or more.
+		/// <paramref name="reset"/> empties it after reading.
+		/// </summary>
+		public static long [] GetPauseHistogram (bool reset)
+		{
+			var v = new long [PauseHistogramBuckets];
+			Check (sp_pause_histogram (v, reset));
+			return v;
+		}
+
 		static void Check (string error)
 		{
 			if (error != null)
@@ -104,6 +121,9 @@ namespace SPersistence
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
 		static extern string sp_stats (long [] values);
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_pause_histogram (long [] values, bool reset);
 	}
 
 	/// <summary>Measurements for benchmarks; not needed by programs.</summary>

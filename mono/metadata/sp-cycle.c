@@ -84,6 +84,14 @@ static struct {
 	MonoCoopCond durable;        /* WaitPersisted: a snapshot was committed or failed */
 } sp_cycle;
 
+/*
+ * Every increment since the start (or the last reset), by its pause in whole
+ * microseconds; the last bucket counts the pauses that long or longer
+ * (SPC.GetPauseHistogram; SPC.PauseHistogramBuckets must match).
+ */
+#define SP_PAUSE_BUCKETS 10001
+static gint64 sp_pause_histogram [SP_PAUSE_BUCKETS];
+
 static struct {
 	SpBuf buf;                   /* the writing buffer */
 	uint64_t seq;
@@ -395,6 +403,7 @@ sp_cycle_increment (void)
 		t = sp_mono_monotonic_ns ();
 	}
 	SpCycleStats *c = &sp_cycle.stats;
+	sp_pause_histogram [MIN ((t - t0) / 1000, SP_PAUSE_BUCKETS - 1)]++;
 	c->increments++;
 	c->total_pause_ns += t - t0;
 	if (t - t0 > c->max_pause_ns)
@@ -509,6 +518,16 @@ sp_cycle_wait (SpError *err)
 	if (sp_cycle.durable_seq < want)
 		return sp_error_set (err, "%s", sp_cycle.failure);
 	return 0;
+}
+
+/* SPC.GetPauseHistogram.  Under sp_lock. */
+static void
+sp_cycle_pause_histogram (MonoArray *out, gboolean reset)
+{
+	for (uintptr_t i = 0; i < SP_PAUSE_BUCKETS && i < mono_array_length_internal (out); i++)
+		mono_array_set_fast (out, gint64, i, sp_pause_histogram [i]);
+	if (reset)
+		memset (sp_pause_histogram, 0, sizeof sp_pause_histogram);
 }
 
 /* ---- the barrier's slow path ------------------------------------------------- */

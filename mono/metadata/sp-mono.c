@@ -863,6 +863,7 @@ sp_mono_send (SpError *err)
 static int sp_cycle_check_runtime (SpError *err);
 static int sp_cycle_request (SpError *err);
 static int sp_cycle_wait (SpError *err);
+static void sp_cycle_pause_histogram (MonoArray *out, gboolean reset);
 
 /*
  * Every internal call runs under sp_lock, with the store open and the newest
@@ -985,6 +986,16 @@ sp_icall_stats (MonoArray *out)
 	return sp_mono_leave (rc, &err);
 }
 
+static MonoString *
+sp_icall_pause_histogram (MonoArray *out, MonoBoolean reset)
+{
+	SpError err = { 0 };
+	int rc = sp_mono_enter (&err);
+	if (rc == 0)
+		sp_cycle_pause_histogram (out, reset);
+	return sp_mono_leave (rc, &err);
+}
+
 /*
  * For benchmarks: decode the newest snapshot again into new objects, which are
  * dropped, and report how long that took (the decode figure of a warm process).
@@ -1078,5 +1089,6 @@ sp_mono_init (const char *program)
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_send", sp_icall_send);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_wait", sp_icall_wait);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_stats", sp_icall_stats);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_pause_histogram", sp_icall_pause_histogram);
 	mono_add_internal_call_internal ("SPersistence.SPDiagnostics::sp_bench_decode", sp_icall_bench_decode);
 }

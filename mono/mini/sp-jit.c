@@ -22,6 +22,86 @@ sp_jit_before_init (void)
 		mono_aot_mode = MONO_AOT_MODE_NONE;
 }
 
+#ifdef TARGET_AMD64
+#include <mono/arch/amd64/amd64-codegen.h>
+
+/*
+ * The slow path's thunks: sp_barrier_thunk_REG passes register REG to
+ * sp_barrier_store and preserves every other register, flags aside: the
+ * caller-saved general registers and xmm0-15 are saved around the call (the
+ * callee-saved ones sp_barrier_store preserves itself).  The stack is
+ * realigned, so the call site's alignment does not matter.  The saved
+ * registers are on the stack while sp_barrier_store runs, where SGen's
+ * conservative scan of the thread's stack sees (and pins) any object they
+ * refer to, should it wait for sp_lock in GC-safe mode or allocate.
+ */
+#define SP_THUNK(reg) \
+	".globl sp_barrier_thunk_" #reg "\n.hidden sp_barrier_thunk_" #reg "\n" \
+	".type sp_barrier_thunk_" #reg ", @function\n" \
+	"sp_barrier_thunk_" #reg ":\n" \
+	"	push %rdi\n" \
+	"	mov %" #reg ", %rdi\n" \
+	"	jmp sp_barrier_thunk_common\n"
+
+__asm__ (
+	".text\n"
+	".p2align 4\n"
+	"sp_barrier_thunk_common:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	and $-16, %rsp\n"
+	"	push %rax\n	push %rcx\n	push %rdx\n	push %rsi\n"
+	"	push %r8\n	push %r9\n	push %r10\n	push %r11\n"
+	"	sub $256, %rsp\n"
+	"	movdqu %xmm0, 0(%rsp)\n	movdqu %xmm1, 16(%rsp)\n	movdqu %xmm2, 32(%rsp)\n	movdqu %xmm3, 48(%rsp)\n"
+	"	movdqu %xmm4, 64(%rsp)\n	movdqu %xmm5, 80(%rsp)\n	movdqu %xmm6, 96(%rsp)\n	movdqu %xmm7, 112(%rsp)\n"
+	"	movdqu %xmm8, 128(%rsp)\n	movdqu %xmm9, 144(%rsp)\n	movdqu %xmm10, 160(%rsp)\n	movdqu %xmm11, 176(%rsp)\n"
+	"	movdqu %xmm12, 192(%rsp)\n	movdqu %xmm13, 208(%rsp)\n	movdqu %xmm14, 224(%rsp)\n	movdqu %xmm15, 240(%rsp)\n"
+	"	call sp_barrier_store@PLT\n"
+	"	movdqu 0(%rsp), %xmm0\n	movdqu 16(%rsp), %xmm1\n	movdqu 32(%rsp), %xmm2\n	movdqu 48(%rsp), %xmm3\n"
+	"	movdqu 64(%rsp), %xmm4\n	movdqu 80(%rsp), %xmm5\n	movdqu 96(%rsp), %xmm6\n	movdqu 112(%rsp), %xmm7\n"
+	"	movdqu 128(%rsp), %xmm8\n	movdqu 144(%rsp), %xmm9\n	movdqu 160(%rsp), %xmm10\n	movdqu 176(%rsp), %xmm11\n"
+	"	movdqu 192(%rsp), %xmm12\n	movdqu 208(%rsp), %xmm13\n	movdqu 224(%rsp), %xmm14\n	movdqu 240(%rsp), %xmm15\n"
+	"	add $256, %rsp\n"
+	"	pop %r11\n	pop %r10\n	pop %r9\n	pop %r8\n"
+	"	pop %rsi\n	pop %rdx\n	pop %rcx\n	pop %rax\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	"	pop %rdi\n"
+	"	ret\n"
+	SP_THUNK (rax) SP_THUNK (rcx) SP_THUNK (rdx) SP_THUNK (rbx) SP_THUNK (rbp) SP_THUNK (rsi) SP_THUNK (rdi)
+	SP_THUNK (r8) SP_THUNK (r9) SP_THUNK (r10) SP_THUNK (r12) SP_THUNK (r13) SP_THUNK (r14) SP_THUNK (r15)
+);
+
+extern char sp_barrier_thunk_rax [], sp_barrier_thunk_rcx [], sp_barrier_thunk_rdx [], sp_barrier_thunk_rbx [],
+	sp_barrier_thunk_rbp [], sp_barrier_thunk_rsi [], sp_barrier_thunk_rdi [], sp_barrier_thunk_r8 [],
+	sp_barrier_thunk_r9 [], sp_barrier_thunk_r10 [], sp_barrier_thunk_r12 [], sp_barrier_thunk_r13 [],
+	sp_barrier_thunk_r14 [], sp_barrier_thunk_r15 [];
+
+/* By register number (rsp and r11, the scratch register, never hold an object here). */
+static char *const sp_barrier_thunks [16] = {
+	[AMD64_RAX] = sp_barrier_thunk_rax, [AMD64_RCX] = sp_barrier_thunk_rcx, [AMD64_RDX] = sp_barrier_thunk_rdx,
+	[AMD64_RBX] = sp_barrier_thunk_rbx, [AMD64_RBP] = sp_barrier_thunk_rbp, [AMD64_RSI] = sp_barrier_thunk_rsi,
+	[AMD64_RDI] = sp_barrier_thunk_rdi, [AMD64_R8] = sp_barrier_thunk_r8, [AMD64_R9] = sp_barrier_thunk_r9,
+	[AMD64_R10] = sp_barrier_thunk_r10, [AMD64_R12] = sp_barrier_thunk_r12, [AMD64_R13] = sp_barrier_thunk_r13,
+	[AMD64_R14] = sp_barrier_thunk_r14, [AMD64_R15] = sp_barrier_thunk_r15,
+};
+
+guint8 *
+sp_jit_amd64_emit_barrier (guint8 *code, int obj_reg)
+{
+	g_assert (obj_reg >= 0 && obj_reg < 16 && sp_barrier_thunks [obj_reg]);
+	amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)&sp_barrier_active, 8);
+	amd64_alu_membase_imm_size (code, X86_CMP, AMD64_R11, 0, 0, 4);
+	guint8 *skip = code;
+	x86_branch8 (code, X86_CC_EQ, 0, FALSE);
+	amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)sp_barrier_thunks [obj_reg], 8);
+	amd64_call_reg (code, AMD64_R11);
+	skip [1] = (guint8)(code - (skip + 2));
+	return code;
+}
+#endif
+
 void
 sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj)
 {
@@ -29,6 +109,12 @@ sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj)
 	MonoMethod *method = cfg->current_method ? cfg->current_method : cfg->method;
 	if (obj->type != STACK_OBJ || !sp_mono_method_needs_barrier (method))
 		return;
+#ifdef TARGET_AMD64
+	MonoInst *barrier;
+	MONO_INST_NEW (cfg, barrier, OP_SP_BARRIER);
+	barrier->sreg1 = obj->dreg;
+	MONO_ADD_INS (cfg->cbb, barrier);
+#else
 	MonoInst *flag_addr;
 	MonoBasicBlock *done_bb;
 	int flag_reg = alloc_ireg (cfg);
@@ -39,6 +125,7 @@ sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj)
 	MONO_EMIT_NEW_BRANCH_BLOCK (cfg, OP_IBEQ, done_bb);
 	mono_emit_jit_icall (cfg, sp_barrier_store, &obj);
 	MONO_START_BB (cfg, done_bb);
+#endif
 }
 
 /* Which arguments of a System.Array or System.Buffer method it writes into (bits), 0 for none. */

@@ -10,6 +10,20 @@
  *
  * so that with no cycle running a guarded store costs a load and a branch.
  * In other methods, and in stop-the-world mode, nothing is emitted.
+ *
+ * On amd64 the whole test is one IR instruction, OP_SP_BARRIER, whose slow
+ * path calls sp_barrier_store through a thunk that saves every register the
+ * C ABI lets a callee clobber: the instruction clobbers nothing and does not
+ * end its basic block, so the register allocator keeps values in registers
+ * across it (the portable version above splits the block, and values live
+ * across the split go through the stack).  Its fast path is
+ *
+ *     movabs $&sp_barrier_active, %r11    -- r11: the backend's scratch
+ *     cmpl   $0, (%r11)
+ *     je     1f
+ *     movabs $thunk_for_obj_reg, %r11
+ *     call   *%r11
+ *  1:
  */
 #ifndef SP_JIT_H
 #define SP_JIT_H
@@ -24,6 +38,10 @@ void sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj);
  * call's arguments.
  */
 void sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSignature *fsig, MonoInst **args);
+#ifdef TARGET_AMD64
+/* OP_SP_BARRIER's code, for mono_arch_output_basic_block (at most 29 bytes: cpu-amd64.md says 32). */
+guint8 *sp_jit_amd64_emit_barrier (guint8 *code, int obj_reg);
+#endif
 /* Before mini_init (options parsed, corlib not loaded): JIT settings the barrier mode needs. */
 void sp_jit_before_init (void);
 

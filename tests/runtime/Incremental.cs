@@ -201,6 +201,7 @@ static class Program
 			});
 			if (collect)
 				collector.Start ();
+			long increments = 0;
 			for (int g = 1; g <= generations; g++) {
 				SetGeneration (grid, g);
 				SPC.SendPData ();
@@ -213,7 +214,19 @@ static class Program
 				SPStats s = SPC.GetStats ();
 				Console.WriteLine ("generation {0}: {1} increments, {2} objects ({3} by barriers), max pause {4} us",
 					g, s.CycleIncrements, s.LastObjects, s.CycleBarrierWrites, s.CycleMaxPauseNs / 1000);
+				increments += s.CycleIncrements;
+				// The histogram's longest pause is the cycle's (whole microseconds), and it counts every increment.
+				long [] h = SPC.GetPauseHistogram (true);
+				long counted = 0, longest = -1;
+				for (int us = 0; us < h.Length; us++) {
+					counted += h [us];
+					if (h [us] != 0)
+						longest = us;
+				}
+				T.Eq (s.CycleIncrements, counted, "increments in the pause histogram");
+				T.Eq (Math.Min (s.CycleMaxPauseNs / 1000, SPC.PauseHistogramBuckets - 1), longest, "longest pause in the histogram");
 			}
+			T.Check (increments > 0, "increments were counted");
 			stop.Set ();
 			if (collect)
 				collector.Join ();

@@ -1,0 +1,25 @@
+#!/bin/bash
+# run-barrier.sh [ITERATIONS] [ROUNDS]: the store barrier's cost with no cycle
+# running, Debian's stock mono against spmono without barriers (stw) and with
+# each barrier mode, in one run: the runtimes take turns, ROUNDS times, each
+# measuring every kernel 3 times.  Writes bench/results/barrier.csv and prints
+# min/median/max ns per iteration and each median's ratio to stock mono's.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD:-$here/../build}
+iterations=${1:-100000000}; rounds=${2:-5}
+out=$here/results; mkdir -p "$out"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+cp "$build/lib/SPersistence.dll" "$work/"
+mcs -nologo -optimize+ -warnaserror -r:"$work/SPersistence.dll" -out:"$work/BarrierBench.exe" "$here/BarrierBench.cs"
+csv=$out/barrier.csv
+echo "runtime,kernel,where,rep,ns" > "$csv"
+sp=$build/bin/spmono
+for round in $(seq "$rounds"); do
+	mono "$work/BarrierBench.exe" "stock mono" "$iterations" 3 >> "$csv"
+	"$sp" "$work/BarrierBench.exe" "spmono stw (no barriers)" "$iterations" 3 >> "$csv"
+	for mode in annotating marking-v2 marking; do
+		"$sp" --sp-mode=incremental --sp-barrier=$mode "$work/BarrierBench.exe" "spmono $mode" "$iterations" 3 >> "$csv"
+	done
+done
+python3 "$here/summarize-barrier.py" "$csv"
