@@ -197,6 +197,8 @@ sp_writer_main (gpointer arg)
 		uint64_t t0 = sp_mono_monotonic_ns ();
 		int rc;
 		MONO_ENTER_GC_SAFE;
+		/* The checksum reads the whole snapshot: here, not in the SP task's last increment. */
+		sp_ser_seal (&sp_writer.buf);
 		/* Only this task commits in incremental mode. */
 		rc = sp_store_commit (sp_store, sp_writer.buf.data, sp_writer.buf.len, seq, &err);
 		MONO_EXIT_GC_SAFE;
@@ -347,21 +349,40 @@ sp_cycle_publish_stats (uint64_t end_ns)
 			 (unsigned long long)sp_ser.unreached_written, sp_out.len, (unsigned long long)c->writer_waits);
 }
 
+/*
+ * Forget the cycle's objects: the LID table (so the GC may collect them), the
+ * LID map and the states.  This costs in proportion to the snapshot, so it
+ * runs with sp_lock released and after the last increment: neither an
+ * increment, nor a barrier (disarmed), nor a SendPData (coalesced meanwhile,
+ * see handing_over) waits for it.  The LID table is emptied in GC-unsafe mode
+ * (it is a GC root) with a safepoint between chunks, the rest in GC-safe mode.
+ */
+static void
+sp_cycle_forget_objects (void)
+{
+	sp_client_lid_reset ();
+	MONO_ENTER_GC_SAFE;
+	sp_ser_reset (&sp_ser);
+	MONO_EXIT_GC_SAFE;
+}
+
 /* Every object is written: close the snapshot, disarm the barrier, hand it to the writer. */
 static void
 sp_cycle_finish (void)
 {
 	SpError err = { 0 };
-	if (sp_ser_finish (&sp_ser, &err) < 0) {
+	if (sp_ser_close (&sp_ser, &err) < 0) {
 		sp_cycle_fail (&err);
 		return;
 	}
 	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
 	sp_cycle.running = FALSE;
 	sp_cycle.handing_over = TRUE;
-	sp_client_lid_reset ();
 	sp_cycle_publish_stats (sp_mono_monotonic_ns ());
 	sp_writer_hand_over (sp_cycle.seq);
+	mono_coop_mutex_unlock (&sp_lock);
+	sp_cycle_forget_objects ();
+	mono_coop_mutex_lock (&sp_lock);
 	sp_cycle.handing_over = FALSE;
 	if (sp_cycle.pending) {
 		sp_cycle.pending = FALSE;

@@ -35,6 +35,7 @@
 #include <mono/metadata/reflection-internals.h>
 #include <mono/metadata/tabledefs.h>
 #include <mono/utils/mono-coop-mutex.h>
+#include <mono/utils/mono-threads-coop.h>
 
 #include "../spersist/sp-client.h"
 #include "../spersist/sp-options.h"
@@ -567,11 +568,17 @@ sp_mono_gc_event (MonoProfiler *prof, MonoProfilerGCEvent event, uint32_t genera
 void
 sp_client_lid_reset (void)
 {
-	/* Storing nulls needs no write barrier. */
+	/*
+	 * Storing nulls needs no write barrier.  A chunk at a time, with a
+	 * safepoint in between (unless this thread has stopped the world): a
+	 * collection waits for one chunk, not the whole table.
+	 */
 	if (sp_lid_used) {
 		for (uint32_t k = 0; k <= sp_lid_used >> SP_LID_CHUNK_BITS; k++) {
 			size_t used = k < sp_lid_used >> SP_LID_CHUNK_BITS ? SP_LID_CHUNK : (sp_lid_used & (SP_LID_CHUNK - 1)) + 1;
 			memset (mono_array_addr_fast (sp_lid_chunks [k], MonoObject *, 0), 0, used * sizeof (MonoObject *));
+			if (!sp_lid_table_frozen)
+				mono_threads_safepoint ();
 		}
 	}
 	sp_lid_used = 0;

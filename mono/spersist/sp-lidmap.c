@@ -31,6 +31,29 @@ sp_lidmap_alloc (SpLidMap *m, size_t capacity)
 	return 0;
 }
 
+/*
+ * An address and its epoch in one word.  An address that does not fit in
+ * SP_LIDMAP_MID_BITS (not on today's x86-64 or arm64 user space) is not
+ * cached: it gets a tag no epoch has (the current one plus half the tag
+ * range), so it is read from the LID table at every lookup.
+ */
+#define SP_LIDMAP_MID_MASK ((UINT64_C (1) << SP_LIDMAP_MID_BITS) - 1)
+
+static inline uint64_t
+sp_lidmap_pack (const void *obj, uint32_t epoch)
+{
+	uint64_t mid = (uint64_t)(uintptr_t)obj;
+	if (mid > SP_LIDMAP_MID_MASK)
+		return (uint64_t)(uint16_t)(epoch + 0x8000u) << SP_LIDMAP_MID_BITS;
+	return mid | (uint64_t)(uint16_t)epoch << SP_LIDMAP_MID_BITS;
+}
+
+static inline bool
+sp_lidmap_current (const SpLidEntry *e, uint32_t epoch)
+{
+	return (uint16_t)(e->mid >> SP_LIDMAP_MID_BITS) == (uint16_t)epoch;
+}
+
 static inline bool
 sp_lidmap_used (const SpLidEntry *e)
 {
@@ -79,18 +102,22 @@ sp_lidmap_clear (SpLidMap *m)
 	memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
 	m->count = 0;
 	m->miss_valid = false;
+	m->epoch = sp_client_gc_epoch ();
 }
 
-/* Objects may have moved since the cached addresses were read: read them all again. */
+/*
+ * Once every SP_LIDMAP_EPOCH_WINDOW epochs (32,768 collections), read every
+ * cached address again, so that no tag is older than the 16 bits can tell.
+ */
 static void
-sp_lidmap_follow_epoch (SpLidMap *m, uint32_t epoch)
+sp_lidmap_refresh_all (SpLidMap *m, uint32_t epoch)
 {
-	if (epoch == m->epoch)
+	if (epoch - m->epoch < SP_LIDMAP_EPOCH_WINDOW)
 		return;
 	for (size_t i = 0; i <= m->mask; i++) {
 		SpLidEntry *e = &m->slots [i];
 		if (sp_lidmap_used (e))
-			e->mid = (uintptr_t)sp_client_lid_object (sp_lid_of (e));
+			e->mid = sp_lidmap_pack (sp_client_lid_object (sp_lid_of (e)), epoch);
 	}
 	m->epoch = epoch;
 }
@@ -98,7 +125,7 @@ sp_lidmap_follow_epoch (SpLidMap *m, uint32_t epoch)
 SpLidEntry *
 sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 {
-	sp_lidmap_follow_epoch (m, epoch);
+	sp_lidmap_refresh_all (m, epoch);
 	for (size_t i = sp_lidmap_slot (hash, m->mask);; i = (i + 1) & m->mask) {
 		SpLidEntry *e = &m->slots [i];
 		if (!sp_lidmap_used (e)) {
@@ -108,9 +135,17 @@ sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 			m->miss_valid = true;
 			return NULL;
 		}
-		/* Distinct objects may share a hash: confirm by address. */
-		if (e->hash == hash && e->mid == (uintptr_t)obj)
+		if (e->hash != hash)
+			continue;
+		/* Distinct objects may share a hash: confirm by address, read again if it may have moved. */
+		if (!sp_lidmap_current (e, epoch)) {
+			const void *now = sp_client_lid_object (sp_lid_of (e));
+			e->mid = sp_lidmap_pack (now, epoch);
+			if (now == obj)
+				return e;
+		} else if ((e->mid & SP_LIDMAP_MID_MASK) == (uint64_t)(uintptr_t)obj) {
 			return e;
+		}
 	}
 }
 
@@ -151,9 +186,8 @@ sp_lidmap_grow (SpLidMap *m)
 SpLidEntry *
 sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid, const void *obj, uint32_t epoch)
 {
-	sp_lidmap_follow_epoch (m, epoch);
 	if ((m->count + 1) * 2 > m->mask + 1 && sp_lidmap_grow (m) < 0)
 		return NULL;
-	SpLidEntry entry = { .hash = hash, .lid = lid, .mid = (uintptr_t)obj };
+	SpLidEntry entry = { .hash = hash, .lid = lid, .mid = sp_lidmap_pack (obj, epoch) };
 	return sp_lidmap_place (m, &entry);
 }

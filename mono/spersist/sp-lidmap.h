@@ -13,12 +13,16 @@
  * stale when the GC moves objects, and the GC needs no callback into it.
  *
  * Reading the LID table costs a cache miss per lookup, so each entry also caches
- * the object's address (MID), valid in the GC epoch the map records
+ * the object's address (MID), tagged with the GC epoch it was read in
  * (sp_client_gc_epoch, which changes whenever objects may have moved).  While
- * the epoch is unchanged a cached address is the object's address and is
- * compared directly; the first lookup in a new epoch reads every cached address
- * again from the LID table (once per collection, as the collection itself costs
- * a pass over the live objects).
+ * the tag is the current epoch the cached address is the object's address and
+ * is compared directly; otherwise the address is read again from the LID table
+ * first.  So a collection costs each entry one refresh when it is next looked
+ * at, never a pass over the whole map in one go (which would put a pause
+ * proportional to the snapshot into whichever increment came first after a
+ * collection).  The tag is the epoch's low 16 bits; the map refreshes every
+ * entry once every SP_LIDMAP_EPOCH_WINDOW epochs, so that a tag left behind
+ * for 65,536 epochs is never mistaken for a current one.
  *
  * Open addressing with linear probing; entries are never removed within a
  * cycle.  An entry is 16 bytes so that the table of a snapshot of tens of
@@ -39,14 +43,17 @@
 typedef struct SpLidEntry {
 	uint32_t hash;          /* the object's identity hash */
 	uint32_t lid;           /* LID | SP_LID_SERIALIZED once written; 0: an empty slot */
-	uintptr_t mid;          /* the object's address in the map's epoch */
+	uint64_t mid;           /* the object's address (low SP_LIDMAP_MID_BITS) and the epoch it was read in (the rest) */
 } SpLidEntry;
+
+#define SP_LIDMAP_MID_BITS 48
+#define SP_LIDMAP_EPOCH_WINDOW 32768u
 
 typedef struct SpLidMap {
 	SpLidEntry *slots;
 	size_t mask;            /* capacity - 1; capacity is a power of two */
 	size_t count;
-	uint32_t epoch;         /* GC epoch in which the cached addresses were read */
+	uint32_t epoch;         /* GC epoch in which every entry was last refreshed (or the map emptied) */
 	size_t miss_slot;       /* where the last failed find stopped: an add of that hash goes there */
 	uint32_t miss_hash;
 	bool miss_valid;

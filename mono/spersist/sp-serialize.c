@@ -57,18 +57,15 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 {
 	s->out = out;
 	s->cycle = __atomic_add_fetch (&sp_ser_cycle_counter, 1, __ATOMIC_RELAXED);
-	/* The previous snapshot's states, as far as it went (a snapshot costs what it wrote). */
-	if (s->state)
-		memset (s->state, 0, s->nobjects + 1 < s->state_cap ? s->nobjects + 1 : s->state_cap);
-	sp_ser_forget_poison (s);
+	if (!s->clean)
+		sp_ser_reset (s);
+	s->clean = false;
 	s->nobjects = s->nclasses = s->nroots = 0;
 	s->marked = 0;
 	s->mark_next = 0;
 	s->mark_done = false;
 	s->partial_lid = 0;
 	s->objects_written = s->unreached_written = 0;
-	sp_lidmap_clear (&s->lids);
-	sp_queue_clear (&s->queue);
 	sp_client_lid_reset ();
 	sp_buf_reset (out);
 	uint8_t *hdr = sp_buf_reserve (out, SP_FORMAT_HEADER_SIZE);
@@ -118,6 +115,18 @@ sp_ser_reach (SpSerializer *s, uint32_t lid, SpError *err)
 	if (*st & SP_SER_WRITTEN)
 		s->unreached_written--;
 	return (*st & SP_SER_POISONED) ? sp_ser_poison_error (s, lid, err) : 0;
+}
+
+void
+sp_ser_reset (SpSerializer *s)
+{
+	/* The previous snapshot's states, as far as it went (a snapshot costs what it wrote). */
+	if (s->state)
+		memset (s->state, 0, s->nobjects + 1 < s->state_cap ? s->nobjects + 1 : s->state_cap);
+	sp_ser_forget_poison (s);
+	sp_lidmap_clear (&s->lids);
+	sp_queue_clear (&s->queue);
+	s->clean = true;
 }
 
 /*
@@ -643,15 +652,29 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpError *err)
 int
 sp_ser_finish (SpSerializer *s, SpError *err)
 {
+	if (sp_ser_close (s, err) < 0)
+		return -1;
+	sp_ser_seal (s->out);
+	return 0;
+}
+
+void
+sp_ser_seal (SpBuf *closed)
+{
+	uint32_t crc = sp_crc32c (0, closed->data, closed->len - 4);
+	sp_put_le (closed->data + closed->len - 4, crc, 4);
+}
+
+int
+sp_ser_close (SpSerializer *s, SpError *err)
+{
 	if (sp_queue_count (&s->queue) || s->partial_lid)
 		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued", sp_queue_count (&s->queue) + (s->partial_lid != 0));
 	SpSnapTrailer t = { .nclasses = s->nclasses, .nobjects = s->nobjects, .nroots = s->nroots };
 	uint8_t *dst = sp_buf_reserve (s->out, SP_FORMAT_TRAILER_SIZE);
 	if (!dst)
 		return sp_ser_oom (err);
-	sp_format_write_trailer (dst, &t);   /* crc still 0 */
+	sp_format_write_trailer (dst, &t);   /* crc 0 until sealed */
 	s->out->len += SP_FORMAT_TRAILER_SIZE;
-	uint32_t crc = sp_crc32c (0, s->out->data, s->out->len - 4);
-	sp_put_le (s->out->data + s->out->len - 4, crc, 4);
 	return 0;
 }

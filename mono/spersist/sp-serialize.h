@@ -49,6 +49,7 @@ typedef struct SpSerializer {
 	size_t state_cap;
 	struct SpPoison *poison; /* why each poisoned object could not be written */
 	size_t npoison;
+	bool clean;              /* sp_ser_reset ran since the last snapshot */
 } SpSerializer;
 
 int sp_ser_init (SpSerializer *s);
@@ -56,6 +57,14 @@ void sp_ser_free (SpSerializer *s);
 
 /* Start a snapshot in `out` (emptied first). */
 int sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err);
+/*
+ * Forget the last snapshot's objects (LID map, states, queue): the part of
+ * starting a snapshot that costs in proportion to the last one.  sp_ser_begin
+ * does it unless it ran since; the incremental mode runs it when a cycle ends,
+ * so that neither an increment nor the next SendPData pays for it.  Touches
+ * no object (it may run in GC-safe mode).
+ */
+void sp_ser_reset (SpSerializer *s);
 /* Register root `root_id` (obj may be NULL). */
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /*
@@ -115,5 +124,12 @@ sp_ser_is_written (const SpSerializer *s, uint32_t lid)
 int sp_ser_write_now (SpSerializer *s, void *obj, SpError *err);
 /* Write the trailer and checksum; the snapshot in `out` is then complete. */
 int sp_ser_finish (SpSerializer *s, SpError *err);
+/*
+ * sp_ser_finish in two parts: the trailer (its checksum left 0), then the
+ * checksum of a closed snapshot, which reads the whole snapshot: the
+ * incremental mode leaves it to the writer task, off the SP task's increments.
+ */
+int sp_ser_close (SpSerializer *s, SpError *err);
+void sp_ser_seal (SpBuf *closed);
 
 #endif

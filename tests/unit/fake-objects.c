@@ -453,6 +453,12 @@ fake_forward_leaves (GHashTable *fwd, const SpClass *c, uint8_t *base)
 }
 
 void
+fake_gc_advance_epoch (uint32_t n)
+{
+	fake_epoch += n;
+}
+
+void
 fake_gc_move_all (void **slots, size_t nslots)
 {
 	fake_init_once ();

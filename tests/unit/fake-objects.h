@@ -118,6 +118,8 @@ unsigned fake_class_of_failures (void);
  * a dead object, never reused memory).
  */
 void fake_gc_move_all (void **slots, size_t nslots);
+/* Collections that move nothing: advance sp_client_gc_epoch by n. */
+void fake_gc_advance_epoch (uint32_t n);
 
 /* Free every object and class, forget the LID table and hash settings. */
 void fake_reset (void);

@@ -230,6 +230,35 @@ test_entries_follow_moved_objects (void **state)
 	}
 }
 
+/*
+ * An entry caches its object's address with the low 16 bits of the epoch:
+ * after a move and 65,535 more collections the tag matches again, and only the
+ * map's periodic refresh keeps the stale address from being trusted (the
+ * moved objects would not be found, and would get a second LID).
+ */
+static void
+test_epoch_tags_that_wrap_are_refreshed (void **state)
+{
+	(void)state;
+	fake_set_hash_buckets (1);   /* all collide: only addresses tell them apart */
+	const uint32_t n = 50;
+	void **objs = make_bound_objects (n);
+	SpLidMap m;
+	assert_int_equal (sp_lidmap_init (&m, 0), 0);
+	add_all (&m, objs, n);
+	check_all_found (&m, objs, n);
+	void **old = malloc (((size_t)n + 1) * sizeof *old);
+	memcpy (old, objs, ((size_t)n + 1) * sizeof *old);
+	fake_gc_move_all (objs + 1, n);
+	fake_gc_advance_epoch (65535);
+	check_all_found (&m, objs, n);
+	for (uint32_t lid = 1; lid <= n; lid++)
+		assert_null (sp_lidmap_find (&m, sp_client_identity_hash (objs [lid]), old [lid], sp_client_gc_epoch ()));
+	free (old);
+	sp_lidmap_free (&m);
+	free (objs);
+}
+
 int
 main (void)
 {
@@ -240,6 +269,7 @@ main (void)
 		cmocka_unit_test_teardown (test_serialized_bit, fake_teardown),
 		cmocka_unit_test_teardown (test_clear_forgets, fake_teardown),
 		cmocka_unit_test_teardown (test_entries_follow_moved_objects, fake_teardown),
+		cmocka_unit_test_teardown (test_epoch_tags_that_wrap_are_refreshed, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
