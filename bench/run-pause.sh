@@ -9,6 +9,10 @@
 # a fresh process and compared with the replayed updates) before any figure
 # counts.  Writes bench/results/pause-<target>.csv (histogram: pause_us,count)
 # and prints count, min, median, p99, p99.99, max and max/target.
+# Beside each, the machine's floor: bench/ideal-increments.c runs as many
+# increments of a perfectly divisible workload with the same target, period
+# and policy (pause-<target>-ideal.csv); what it overshoots by, timer ticks,
+# interrupts and the hypervisor add to any implementation.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
@@ -18,6 +22,7 @@ targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(100 500)
 out=$here/results; mkdir -p "$out"
 work=$(mktemp -d /dev/shm/sppause.XXXXXX); trap 'rm -rf "$work"' EXIT
 mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/PauseBench.exe" "$here/PauseBench.cs"
+cc -std=c11 -O2 -o "$work/ideal-increments" "$here/ideal-increments.c"
 sp=$build/bin/spmono
 for target in "${targets[@]}"; do
 	period=$(( target <= 100 ? 1000 : target * 5 ))
@@ -30,6 +35,12 @@ for target in "${targets[@]}"; do
 		|| { echo "pause target $target: the final snapshot does not check" >&2; exit 1; }
 	policy="SCHED_FIFO"; grep -q "SCHED_FIFO" "$work/err.txt" && policy="normal policy (SCHED_FIFO refused)"
 	awk -F, '$1 == "pause_us" { print $2 "," $3 }' "$work/run.txt" | { echo "pause_us,count"; cat; } > "$out/pause-$target.csv"
-	python3 "$here/summarize-pause.py" "$out/pause-$target.csv" "$target" "$period" "$nodes" "$length" "$policy" \
-		"$(grep -c '^cycle,' "$work/run.txt")"
+	cycles=$(grep -c '^cycle,' "$work/run.txt")
+	python3 "$here/summarize-pause.py" "$out/pause-$target.csv" "$target" "$period" "$nodes" "$length" "$policy" "$cycles"
+	count=$(awk -F, 'NR > 1 { n += $2 } END { print n }' "$out/pause-$target.csv")
+	"$work/ideal-increments" "$target" "$period" "$count" 2> /dev/null | awk -F, '{ print $2 "," $3 }' \
+		| { echo "pause_us,count"; cat; } > "$out/pause-$target-ideal.csv"
+	echo -n "  the machine's floor: "
+	python3 "$here/summarize-pause.py" "$out/pause-$target-ideal.csv" "$target" "$period" 0 0 "$policy" 0 \
+		| sed 's/, 0 nodes + int\[0\]//; s/ in 0 cycles//; s/SP task/ideal increments,/'
 done

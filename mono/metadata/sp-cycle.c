@@ -358,11 +358,13 @@ sp_cycle_publish_stats (uint64_t end_ns)
  * (it is a GC root) with a safepoint between chunks, the rest in GC-safe mode.
  */
 static void
-sp_cycle_forget_objects (void)
+sp_cycle_forget_objects (size_t next_size)
 {
 	sp_client_lid_reset ();
 	MONO_ENTER_GC_SAFE;
 	sp_ser_reset (&sp_ser);
+	/* The next snapshot's buffer, as large as this one and some, its pages faulted in now, not in the increments. */
+	sp_buf_prepare (&sp_out, next_size);
 	MONO_EXIT_GC_SAFE;
 }
 
@@ -380,8 +382,9 @@ sp_cycle_finish (void)
 	sp_cycle.handing_over = TRUE;
 	sp_cycle_publish_stats (sp_mono_monotonic_ns ());
 	sp_writer_hand_over (sp_cycle.seq);
+	size_t next_size = sp_writer.buf.len + sp_writer.buf.len / 8;
 	mono_coop_mutex_unlock (&sp_lock);
-	sp_cycle_forget_objects ();
+	sp_cycle_forget_objects (next_size);
 	mono_coop_mutex_lock (&sp_lock);
 	sp_cycle.handing_over = FALSE;
 	if (sp_cycle.pending) {

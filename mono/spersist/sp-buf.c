@@ -50,6 +50,22 @@ sp_buf_reserve (SpBuf *b, size_t n)
 	return b->data + b->len;
 }
 
+int
+sp_buf_prepare (SpBuf *b, size_t size)
+{
+	if (b->cap < size) {
+		uint8_t *data = realloc (b->data, size);
+		if (!data)
+			return -1;
+		b->data = data;
+		b->cap = size;
+	}
+	volatile uint8_t *page = b->data;
+	for (size_t i = 0; i < size; i += 4096)
+		page [i] = page [i];
+	return 0;
+}
+
 void
 sp_buf_put_str (SpBuf *b, const char *s)
 {

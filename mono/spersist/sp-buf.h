@@ -26,6 +26,13 @@ void sp_buf_free (SpBuf *b);
 void sp_buf_reset (SpBuf *b);
 /* Make room for n more bytes; returns the write position or NULL (and sets oom). */
 uint8_t *sp_buf_reserve (SpBuf *b, size_t n);
+/*
+ * Capacity for `size` bytes from the start, every page of it written once, so
+ * that filling it later takes no page fault (nor a realloc) on the way: the
+ * incremental mode prepares its next serializing buffer between cycles.
+ * Keeps the contents.  -1 when memory runs out.
+ */
+int sp_buf_prepare (SpBuf *b, size_t size);
 
 static inline void
 sp_buf_put_bytes (SpBuf *b, const void *p, size_t n)

@@ -39,6 +39,9 @@ sp_lidmap_alloc (SpLidMap *m, size_t capacity)
  */
 #define SP_LIDMAP_MID_MASK ((UINT64_C (1) << SP_LIDMAP_MID_BITS) - 1)
 
+/* An old-table slot whose entry has moved to the new table (probe sequences go on through it). */
+#define SP_LIDMAP_MOVED UINT64_MAX
+
 static inline uint64_t
 sp_lidmap_pack (const void *obj, uint32_t epoch)
 {
@@ -80,26 +83,25 @@ void
 sp_lidmap_free (SpLidMap *m)
 {
 	free (m->slots);
-	m->slots = NULL;
+	free (m->old);
+	m->slots = m->old = NULL;
 	m->mask = m->count = 0;
 }
 
 void
 sp_lidmap_clear (SpLidMap *m)
 {
+	free (m->old);
+	m->old = NULL;
 	size_t want = sp_lidmap_capacity_for (m->count < 1024 ? 1024 : m->count);
-	if (m->mask + 1 > 4 * want) {
-		SpLidEntry *smaller = calloc (want, sizeof *smaller);
-		if (smaller) {
-			free (m->slots);
-			m->slots = smaller;
-			m->mask = want - 1;
-			m->count = 0;
-			m->miss_valid = false;
-			return;
-		}
+	SpLidEntry *smaller = m->mask + 1 > 4 * want ? calloc (want, sizeof *smaller) : NULL;
+	if (smaller) {
+		free (m->slots);
+		m->slots = smaller;
+		m->mask = want - 1;
+	} else {
+		memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
 	}
-	memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
 	m->count = 0;
 	m->miss_valid = false;
 	m->epoch = sp_client_gc_epoch ();
@@ -119,23 +121,25 @@ sp_lidmap_refresh_all (SpLidMap *m, uint32_t epoch)
 		if (sp_lidmap_used (e))
 			e->mid = sp_lidmap_pack (sp_client_lid_object (sp_lid_of (e)), epoch);
 	}
+	for (size_t i = 0; m->old && i <= m->old_mask; i++) {
+		SpLidEntry *e = &m->old [i];
+		if (sp_lidmap_used (e) && e->mid != SP_LIDMAP_MOVED)
+			e->mid = sp_lidmap_pack (sp_client_lid_object (sp_lid_of (e)), epoch);
+	}
 	m->epoch = epoch;
 }
 
-SpLidEntry *
-sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
+/* Search one table for obj; NULL at the first empty slot (*empty: its index). */
+static SpLidEntry *
+sp_lidmap_probe (SpLidEntry *slots, size_t mask, uint32_t hash, const void *obj, uint32_t epoch, size_t *empty)
 {
-	sp_lidmap_refresh_all (m, epoch);
-	for (size_t i = sp_lidmap_slot (hash, m->mask);; i = (i + 1) & m->mask) {
-		SpLidEntry *e = &m->slots [i];
+	for (size_t i = sp_lidmap_slot (hash, mask);; i = (i + 1) & mask) {
+		SpLidEntry *e = &slots [i];
 		if (!sp_lidmap_used (e)) {
-			/* A miss is mostly followed by the add of the same object: remember the free slot. */
-			m->miss_slot = i;
-			m->miss_hash = hash;
-			m->miss_valid = true;
+			*empty = i;
 			return NULL;
 		}
-		if (e->hash != hash)
+		if (e->hash != hash || e->mid == SP_LIDMAP_MOVED)
 			continue;
 		/* Distinct objects may share a hash: confirm by address, read again if it may have moved. */
 		if (!sp_lidmap_current (e, epoch)) {
@@ -147,6 +151,23 @@ sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 			return e;
 		}
 	}
+}
+
+SpLidEntry *
+sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
+{
+	sp_lidmap_refresh_all (m, epoch);
+	size_t empty, ignored;
+	SpLidEntry *e = sp_lidmap_probe (m->slots, m->mask, hash, obj, epoch, &empty);
+	if (!e && m->old)
+		e = sp_lidmap_probe (m->old, m->old_mask, hash, obj, epoch, &ignored);
+	if (!e) {
+		/* A miss is mostly followed by the add of the same object: remember the free slot. */
+		m->miss_slot = empty;
+		m->miss_hash = hash;
+		m->miss_valid = true;
+	}
+	return e;
 }
 
 static SpLidEntry *
@@ -166,19 +187,40 @@ sp_lidmap_place (SpLidMap *m, const SpLidEntry *entry)
 	return &m->slots [i];
 }
 
-/* Double the table when it is half full, keeping probe sequences short. */
+/* Slots of the old table moved per add: the old one is empty before the new one is half full. */
+#define SP_LIDMAP_MOVES_PER_ADD 4
+
+static void
+sp_lidmap_move_some (SpLidMap *m)
+{
+	for (int k = 0; k < SP_LIDMAP_MOVES_PER_ADD && m->old_next <= m->old_mask; k++, m->old_next++) {
+		SpLidEntry *e = &m->old [m->old_next];
+		if (sp_lidmap_used (e) && e->mid != SP_LIDMAP_MOVED) {
+			sp_lidmap_place (m, e);
+			e->mid = SP_LIDMAP_MOVED;
+		}
+	}
+	if (m->old_next > m->old_mask) {
+		free (m->old);
+		m->old = NULL;
+	}
+}
+
+/* Double the table when it is half full, keeping probe sequences short; the entries move over later. */
 static int
 sp_lidmap_grow (SpLidMap *m)
 {
-	SpLidMap bigger;
-	if (sp_lidmap_alloc (&bigger, (m->mask + 1) * 2) < 0)
+	while (m->old)
+		sp_lidmap_move_some (m);          /* (not reached: the previous doubling is over by now) */
+	SpLidEntry *bigger = calloc ((m->mask + 1) * 2, sizeof *bigger);
+	if (!bigger)
 		return -1;
-	bigger.epoch = m->epoch;
-	for (size_t i = 0; i <= m->mask; i++)
-		if (sp_lidmap_used (&m->slots [i]))
-			sp_lidmap_place (&bigger, &m->slots [i]);
-	free (m->slots);
-	*m = bigger;
+	m->old = m->slots;
+	m->old_mask = m->mask;
+	m->old_next = 0;
+	m->slots = bigger;
+	m->mask = m->mask * 2 + 1;
+	m->count = 0;
 	m->miss_valid = false;
 	return 0;
 }
@@ -189,5 +231,9 @@ sp_lidmap_add (SpLidMap *m, uint32_t hash, uint32_t lid, const void *obj, uint32
 	if ((m->count + 1) * 2 > m->mask + 1 && sp_lidmap_grow (m) < 0)
 		return NULL;
 	SpLidEntry entry = { .hash = hash, .lid = lid, .mid = sp_lidmap_pack (obj, epoch) };
-	return sp_lidmap_place (m, &entry);
+	SpLidEntry *placed = sp_lidmap_place (m, &entry);   /* first: it may use the slot of the find that missed */
+	size_t at = (size_t)(placed - m->slots);
+	if (m->old)
+		sp_lidmap_move_some (m);                    /* moves never displace an entry: `at` stays valid */
+	return &m->slots [at];
 }

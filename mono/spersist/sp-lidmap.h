@@ -25,7 +25,12 @@
  * for 65,536 epochs is never mistaken for a current one.
  *
  * Open addressing with linear probing; entries are never removed within a
- * cycle.  An entry is 16 bytes so that the table of a snapshot of tens of
+ * cycle.  The table doubles when half full, incrementally (as Redis's dict
+ * rehashes): the full table stays beside the new one, and every add moves a
+ * few of its slots over (a moved slot becomes a tombstone, so probe sequences
+ * through it still work), so that no single add pays for copying the map: an
+ * increment's pause must not depend on the snapshot's size.  Lookups search
+ * the new table, then the old one while it is being emptied.  An entry is 16 bytes so that the table of a snapshot of tens of
  * thousands of objects stays in a core's L2 cache: a graph scattered in memory
  * is looked up in random order, and each lookup that leaves the cache costs
  * more than the rest of the object's serialization.
@@ -52,7 +57,10 @@ typedef struct SpLidEntry {
 typedef struct SpLidMap {
 	SpLidEntry *slots;
 	size_t mask;            /* capacity - 1; capacity is a power of two */
-	size_t count;
+	size_t count;           /* entries in slots (the old table's not counted) */
+	SpLidEntry *old;        /* the table before the last doubling, while its entries move over; else NULL */
+	size_t old_mask;
+	size_t old_next;        /* old slots below this one have moved */
 	uint32_t epoch;         /* GC epoch in which every entry was last refreshed (or the map emptied) */
 	size_t miss_slot;       /* where the last failed find stopped: an add of that hash goes there */
 	uint32_t miss_hash;

@@ -513,7 +513,12 @@ sp_ser_mark_object (SpSerializer *s, void *obj, const SpClass *c, size_t *work, 
 	if (c->kind != SP_CLASS_ARRAY || sp_class_is_primitive_array (c))
 		return 0;
 	const uint8_t *data = sp_client_array_data (obj);
-	uint64_t n = sp_client_array_length (obj), i = s->mark_next, piece = sp_ser_piece_length (s, c);
+	/*
+	 * A quarter of a written piece: marking gives most elements a new LID
+	 * (and the object its identity hash), about four times a lookup's cost.
+	 */
+	uint64_t piece = sp_ser_piece_length (s, c) / 4 ? sp_ser_piece_length (s, c) / 4 : 1;
+	uint64_t n = sp_client_array_length (obj), i = s->mark_next;
 	uint64_t end = n - i > piece ? i + piece : n;
 	for (; i < end; i++)
 		if (sp_ser_mark_leaves (s, c, data + i * c->elem_size, err) < 0)

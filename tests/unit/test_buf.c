@@ -270,6 +270,29 @@ test_buf_growth_keeps_contents (void **state)
 	sp_buf_free (&b);
 }
 
+/* sp_buf_prepare: room for the size asked, contents kept, no reallocation while filling it. */
+static void
+test_buf_prepare (void **state)
+{
+	(void)state;
+	SpBuf b;
+	sp_buf_init (&b);
+	sp_buf_put_le (&b, 0x01020304u, 4);
+	assert_int_equal (sp_buf_prepare (&b, 1 << 20), 0);
+	assert_true (b.cap >= 1 << 20);
+	assert_int_equal (b.len, 4);
+	assert_true (sp_get_le (b.data, 4) == 0x01020304u);
+	uint8_t *before = b.data;
+	for (uint32_t i = 1; i < (1 << 18); i++)
+		sp_buf_put_le (&b, i, 4);
+	assert_ptr_equal (b.data, before);
+	assert_false (b.oom);
+	/* Smaller than the capacity: nothing moves. */
+	assert_int_equal (sp_buf_prepare (&b, 100), 0);
+	assert_ptr_equal (b.data, before);
+	sp_buf_free (&b);
+}
+
 int
 main (void)
 {
@@ -281,6 +304,7 @@ main (void)
 		cmocka_unit_test (test_fixed_reads_stay_inside),
 		cmocka_unit_test (test_reader_str),
 		cmocka_unit_test (test_buf_growth_keeps_contents),
+		cmocka_unit_test (test_buf_prepare),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
