@@ -11,7 +11,8 @@
 # and prints count, min, median, p99, p99.99, max and max/target.
 # Beside each, the machine's floor: bench/ideal-increments.c runs as many
 # increments of a perfectly divisible workload with the same target, period
-# and policy (pause-<target>-ideal.csv); what it overshoots by, timer ticks,
+# and policy, computing only, then also touching a 256 MB buffer at random
+# (pause-<target>-ideal-<mb>mb.csv); what they overshoot by, timer ticks,
 # interrupts and the hypervisor add to any implementation.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,9 +39,12 @@ for target in "${targets[@]}"; do
 	cycles=$(grep -c '^cycle,' "$work/run.txt")
 	python3 "$here/summarize-pause.py" "$out/pause-$target.csv" "$target" "$period" "$nodes" "$length" "$policy" "$cycles"
 	count=$(awk -F, 'NR > 1 { n += $2 } END { print n }' "$out/pause-$target.csv")
-	"$work/ideal-increments" "$target" "$period" "$count" 2> /dev/null | awk -F, '{ print $2 "," $3 }' \
-		| { echo "pause_us,count"; cat; } > "$out/pause-$target-ideal.csv"
-	echo -n "  the machine's floor: "
-	python3 "$here/summarize-pause.py" "$out/pause-$target-ideal.csv" "$target" "$period" 0 0 "$policy" 0 \
-		| sed 's/, 0 nodes + int\[0\]//; s/ in 0 cycles//; s/SP task/ideal increments,/'
+	for mb in 0 256; do
+		"$work/ideal-increments" "$target" "$period" "$count" "$mb" 2> /dev/null | awk -F, '{ print $2 "," $3 }' \
+			| { echo "pause_us,count"; cat; } > "$out/pause-$target-ideal-${mb}mb.csv"
+		[ "$mb" = 0 ] && what="computing only" || what="random accesses over $mb MB"
+		echo -n "  the machine's floor ($what): "
+		python3 "$here/summarize-pause.py" "$out/pause-$target-ideal-${mb}mb.csv" "$target" "$period" 0 0 "$policy" 0 \
+			| sed 's/^target [0-9]* us, period [0-9]* us, 0 nodes + int\[0\], SP task [^:]*: //; s/ in 0 cycles//'
+	done
 done

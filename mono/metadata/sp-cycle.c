@@ -408,6 +408,22 @@ sp_cycle_work (SpError *err)
 	return more;
 }
 
+/*
+ * What a unit of work (sp_cycle_work) takes, by kind: marking, writing
+ * objects, writing a piece of a long object.  A moving average of each, so
+ * that an increment does not start a unit it has no time left for: its
+ * length then overshoots the target by a unit's deviation from its average,
+ * not by a whole unit.
+ */
+typedef enum { SP_UNIT_MARK, SP_UNIT_OBJECTS, SP_UNIT_PIECE, SP_UNIT_KINDS } SpUnitKind;
+static uint64_t sp_unit_avg_ns [SP_UNIT_KINDS] = { 2000, 2000, 2000 };
+
+static SpUnitKind
+sp_cycle_next_unit (void)
+{
+	return !sp_ser.mark_done ? SP_UNIT_MARK : sp_ser.partial_lid ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
+}
+
 /* One increment: mark or write until the target pause is used up. */
 static void
 sp_cycle_increment (void)
@@ -422,9 +438,15 @@ sp_cycle_increment (void)
 			more = -1;
 		t = sp_mono_monotonic_ns ();
 	}
-	while (more == 1 && t - t0 < budget) {
+	for (bool first = true; more == 1; first = false) {
+		SpUnitKind kind = sp_cycle_next_unit ();
+		/* At least one unit an increment, whatever the target: a cycle always progresses. */
+		if (!first && t - t0 + sp_unit_avg_ns [kind] > budget)
+			break;
+		uint64_t u0 = t;
 		more = sp_cycle_work (&err);
 		t = sp_mono_monotonic_ns ();
+		sp_unit_avg_ns [kind] += ((int64_t)(t - u0) - (int64_t)sp_unit_avg_ns [kind]) / 16;
 	}
 	SpCycleStats *c = &sp_cycle.stats;
 	sp_pause_histogram [MIN ((t - t0) / 1000, SP_PAUSE_BUCKETS - 1)]++;

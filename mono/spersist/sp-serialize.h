@@ -73,12 +73,12 @@ int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
  * ARRAY/STRING record, then ELEMS records), one piece a step, each worth
  * SP_SER_PIECE_COST objects, so that a step's time is bounded whatever the
  * object (the pause target holds for any graph).  A piece is sized to take
- * about as long as a few objects (a few microseconds): 32 KiB of primitives
+ * about as long as a few objects (a few microseconds): 16 KiB of primitives
  * or characters, or SP_SER_PIECE_LEAVES values encoded one by one (references
  * and the leaves of structs, each a LID lookup or a store).
  */
-#define SP_SER_PIECE_BYTES (32u << 10)
-#define SP_SER_PIECE_LEAVES 64u
+#define SP_SER_PIECE_BYTES (16u << 10)
+#define SP_SER_PIECE_LEAVES 32u
 #define SP_SER_PIECE_COST  8u
 int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
 /*

@@ -39,8 +39,18 @@ for barrier in marking-v2 annotating; do
 		inc.exe write $N $G outside > write.txt || fail "write, --sp-barrier=$barrier, stores outside"
 	expect_fail "CHECK FAILED" spm --sp-store=store inc.exe check $N $G
 done
-# An object that cannot be persisted: SendPData names it (marking meets it before
-# the call returns); when the request was coalesced, WaitPersisted does.
+# Pinned to one CPU, as in the paper's setup: the SP task, the barriers and the
+# mutators take turns on it (preempting each other mid-increment), with
+# collections forced throughout.
+for barrier in marking annotating; do
+	rm -rf store
+	taskset -c 0 "$SPMONO" --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 --sp-barrier=$barrier \
+		inc.exe write $N $G inside gc > write.txt || fail "write pinned to one CPU, --sp-barrier=$barrier"
+	cat write.txt
+	taskset -c 0 "$SPMONO" --sp-store=store inc.exe check $N $G || fail "torn snapshot pinned to one CPU, --sp-barrier=$barrier"
+done
+# An object that cannot be persisted: the cycle's marking meets it and
+# WaitPersisted names it, also when the request was coalesced.
 expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe errors 20000
 # Configurations that cannot keep the promise are refused at start, with the reason.
 expect_fail "needs cooperative or hybrid thread suspension" \
