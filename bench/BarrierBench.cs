@@ -91,7 +91,8 @@ public static class Plain {
 	}
 }
 
-// The same loops inside the persistent class's own annotated methods.
+// The same loops inside the persistent class's own annotated methods: copies on
+// purpose, since the barrier mode decides method by method.
 [SPersistent]
 public class Guarded {
 	[SPersistentUpdate]

@@ -49,6 +49,13 @@ for barrier in marking annotating; do
 	cat write.txt
 	taskset -c 0 "$SPMONO" --sp-store=store inc.exe check $N $G || fail "torn snapshot pinned to one CPU, --sp-barrier=$barrier"
 done
+# The smallest pause target: a unit of work (a piece of a long array, a few
+# objects) takes about as long as the whole increment, and every increment
+# still does one, so cycles end and are exact.
+rm -rf store
+spm --sp-store=store --sp-mode=incremental --sp-pause=10 --sp-period=100 inc.exe write 3000 2 outside > write.txt \
+	|| fail "write with --sp-pause=10"
+spm --sp-store=store inc.exe check 3000 2 || fail "torn snapshot with --sp-pause=10"
 # An object that cannot be persisted: the cycle's marking meets it and
 # WaitPersisted names it, also when the request was coalesced.
 expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe errors 20000

@@ -500,40 +500,70 @@ test_long_objects_in_pieces (void **state)
 	sp_buf_free (&steps);
 }
 
+/*
+ * A snapshot of make_long_objects being written, beside `original`, the one
+ * taken in one go: the tests below act on it, then long_snapshot_check
+ * finishes it and requires it to restore to the same graph, and
+ * long_snapshot_free lets it go.
+ */
+typedef struct LongSnapshot {
+	void *root, *refs;
+	uint32_t id;
+	SpBuf original, b;
+	SpSerializer s;
+	SpError err;
+} LongSnapshot;
+
+static void
+long_snapshot_begin (LongSnapshot *t, uint64_t sequence, bool whole_objects)
+{
+	memset (t, 0, sizeof *t);
+	t->root = make_long_objects (&t->refs);
+	t->id = 1;
+	sp_buf_init (&t->original);
+	sp_buf_init (&t->b);
+	assert_ok (fake_serialize (&t->id, &t->root, 1, SIZE_MAX, 5, &t->original, &t->err), &t->err);
+	SpSnapHeader h = { .sequence = sequence };
+	assert_int_equal (sp_ser_init (&t->s), 0);
+	t->s.whole_objects = whole_objects;
+	assert_ok (sp_ser_begin (&t->s, &t->b, &h, &t->err), &t->err);
+	assert_ok (sp_ser_root (&t->s, 1, t->root, &t->err), &t->err);
+}
+
+static void
+long_snapshot_check (LongSnapshot *t, const char *what)
+{
+	finish_snapshot (&t->s, &t->err);
+	char why [512] = "";
+	uint32_t count_original, count;
+	if (!snapshots_restore_equal (&t->original, &t->b, &t->id, 1, why, sizeof why, &count_original, &count)) {
+		print_error ("%s: %s\n", what, why);
+		fail ();
+	}
+	assert_int_equal (count, count_original);
+}
+
+static void
+long_snapshot_free (LongSnapshot *t)
+{
+	sp_ser_free (&t->s);
+	sp_buf_free (&t->b);
+	sp_buf_free (&t->original);
+}
+
 /* Stop-the-world snapshots (whole_objects): each long object in one record, the same graph. */
 static void
 test_whole_objects_have_no_pieces (void **state)
 {
 	(void)state;
-	void *refs;
-	void *root = make_long_objects (&refs);
-	uint32_t id = 1;
-	SpBuf in_pieces, whole;
-	SpError err = { 0 };
-	sp_buf_init (&in_pieces);
-	assert_ok (fake_serialize (&id, &root, 1, SIZE_MAX, 5, &in_pieces, &err), &err);
-	SpSerializer s;
-	SpSnapHeader h = { .sequence = 5 };
-	sp_buf_init (&whole);
-	assert_int_equal (sp_ser_init (&s), 0);
-	s.whole_objects = true;
-	assert_ok (sp_ser_begin (&s, &whole, &h, &err), &err);
-	assert_ok (sp_ser_root (&s, 1, root, &err), &err);
-	finish_snapshot (&s, &err);
+	LongSnapshot t;
+	long_snapshot_begin (&t, 5, true);
+	long_snapshot_check (&t, "whole and in pieces restore differently");
 	SpSnapshot snap;
-	parse_ok (&whole, &snap);
+	parse_ok (&t.b, &snap);
 	assert_int_equal (snap.nchunks, 0);
 	sp_snapshot_free (&snap);
-	char why [512] = "";
-	uint32_t count_pieces, count_whole;
-	if (!snapshots_restore_equal (&in_pieces, &whole, &id, 1, why, sizeof why, &count_pieces, &count_whole)) {
-		print_error ("whole and in pieces restore differently: %s\n", why);
-		fail ();
-	}
-	assert_int_equal (count_whole, count_pieces);
-	sp_ser_free (&s);
-	sp_buf_free (&whole);
-	sp_buf_free (&in_pieces);
+	long_snapshot_free (&t);
 }
 
 /* A store into an array being written in pieces: the barrier writes the rest first. */
@@ -541,39 +571,19 @@ static void
 test_barrier_on_an_array_in_pieces (void **state)
 {
 	(void)state;
-	void *refs;
-	void *root = make_long_objects (&refs);
-	uint32_t id = 1;
-	SpBuf original, b;
-	sp_buf_init (&original);
-	SpError err = { 0 };
-	assert_ok (fake_serialize (&id, &root, 1, SIZE_MAX, 5, &original, &err), &err);
-	SpSerializer s;
-	sp_buf_init (&b);
-	assert_int_equal (sp_ser_init (&s), 0);
-	SpSnapHeader h = { .sequence = 6 };
-	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
-	assert_ok (sp_ser_root (&s, 1, root, &err), &err);
-	while (!(s.partial_lid && s.partial_next < 3000 && sp_client_lid_object (s.partial_lid) == refs))
-		assert_int_equal (sp_ser_step (&s, 1, &err), 1);
+	LongSnapshot t;
+	long_snapshot_begin (&t, 6, false);
+	while (!(t.s.partial_lid && t.s.partial_next < 3000 && sp_client_lid_object (t.s.partial_lid) == t.refs))
+		assert_int_equal (sp_ser_step (&t.s, 1, &t.err), 1);
 	/* Half written: the store into element 2900 (not written yet) meets the barrier, which must act. */
-	assert_int_equal (sp_ser_write_now (&s, refs, &err), 1);
-	assert_true (sp_ser_is_written (&s, sp_ser_lid_if_known (&s, refs)));
-	assert_int_equal (s.partial_lid, 0);
+	assert_int_equal (sp_ser_write_now (&t.s, t.refs, &t.err), 1);
+	assert_true (sp_ser_is_written (&t.s, sp_ser_lid_if_known (&t.s, t.refs)));
+	assert_int_equal (t.s.partial_lid, 0);
 	void *none = NULL;
-	memcpy (fake_elem (refs, 2900), &none, sizeof none);
-	assert_int_equal (sp_ser_write_now (&s, refs, &err), 0);
-	finish_snapshot (&s, &err);
-	char why [512] = "";
-	uint32_t count_before, count_during;
-	if (!snapshots_restore_equal (&original, &b, &id, 1, why, sizeof why, &count_before, &count_during)) {
-		print_error ("the array written in pieces lost its state at the start: %s\n", why);
-		fail ();
-	}
-	assert_int_equal (count_during, count_before);
-	sp_ser_free (&s);
-	sp_buf_free (&b);
-	sp_buf_free (&original);
+	memcpy (fake_elem (t.refs, 2900), &none, sizeof none);
+	assert_int_equal (sp_ser_write_now (&t.s, t.refs, &t.err), 0);
+	long_snapshot_check (&t, "the array written in pieces lost its state at the start");
+	long_snapshot_free (&t);
 }
 
 /*
@@ -585,48 +595,28 @@ static void
 test_marking_in_pieces (void **state)
 {
 	(void)state;
-	void *refs;
-	void *root = make_long_objects (&refs);
-	uint32_t id = 1;
-	SpBuf original, b;
-	sp_buf_init (&original);
-	SpError err = { 0 };
-	assert_ok (fake_serialize (&id, &root, 1, SIZE_MAX, 5, &original, &err), &err);
-	SpSerializer s;
-	SpSnapHeader h = { .sequence = 8 };
-	sp_buf_init (&b);
-	assert_int_equal (sp_ser_init (&s), 0);
-	assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
-	assert_ok (sp_ser_root (&s, 1, root, &err), &err);
+	LongSnapshot t;
+	long_snapshot_begin (&t, 8, false);
 	uint32_t refs_lid = 0;
-	while (!(refs_lid && s.marked + 1 == refs_lid && s.mark_next))
-		assert_int_equal (sp_ser_mark (&s, 1, &err), 1), refs_lid = sp_ser_lid_if_known (&s, refs);
+	while (!(refs_lid && t.s.marked + 1 == refs_lid && t.s.mark_next))
+		assert_int_equal (sp_ser_mark (&t.s, 1, &t.err), 1), refs_lid = sp_ser_lid_if_known (&t.s, t.refs);
 	/* One piece looked at: its items have LIDs, the rest not yet. */
-	assert_int_equal (s.mark_next, SP_SER_PIECE_LEAVES / 4);
-	uint32_t before = s.nobjects;
+	assert_int_equal (t.s.mark_next, SP_SER_PIECE_LEAVES / 4);
+	uint32_t before = t.s.nobjects;
 	void *item;
-	memcpy (&item, fake_elem (refs, 2999), sizeof item);
-	assert_int_equal (sp_ser_lid_if_known (&s, item), 0);
-	assert_int_equal (sp_ser_write_now (&s, refs, &err), 1);
-	assert_true (sp_ser_lid_if_known (&s, item) != 0);
-	assert_int_equal (s.nobjects, before + 3000 - SP_SER_PIECE_LEAVES / 4);
+	memcpy (&item, fake_elem (t.refs, 2999), sizeof item);
+	assert_int_equal (sp_ser_lid_if_known (&t.s, item), 0);
+	assert_int_equal (sp_ser_write_now (&t.s, t.refs, &t.err), 1);
+	assert_true (sp_ser_lid_if_known (&t.s, item) != 0);
+	assert_int_equal (t.s.nobjects, before + 3000 - SP_SER_PIECE_LEAVES / 4);
 	void *none = NULL;
-	memcpy (fake_elem (refs, 2999), &none, sizeof none);
-	assert_int_equal (sp_ser_mark (&s, 1, &err), 1);
-	assert_int_equal (s.marked, refs_lid);
-	assert_int_equal (s.mark_next, 0);
-	finish_snapshot (&s, &err);
-	assert_int_equal (s.unreached_written, 0);
-	char why [512] = "";
-	uint32_t count_before, count_during;
-	if (!snapshots_restore_equal (&original, &b, &id, 1, why, sizeof why, &count_before, &count_during)) {
-		print_error ("the array stored into while marked in pieces lost its state at the start: %s\n", why);
-		fail ();
-	}
-	assert_int_equal (count_during, count_before);
-	sp_ser_free (&s);
-	sp_buf_free (&b);
-	sp_buf_free (&original);
+	memcpy (fake_elem (t.refs, 2999), &none, sizeof none);
+	assert_int_equal (sp_ser_mark (&t.s, 1, &t.err), 1);
+	assert_int_equal (t.s.marked, refs_lid);
+	assert_int_equal (t.s.mark_next, 0);
+	long_snapshot_check (&t, "the array stored into while marked in pieces lost its state at the start");
+	assert_int_equal (t.s.unreached_written, 0);
+	long_snapshot_free (&t);
 }
 
 /*
