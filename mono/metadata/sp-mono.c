@@ -167,6 +167,22 @@ sp_mono_is_persistent_class (MonoClass *klass)
 	return FALSE;
 }
 
+/*
+ * Class-library collections persisted by their fields (those not marked
+ * [NonSerialized]), as if they were [SPersistent]: List<T> (_items, _size,
+ * _version).  Dictionary<K,V> is not among them: its buckets hold hash codes,
+ * which for keys hashed by identity do not survive a restart, and its
+ * comparer is an object of its own.
+ */
+static gboolean
+sp_mono_is_persistable_collection (MonoClass *klass)
+{
+	if (!mono_class_is_ginst (klass) || m_class_get_image (klass) != mono_defaults.corlib)
+		return FALSE;
+	return strcmp (m_class_get_name_space (klass), "System.Collections.Generic") == 0 &&
+		strcmp (m_class_get_name (klass), "List`1") == 0;
+}
+
 static char *
 sp_mono_type_name (MonoType *type)
 {
@@ -183,7 +199,7 @@ static int
 sp_mono_class_ref_allowed (MonoClass *klass, SpError *err)
 {
 	if (klass == mono_defaults.object_class || klass == mono_defaults.string_class ||
-	    mono_class_is_interface (klass) || sp_mono_is_persistent_class (klass))
+	    mono_class_is_interface (klass) || sp_mono_is_persistent_class (klass) || sp_mono_is_persistable_collection (klass))
 		return 0;
 	if (m_class_get_rank (klass) == 1 && m_class_get_byval_arg (klass)->type == MONO_TYPE_SZARRAY) {
 		MonoClass *elem = m_class_get_element_class (klass);
@@ -331,6 +347,21 @@ sp_mono_object_leaves (GArray *leaves, MonoClass *klass, SpError *err)
 	return 0;
 }
 
+/* A collection's fields, all but those marked [NonSerialized] (sp_mono_is_persistable_collection). */
+static int
+sp_mono_collection_leaves (GArray *leaves, MonoClass *klass, SpError *err)
+{
+	gpointer iter = NULL;
+	MonoClassField *f;
+	while ((f = mono_class_get_fields_internal (klass, &iter))) {
+		if (!sp_mono_is_instance_field (f) || (f->type->attrs & FIELD_ATTRIBUTE_NOT_SERIALIZED))
+			continue;
+		if (sp_mono_add_leaves (leaves, f->type, mono_field_get_name (f), (guint32)mono_field_get_offset (f), err) < 0)
+			return sp_error_prefix (err, "class %s", m_class_get_name (klass));
+	}
+	return 0;
+}
+
 static SpClass *
 sp_mono_class_map_build (MonoClass *klass, SpError *err)
 {
@@ -348,6 +379,9 @@ sp_mono_class_map_build (MonoClass *klass, SpError *err)
 	} else if (m_class_is_valuetype (klass)) {
 		kind = SP_CLASS_OBJECT;
 		rc = sp_error_set (err, "a boxed %s cannot be persisted; store it in a field of its own type", name);
+	} else if (sp_mono_is_persistable_collection (klass)) {
+		kind = SP_CLASS_OBJECT;
+		rc = sp_mono_collection_leaves (leaves, klass, err);
 	} else if (!sp_mono_is_persistent_class (klass)) {
 		kind = SP_CLASS_OBJECT;
 		rc = sp_error_set (err, "type %s is not [SPersistent]", name);
