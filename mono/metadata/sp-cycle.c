@@ -50,6 +50,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 volatile gint32 sp_barrier_active;
 
@@ -139,16 +140,34 @@ sp_cycle_check_runtime (SpError *err)
 
 /* ---- the priority of the tasks ------------------------------------------ */
 
+/*
+ * Name the task (`top -H`, /proc/PID/task/TID/comm: "sp-task", "sp-writer")
+ * and give it --sp-priority: SCHED_FIFO at that priority; when that is not
+ * permitted, the highest SCHED_FIFO priority RLIMIT_RTPRIO allows, with a
+ * warning; when none is, the default policy, with a warning.
+ */
 static void
-sp_task_set_priority (const char *task)
+sp_task_set_priority (const char *task, const char *thread_name)
 {
+	mono_native_thread_set_name (mono_native_thread_id_get (), thread_name);
 	if (!sp_options.priority)
 		return;
 	struct sched_param param = { .sched_priority = (int)sp_options.priority };
 	int rc = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
-	if (rc != 0)
-		fprintf (stderr, "spmono: warning: the %s task cannot run with SCHED_FIFO priority %u (%s); it runs with the default policy\n",
-			 task, sp_options.priority, strerror (rc));
+	if (rc == 0)
+		return;
+	struct rlimit limit;
+	if (getrlimit (RLIMIT_RTPRIO, &limit) == 0 && limit.rlim_cur > 0) {
+		param.sched_priority = limit.rlim_cur < sp_options.priority ? (int)limit.rlim_cur : (int)sp_options.priority;
+		if (pthread_setschedparam (pthread_self (), SCHED_FIFO, &param) == 0) {
+			fprintf (stderr, "spmono: warning: the %s task cannot run with SCHED_FIFO priority %u (%s); "
+				 "it runs with SCHED_FIFO priority %d, the highest RLIMIT_RTPRIO allows\n",
+				 task, sp_options.priority, strerror (rc), param.sched_priority);
+			return;
+		}
+	}
+	fprintf (stderr, "spmono: warning: the %s task cannot run with SCHED_FIFO priority %u (%s); it runs with the default policy "
+		 "(give the program CAP_SYS_NICE, or raise RLIMIT_RTPRIO: ulimit -r)\n", task, sp_options.priority, strerror (rc));
 }
 
 /* ---- the writer task -------------------------------------------------------- */
@@ -186,7 +205,7 @@ static gsize
 sp_writer_main (gpointer arg)
 {
 	(void)arg;
-	sp_task_set_priority ("writer");
+	sp_task_set_priority ("writer", "sp-writer");
 	mono_coop_mutex_lock (&sp_lock);
 	for (;;) {
 		while (!sp_writer.busy)
@@ -484,7 +503,7 @@ static gsize
 sp_task_main (gpointer arg)
 {
 	(void)arg;
-	sp_task_set_priority ("SP");
+	sp_task_set_priority ("SP", "sp-task");
 	mono_coop_mutex_lock (&sp_lock);
 	for (;;) {
 		while (!sp_cycle.running)

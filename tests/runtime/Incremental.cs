@@ -182,10 +182,30 @@ static class Program
 		return 0;
 	}
 
+	// The SP and writer tasks, by name, with their scheduling policy and
+	// real-time priority (/proc/self/task/TID/stat fields 41 and 40).
+	static int Priority ()
+	{
+		SPC.AddRoot (Make (100));
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		foreach (string dir in System.IO.Directory.GetDirectories ("/proc/self/task")) {
+			string comm = System.IO.File.ReadAllText (dir + "/comm").Trim ();
+			if (comm != "sp-task" && comm != "sp-writer")
+				continue;
+			string stat = System.IO.File.ReadAllText (dir + "/stat");
+			string [] f = stat.Substring (stat.LastIndexOf (')') + 2).Split (' ');   // f [0] is field 3
+			Console.WriteLine ("{0} policy {1} rt {2}", comm, f [41 - 3] == "1" ? "fifo" : "normal", f [40 - 3]);
+		}
+		return 0;
+	}
+
 	static int Main (string [] args)
 	{
 		if (args [0] == "errors")
 			return Errors (int.Parse (args [1]));
+		if (args [0] == "priority")
+			return Priority ();
 		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
 		if (args [0] == "write") {
 			bool inside = args [3] == "inside";

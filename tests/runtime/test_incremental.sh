@@ -59,6 +59,26 @@ spm --sp-store=store inc.exe check 3000 2 || fail "torn snapshot with --sp-pause
 # An object that cannot be persisted: the cycle's marking meets it and
 # WaitPersisted names it, also when the request was coalesced.
 expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe errors 20000
+# --sp-priority: the tasks run SCHED_FIFO at that priority when permitted (root
+# here); without CAP_SYS_NICE, the highest RLIMIT_RTPRIO allows, or the default
+# policy, each time with a warning saying why and what to do.
+if [ "$(id -u)" = 0 ]; then
+	spm --sp-store=prio --sp-mode=incremental --sp-priority=12 inc.exe priority > prio.txt 2>&1 || fail "priority: $(cat prio.txt)"
+	grep -q "sp-task policy fifo rt 12" prio.txt && grep -q "sp-writer policy fifo rt 12" prio.txt \
+		|| fail "--sp-priority=12 as root: $(cat prio.txt)"
+fi
+# (Raising RLIMIT_RTPRIO needs CAP_SYS_RESOURCE or a hard limit of 5 or more: not every container has either.)
+if [ "$(id -u)" = 0 ] && (ulimit -r 5) 2> /dev/null; then
+	bash -c 'ulimit -r 5; exec setpriv --bounding-set=-sys_nice "$0" "$@"' "$SPMONO" --sp-store=prio2 --sp-mode=incremental \
+		--sp-priority=12 inc.exe priority > prio.txt 2>&1 || fail "priority, RLIMIT_RTPRIO 5: $(cat prio.txt)"
+	grep -q "sp-task policy fifo rt 5" prio.txt && grep -q "the highest RLIMIT_RTPRIO allows" prio.txt \
+		|| fail "--sp-priority=12 with RLIMIT_RTPRIO 5: $(cat prio.txt)"
+fi
+without_nice=(); [ "$(id -u)" != 0 ] || without_nice=(setpriv --bounding-set=-sys_nice)
+bash -c 'ulimit -r 0; exec "$@"' - "${without_nice[@]}" "$SPMONO" --sp-store=prio3 --sp-mode=incremental \
+	--sp-priority=12 inc.exe priority > prio.txt 2>&1 || fail "priority refused: $(cat prio.txt)"
+grep -q "sp-task policy normal" prio.txt && grep -q "cannot run with SCHED_FIFO priority 12.*default policy" prio.txt \
+	|| fail "--sp-priority=12 refused: $(cat prio.txt)"
 # Configurations that cannot keep the promise are refused at start, with the reason.
 expect_fail "needs cooperative or hybrid thread suspension" \
 	env MONO_THREADS_SUSPEND=preemptive "$SPMONO" --sp-store=store --sp-mode=incremental inc.exe write 10 1 inside
