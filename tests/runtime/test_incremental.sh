@@ -59,6 +59,11 @@ spm --sp-store=store inc.exe check 3000 2 || fail "torn snapshot with --sp-pause
 # An object that cannot be persisted: the cycle's marking meets it and
 # WaitPersisted names it, also when the request was coalesced.
 expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe errors 20000
+# The options come from MONO_ENV_OPTIONS too: the cycle runs in increments.
+rm -rf store
+MONO_ENV_OPTIONS="--sp-mode=incremental --sp-pause=50 --sp-period=500" spm --sp-store=store inc.exe write 5000 1 inside > write.txt \
+	|| fail "write with MONO_ENV_OPTIONS: $(cat write.txt)"
+awk '$1 == "generation" && $3 > 1 { ok = 1 } END { exit !ok }' write.txt || fail "MONO_ENV_OPTIONS: no increments: $(cat write.txt)"
 # --sp-priority: the tasks run SCHED_FIFO at that priority when permitted (root
 # here); without CAP_SYS_NICE, the highest RLIMIT_RTPRIO allows, or the default
 # policy, each time with a warning saying why and what to do.
