@@ -128,17 +128,40 @@ sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj)
 #endif
 }
 
-/* Which arguments of a System.Array or System.Buffer method it writes into (bits), 0 for none. */
+/* Is parameter i of fsig a one-dimensional array? */
+static gboolean
+sp_jit_param_is_array (MonoMethodSignature *fsig, int i)
+{
+	return i < fsig->param_count && fsig->params [i]->type == MONO_TYPE_SZARRAY;
+}
+
+/*
+ * Which arguments of a class-library method it writes into, or hands out
+ * writable views of (bits), 0 for none: System.Array's and System.Buffer's
+ * copies, Marshal's copies from native memory into an array or object, and
+ * MemoryExtensions.AsSpan/AsMemory over an array.
+ */
 static guint
 sp_jit_written_array_args (MonoMethod *cmethod, MonoMethodSignature *fsig)
 {
 	MonoClass *k = cmethod->klass;
-	if (strcmp (m_class_get_name_space (k), "System") != 0)
+	const char *ns = m_class_get_name_space (k), *cls = m_class_get_name (k), *m = cmethod->name;
+	if (fsig->hasthis)
 		return 0;
-	const char *cls = m_class_get_name (k), *m = cmethod->name;
+	if (strcmp (ns, "System.Runtime.InteropServices") == 0 && strcmp (cls, "Marshal") == 0) {
+		if (strcmp (m, "Copy") == 0 && sp_jit_param_is_array (fsig, 1))
+			return 1u << 1;                                  /* (IntPtr source, T[] destination, ...) */
+		if (strcmp (m, "PtrToStructure") == 0 && fsig->param_count == 2 && !fsig->params [1]->byref)
+			return 1u << 1;                                  /* (IntPtr ptr, object structure) */
+		return 0;
+	}
+	if (strcmp (ns, "System") != 0)
+		return 0;
+	if (strcmp (cls, "MemoryExtensions") == 0)
+		return (strcmp (m, "AsSpan") == 0 || strcmp (m, "AsMemory") == 0) && sp_jit_param_is_array (fsig, 0) ? 1u : 0;
 	if (strcmp (cls, "Buffer") == 0)
 		return strcmp (m, "BlockCopy") == 0 ? 1u << 2 : 0;      /* (src, srcOffset, dst, dstOffset, count) */
-	if (strcmp (cls, "Array") != 0 || fsig->hasthis)
+	if (strcmp (cls, "Array") != 0)
 		return 0;
 	if (strcmp (m, "Copy") == 0 || strcmp (m, "ConstrainedCopy") == 0)
 		return fsig->param_count == 5 ? 1u << 2 : 1u << 1;       /* (src, [srcIndex,] dst, ...) */
@@ -154,6 +177,16 @@ sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSigna
 {
 	if (!cmethod || !fsig)
 		return;
+	/*
+	 * A P/Invoke: native code may write into every object it is given (an
+	 * array or a blittable class is passed by address), so each gets the
+	 * barrier before the call.
+	 */
+	if (cmethod->flags & METHOD_ATTRIBUTE_PINVOKE_IMPL) {
+		for (int i = 0; i < fsig->param_count + (fsig->hasthis ? 1 : 0); i++)
+			sp_jit_emit_store_barrier (cfg, args [i]);     /* objects only (sp_jit_emit_store_barrier checks) */
+		return;
+	}
 	guint written = sp_jit_written_array_args (cmethod, fsig);
 	for (int i = 0; written && i < fsig->param_count && i < 3; i++)
 		if (written & (1u << i))

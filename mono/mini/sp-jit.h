@@ -32,10 +32,12 @@
 
 void sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj);
 /*
- * Before a call of a class-library method that writes into an array it is
- * given (Array.Copy, Array.ConstrainedCopy, Array.Clear, Array.Reverse,
- * Array.Sort, Buffer.BlockCopy): the barrier on that array.  args: the
- * call's arguments.
+ * Before a call of a method that writes into an object it is given: the
+ * barrier on that object.  Class-library methods (Array.Copy, ConstrainedCopy,
+ * Clear, Reverse, Sort, Fill; Buffer.BlockCopy; Marshal.Copy into an array,
+ * Marshal.PtrToStructure into an object; MemoryExtensions.AsSpan/AsMemory,
+ * whose span may be written later) and every P/Invoke (native code may write
+ * into any object passed by address).  args: the call's arguments.
  */
 void sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSignature *fsig, MonoInst **args);
 #ifdef TARGET_AMD64

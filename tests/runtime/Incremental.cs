@@ -104,16 +104,28 @@ static class Program
 
 	static void Store (ref int slot, int v) { slot = v; }
 
+	[System.Runtime.InteropServices.DllImport ("libc")]
+	static extern IntPtr memset (int [] destination, int value, UIntPtr count);
+
+	// Native memory holding four ints, for Marshal.Copy into arrays.
+	static readonly IntPtr native = System.Runtime.InteropServices.Marshal.AllocHGlobal (16);
+
 	// Stores that are not stfld/stelem: through managed pointers, and array copies.
 	static void RewriteIndirectly (Grid grid, int g, int i)
 	{
 		Cell c = grid.Cells [i];
-		switch (i % 6) {
+		switch (i % 9) {
 		case 0: Store (ref c.Value, g); break;                                  // ref argument (ldflda)
 		case 1: Interlocked.Exchange (ref c.Stamp, -g); break;                  // Interlocked on a field
 		case 2: c.P.A = g; break;                                               // struct field in place
 		case 3: Interlocked.Increment (ref c.Data [1]); break;                  // Interlocked on an element (ldelema)
 		case 4: Array.Copy (new [] { g, g, g, g }, c.Data, 4); break;           // Array.Copy
+		case 6: memset (c.Data, 0x5a, (UIntPtr)16); break;                      // native code (P/Invoke) writes the array
+		case 7:                                                                 // Marshal.Copy from native memory
+			System.Runtime.InteropServices.Marshal.Copy (new [] { g, g, g, g }, 0, native, 4);
+			System.Runtime.InteropServices.Marshal.Copy (native, c.Data, 0, 4);
+			break;
+		case 8: c.Data.AsSpan (1, 2).Fill (g); break;                           // a span over the array
 		default:
 			Array.Clear (grid.Totals, i, 1);                                    // Array.Clear
 			Buffer.BlockCopy (new int [] { g, g }, 0, c.Data, 8, 8);            // Buffer.BlockCopy
