@@ -605,10 +605,7 @@ sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err)
 	return 0;
 }
 
-/* Walk the pieces of object lid: the inline one, then its ELEMS chunks. */
-typedef void (*SpPieceFn) (void *ctx, SpReader *r, uint64_t start, uint64_t count);
-
-static void
+void
 sp_snapshot_pieces (const SpSnapshot *snap, uint32_t lid, SpPieceFn fn, void *ctx)
 {
 	const SpSnapObject *o = &snap->objects [lid];

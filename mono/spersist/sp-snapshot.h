@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sp-buf.h"
 #include "sp-error.h"
 #include "sp-format.h"
 #include "sp-layout.h"
@@ -125,6 +126,15 @@ typedef struct SpDecodeOps {
  */
 int sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops, void *ctx,
 			SpSnapshot *snap, SpError *err);
+
+/*
+ * The pieces of string or array lid of a parsed snapshot, in order (the one in
+ * its record, then its ELEMS records): fn gets a reader just past the piece's
+ * count (a string piece's encoding byte comes next), the index of its first
+ * element and its count.
+ */
+typedef void (*SpPieceFn) (void *ctx, SpReader *r, uint64_t start, uint64_t count);
+void sp_snapshot_pieces (const SpSnapshot *snap, uint32_t lid, SpPieceFn fn, void *ctx);
 
 /* Does the live class map entry have exactly the snapshot class's leaves?  Names the first difference. */
 int sp_snapshot_class_matches (const SpSnapClass *snap_class, const SpClass *live, SpError *err);

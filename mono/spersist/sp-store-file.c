@@ -351,17 +351,37 @@ sp_file_lock (SpFileStore *fs, SpError *err)
 	return 0;
 }
 
-int
-sp_store_file_open (const char *dir, SpStore **out, SpError *err)
+static int
+sp_file_commit_readonly (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpError *err)
 {
-	if (sp_file_mkdirs (dir, err) < 0)
+	(void)s;
+	(void)seq;
+	(void)data;
+	(void)size;
+	return sp_error_set (err, "the store was opened read-only");
+}
+
+static const SpStoreOps sp_file_store_readonly_ops = {
+	.name = "file (read-only)",
+	.list = sp_file_list,
+	.sequences = sp_file_sequences_op,
+	.read = sp_file_read,
+	.release = sp_file_release,
+	.commit = sp_file_commit_readonly,
+	.close = sp_file_close,
+};
+
+int
+sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err)
+{
+	if (!readonly && sp_file_mkdirs (dir, err) < 0)
 		return -1;
 	SpFileStore *fs = calloc (1, sizeof *fs);
 	if (!fs || !(fs->base.location = strdup (dir))) {
 		free (fs);
 		return sp_error_set (err, "out of memory");
 	}
-	fs->base.ops = &sp_file_store_ops;
+	fs->base.ops = readonly ? &sp_file_store_readonly_ops : &sp_file_store_ops;
 	fs->base.keep = 2;
 	fs->lock_fd = -1;
 	fs->dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -372,7 +392,8 @@ sp_store_file_open (const char *dir, SpStore **out, SpError *err)
 	}
 	uint64_t *seqs;
 	size_t n;
-	if (sp_file_lock (fs, err) < 0 || sp_file_sequences (fs, &seqs, &n, true, err) < 0) {
+	/* Read-only: no lock, and a commit in progress (.tmp) is the owner's to remove. */
+	if ((!readonly && sp_file_lock (fs, err) < 0) || sp_file_sequences (fs, &seqs, &n, !readonly, err) < 0) {
 		sp_file_close (&fs->base);
 		return -1;
 	}

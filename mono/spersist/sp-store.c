@@ -7,14 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int
-sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err)
+/* Open the store a location names ("DIR", "file:DIR"). */
+static int
+sp_store_open_location (const char *location, bool readonly, SpStore **out, SpError *err)
 {
 	*out = NULL;
 	if (!location || !*location)
 		return sp_error_set (err, "empty store location");
-	if (keep < 1)
-		return sp_error_set (err, "a store must keep at least 1 snapshot (asked for %u)", keep);
 	const char *dir = location;
 	if (strncmp (location, "file:", 5) == 0)
 		dir = location + 5;
@@ -22,10 +21,27 @@ sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err)
 		return sp_error_set (err, "store '%s': the pmem store is not available in this build", location);
 	if (!*dir)
 		return sp_error_set (err, "store '%s': no directory named", location);
-	if (sp_store_file_open (dir, out, err) < 0)
+	if (sp_store_file_open (dir, readonly, out, err) < 0)
 		return sp_error_prefix (err, "store '%s'", location);
+	return 0;
+}
+
+int
+sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err)
+{
+	*out = NULL;
+	if (keep < 1)
+		return sp_error_set (err, "a store must keep at least 1 snapshot (asked for %u)", keep);
+	if (sp_store_open_location (location, false, out, err) < 0)
+		return -1;
 	(*out)->keep = keep;
 	return 0;
+}
+
+int
+sp_store_open_readonly (const char *location, SpStore **out, SpError *err)
+{
+	return sp_store_open_location (location, true, out, err);
 }
 
 void

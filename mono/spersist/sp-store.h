@@ -53,6 +53,12 @@ struct SpStore {
 
 /* Open (creating it when missing) the store at `location`. */
 int sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err);
+/*
+ * Open the store at `location` to look at it (spdump): it must exist; no lock
+ * is taken (the program may be using it: committed snapshots never change),
+ * nothing is created or removed, and commit fails.
+ */
+int sp_store_open_readonly (const char *location, SpStore **out, SpError *err);
 void sp_store_close (SpStore *s);
 
 int sp_store_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err);
@@ -78,6 +84,6 @@ int sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWar
 void sp_store_release (SpStore *s, uint8_t *data, size_t size);
 
 /* Stores register here (sp-store-file.c). */
-int sp_store_file_open (const char *dir, SpStore **out, SpError *err);
+int sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err);
 
 #endif
