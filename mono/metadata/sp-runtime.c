@@ -9,6 +9,9 @@
  */
 #include <config.h>
 
+/* The runtime links libpmem (cmake/prepare-mono.sh: LIBS=-lpmem): the pmem store is in. */
+#define SPMONO_HAVE_PMEM 1
+
 #include "../spersist/sp-error.c"
 #include "../spersist/sp-buf.c"
 #include "../spersist/sp-crc32c.c"
@@ -20,6 +23,7 @@
 #include "../spersist/sp-options.c"
 #include "../spersist/sp-store.c"
 #include "../spersist/sp-store-file.c"
+#include "../spersist/sp-store-pmem.c"
 
 #include "sp-mono.c"
 #include "sp-cycle.c"

@@ -7,23 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Open the store a location names ("DIR", "file:DIR"). */
+/* Open the store a location names ("DIR", "file:DIR", "pmem:FILE"). */
 static int
 sp_store_open_location (const char *location, bool readonly, SpStore **out, SpError *err)
 {
 	*out = NULL;
 	if (!location || !*location)
 		return sp_error_set (err, "empty store location");
-	const char *dir = location;
-	if (strncmp (location, "file:", 5) == 0)
-		dir = location + 5;
-	else if (strncmp (location, "pmem:", 5) == 0)
-		return sp_error_set (err, "store '%s': the pmem store is not available in this build", location);
-	if (!*dir)
-		return sp_error_set (err, "store '%s': no directory named", location);
-	if (sp_store_file_open (dir, readonly, out, err) < 0)
-		return sp_error_prefix (err, "store '%s'", location);
-	return 0;
+	bool pmem = strncmp (location, "pmem:", 5) == 0;
+	const char *path = location;
+	if (pmem || strncmp (location, "file:", 5) == 0)
+		path = location + 5;
+	if (!*path)
+		return sp_error_set (err, "store '%s': no %s named", location, pmem ? "file" : "directory");
+	int rc = pmem ? sp_store_pmem_open (path, readonly, out, err) : sp_store_file_open (path, readonly, out, err);
+	return rc < 0 ? sp_error_prefix (err, "store '%s'", location) : 0;
 }
 
 int
@@ -34,6 +32,12 @@ sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err)
 		return sp_error_set (err, "a store must keep at least 1 snapshot (asked for %u)", keep);
 	if (sp_store_open_location (location, false, out, err) < 0)
 		return -1;
+	if (keep > (*out)->keep && strcmp ((*out)->ops->name, "pmem") == 0) {
+		sp_error_set (err, "store '%s': the pmem store keeps the 2 newest snapshots, not %u (--sp-keep)", location, keep);
+		sp_store_close (*out);
+		*out = NULL;
+		return -1;
+	}
 	(*out)->keep = keep;
 	return 0;
 }

@@ -10,6 +10,8 @@
  *
  * The file store (a directory, sp-store-file.c) commits by writing a temporary
  * file, fsync, rename, fsync of the directory.  Locations: "DIR" or "file:DIR".
+ * The pmem store (one file mapped with libpmem, sp-store-pmem.c) keeps two
+ * snapshots and a record each.  Location: "pmem:FILE".
  */
 #ifndef SP_STORE_H
 #define SP_STORE_H
@@ -83,7 +85,10 @@ int sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWar
 /* Bytes from sp_store_load_newest (NULL is ignored). */
 void sp_store_release (SpStore *s, uint8_t *data, size_t size);
 
-/* Stores register here (sp-store-file.c). */
+/* Stores register here (sp-store-file.c, sp-store-pmem.c). */
 int sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err);
+int sp_store_pmem_open (const char *path, bool readonly, SpStore **out, SpError *err);
+/* Tests of the pmem store: its next commit stops, as a crash would, before its n-th step (0: never). */
+extern unsigned sp_store_pmem_crash_before_step;
 
 #endif

@@ -1,4 +1,4 @@
-/* test_store.c: the file store: commit, keep, list, load with fallback, locking, leftovers. */
+/* test_store.c: the file and pmem stores: commit, keep, list, load with fallback, crashes, locking, leftovers. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* mkdtemp, nftw */
 #endif
@@ -561,6 +561,213 @@ test_foreign_names_are_ignored (void **state)
 	sp_store_close (st);
 }
 
+/* ---- the pmem store (on a regular file; ctest runs these again with PMEM_IS_PMEM_FORCE=1) ---- */
+
+static void
+pmem_location (const Fixture *f, char *out, size_t cap)
+{
+	snprintf (out, cap, "pmem:%s/app.pmem", f->dir);
+}
+
+/* A snapshot of seq whose string is `extra` bytes longer (big ones make the file grow). */
+static void
+commit_sized (SpStore *st, uint64_t seq, size_t extra, SpBuf *kept)
+{
+	char *text = malloc (extra + 64);
+	int n = snprintf (text, 64, "snapshot number %llu", (unsigned long long)seq);
+	memset (text + n, 'x', extra);
+	text [n + extra] = '\0';
+	SpSerializer ser;
+	SpError err = { 0 };
+	sp_buf_init (kept);
+	assert_int_equal (sp_ser_init (&ser), 0);
+	SpSnapHeader h = { .sequence = seq, .time_ns = seq };
+	assert_ok (sp_ser_begin (&ser, kept, &h, &err), &err);
+	assert_ok (sp_ser_root (&ser, 1, fake_new_string_ascii (text), &err), &err);
+	while (sp_ser_step (&ser, 16, &err) == 1)
+		;
+	assert_ok (sp_ser_finish (&ser, &err), &err);
+	sp_ser_free (&ser);
+	free (text);
+	assert_ok (sp_store_commit (st, kept->data, kept->len, seq, &err), &err);
+}
+
+static void
+test_pmem_commit_load_reopen (void **state)
+{
+	Fixture *f = *state;
+	char loc [400];
+	pmem_location (f, loc, sizeof loc);
+	SpStore *st = open_ok (loc, 2);
+	Warnings w = { 0 };
+	load_expect (st, 0, &w);
+	for (uint64_t seq = 1; seq <= 5; seq++)
+		commit (st, seq);
+	load_expect (st, 5, &w);
+	uint64_t *seqs;
+	size_t n;
+	SpError err = { 0 };
+	assert_ok (st->ops->sequences (st, &seqs, &n, &err), &err);
+	assert_int_equal (n, 2);              /* the two newest, newest first */
+	assert_true (seqs [0] == 5 && seqs [1] == 4);
+	free (seqs);
+	sp_store_close (st);
+	st = open_ok (loc, 1);
+	assert_true (sp_store_next_sequence (st) == 6);
+	load_expect (st, 5, &w);
+	commit (st, 6);
+	load_expect (st, 6, &w);
+	assert_int_equal (w.count, 0);
+	sp_store_close (st);
+	/* More than two kept is refused, naming the reason. */
+	assert_fails (sp_store_open (loc, 3, &st, &err), &err);
+	assert_contains (err.msg, "keeps the 2 newest");
+}
+
+/*
+ * A crash before each step of a commit in turn (write the data, persist it,
+ * write the record, persist it), with the new snapshot overwriting the older
+ * one's bytes.  What was written stays (a process crash keeps the page
+ * cache): until the record is written the snapshot committed before loads,
+ * never a mix, and the older record, whose bytes were overwritten, is
+ * refused by its data checksum; once the record is written the new snapshot
+ * loads, complete.
+ */
+static void
+test_pmem_crash_at_every_persist (void **state)
+{
+	Fixture *f = *state;
+	char loc [400];
+	pmem_location (f, loc, sizeof loc);
+	for (unsigned k = 1; k <= 5; k++) {
+		char path [400];
+		snprintf (path, sizeof path, "%s/app.pmem", f->dir);
+		unlink (path);
+		SpStore *st = open_ok (loc, 2);
+		commit (st, 1);
+		commit (st, 2);                     /* 1 at the start of the data, 2 after it */
+		sp_store_pmem_crash_before_step = k;
+		SpBuf b;
+		make_snapshot (3, &b);              /* the size of 1: it goes where 1 is */
+		SpError err = { 0 };
+		int rc = sp_store_commit (st, b.data, b.len, 3, &err);
+		sp_store_pmem_crash_before_step = 0;
+		sp_buf_free (&b);
+		sp_store_close (st);
+		assert_int_equal (rc, k <= 4 ? -1 : 0);
+		st = open_ok (loc, 2);
+		Warnings w = { 0 };
+		load_expect (st, k <= 3 ? 2 : 3, &w);
+		uint8_t *data;
+		size_t size;
+		if (k == 2 || k == 3) {
+			/* Record 1 still names snapshot 1, whose bytes now hold 3's: refused, with the reason. */
+			assert_fails (st->ops->read (st, 1, &data, &size, &err), &err);
+			assert_contains (err.msg, "do not match its record");
+		}
+		sp_store_close (st);
+	}
+}
+
+/* A damaged record (a torn write): ignored, the other snapshot loads. */
+static void
+test_pmem_torn_record (void **state)
+{
+	Fixture *f = *state;
+	char loc [400], path [400];
+	pmem_location (f, loc, sizeof loc);
+	snprintf (path, sizeof path, "%s/app.pmem", f->dir);
+	SpStore *st = open_ok (loc, 2);
+	commit (st, 1);
+	commit (st, 2);
+	sp_store_close (st);
+	/* Record of snapshot 2 is record 1, at byte 128: flip a bit of its size. */
+	int fd = open (path, O_RDWR);
+	assert_true (fd >= 0);
+	uint8_t byte;
+	assert_int_equal (pread (fd, &byte, 1, 128 + 16), 1);
+	byte ^= 0x01;
+	assert_int_equal (pwrite (fd, &byte, 1, 128 + 16), 1);
+	close (fd);
+	st = open_ok (loc, 2);
+	Warnings w = { 0 };
+	load_expect (st, 1, &w);
+	assert_true (sp_store_next_sequence (st) == 2);
+	sp_store_close (st);
+}
+
+/* A snapshot larger than the file: it grows, and the older snapshot stays intact. */
+static void
+test_pmem_grows (void **state)
+{
+	Fixture *f = *state;
+	char loc [400], path [400];
+	pmem_location (f, loc, sizeof loc);
+	snprintf (path, sizeof path, "%s/app.pmem", f->dir);
+	SpStore *st = open_ok (loc, 2);
+	SpBuf small, big;
+	commit_sized (st, 1, 1000, &small);
+	commit_sized (st, 2, (size_t)9 << 20, &big);
+	struct stat sb;
+	assert_int_equal (stat (path, &sb), 0);
+	assert_true ((size_t)sb.st_size > big.len);
+	sp_store_close (st);
+	st = open_ok (loc, 2);
+	uint8_t *data;
+	size_t size;
+	SpError err = { 0 };
+	assert_ok (st->ops->read (st, 1, &data, &size, &err), &err);
+	assert_int_equal (size, small.len);
+	assert_memory_equal (data, small.data, small.len);
+	assert_ok (st->ops->read (st, 2, &data, &size, &err), &err);
+	assert_int_equal (size, big.len);
+	assert_memory_equal (data, big.data, big.len);
+	sp_store_close (st);
+	sp_buf_free (&small);
+	sp_buf_free (&big);
+}
+
+/* A file that is not a pmem store is refused and left as it was; one process at a time; read-only beside it. */
+static void
+test_pmem_foreign_file_and_lock (void **state)
+{
+	Fixture *f = *state;
+	char loc [400], path [400];
+	pmem_location (f, loc, sizeof loc);
+	snprintf (path, sizeof path, "%s/app.pmem", f->dir);
+	char content [8192];
+	memset (content, 'q', sizeof content);
+	write_file (path, content, sizeof content);
+	SpStore *st = NULL;
+	SpError err = { 0 };
+	assert_fails (sp_store_open (loc, 2, &st, &err), &err);
+	assert_contains (err.msg, "not a spmono pmem store");
+	uint8_t *after;
+	size_t size;
+	read_whole (path, &after, &size);
+	assert_int_equal (size, sizeof content);
+	assert_memory_equal (after, content, sizeof content);
+	free (after);
+	unlink (path);
+	st = open_ok (loc, 2);
+	commit (st, 1);
+	SpStore *second = NULL;
+	assert_fails (sp_store_open (loc, 2, &second, &err), &err);
+	assert_contains (err.msg, "in use");
+	assert_ok (sp_store_open_readonly (loc, &second, &err), &err);
+	Warnings w = { 0 };
+	load_expect (second, 1, &w);
+	assert_fails (sp_store_commit (second, (const uint8_t *)"x", 1, 2, &err), &err);
+	sp_store_close (second);
+	sp_store_close (st);
+	/* Read-only never creates. */
+	char missing [400];
+	snprintf (missing, sizeof missing, "pmem:%s/absent.pmem", f->dir);
+	assert_fails (sp_store_open_readonly (missing, &second, &err), &err);
+	snprintf (missing, sizeof missing, "%s/absent.pmem", f->dir);
+	assert_int_equal (access (missing, F_OK), -1);
+}
+
 int
 main (void)
 {
@@ -576,6 +783,11 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_second_open_in_other_process_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_bad_locations, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_foreign_names_are_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_pmem_commit_load_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_pmem_crash_at_every_persist, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_pmem_torn_record, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_pmem_grows, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_pmem_foreign_file_and_lock, setup, teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
