@@ -11,6 +11,9 @@ spm --sp-store="pmem:$pm" rt.exe write > written.txt || fail "write to pmem"
 spm --sp-store="pmem:$pm" rt.exe check > restored.txt || fail "restore from pmem"
 diff written.txt restored.txt || fail "pmem: restored graph differs"
 expect_out "snapshot 1 is valid" "$SPDUMP" verify "pmem:$pm"
+# SPMONO_STORE names it too.
+SPMONO_STORE="pmem:$pm" spm rt.exe check > restored.txt || fail "restore through SPMONO_STORE=pmem:"
+diff written.txt restored.txt || fail "SPMONO_STORE=pmem: restored graph differs"
 # Incremental mode, several cycles, exact.
 spm --sp-store="pmem:$pm.inc" --sp-mode=incremental --sp-pause=100 --sp-period=1000 inc.exe write 5000 3 outside > /dev/null \
 	|| fail "incremental write to pmem"
