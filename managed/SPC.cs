@@ -36,9 +36,10 @@ namespace SPersistence
 		/// as it is at the instant of the call. In stop-the-world mode (the
 		/// default) it returns once the snapshot is durable; with
 		/// <c>--sp-mode=incremental</c> it returns at once and the SP task writes
-		/// the snapshot in increments while the program runs (a call while a
-		/// cycle runs is coalesced into one more cycle, which starts when the
-		/// current one is written and captures the state at its own start).
+		/// the snapshot in increments while the program runs. A call while the
+		/// previous cycle is still being written first waits until it is
+		/// (counted in <see cref="SPStats.SendPDataWaits"/>): every snapshot is
+		/// the state at a call's instant.
 		/// </summary>
 		public static void SendPData ()
 		{
@@ -150,7 +151,7 @@ namespace SPersistence
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>
 	public sealed class SPStats
 	{
-		internal const int Count = 20;
+		internal const int Count = 22;
 
 		/// <summary>Snapshots committed by this process.</summary>
 		public readonly long Snapshots;
@@ -169,6 +170,9 @@ namespace SPersistence
 		/// calls and the objects they wrote, and the times the SP task waited for the writer.</summary>
 		public readonly long CycleIncrements, CycleMaxPauseNs, CycleAvgPauseNs, CycleStartPauseNs, CycleNs;
 		public readonly long CycleBarrierCalls, CycleBarrierWrites, CycleWriterWaits;
+		/// <summary>Incremental mode, since the start: SendPData calls that had to wait for the
+		/// previous cycle to be written before starting theirs, and their total wait.</summary>
+		public readonly long SendPDataWaits, SendPDataWaitNs;
 
 		internal SPStats (long [] v)
 		{
@@ -177,6 +181,7 @@ namespace SPersistence
 			RestoredSequence = v [7]; RestoredObjects = v [8]; RestoredBytes = v [9]; RestoreNs = v [10]; RestoreDecodeNs = v [11];
 			CycleIncrements = v [12]; CycleMaxPauseNs = v [13]; CycleAvgPauseNs = v [14]; CycleStartPauseNs = v [15];
 			CycleNs = v [16]; CycleBarrierCalls = v [17]; CycleBarrierWrites = v [18]; CycleWriterWaits = v [19];
+			SendPDataWaits = v [20]; SendPDataWaitNs = v [21];
 		}
 	}
 

@@ -33,9 +33,8 @@
  *             writer still holds the previous one), and the writer commits
  *             it to the store (write, fsync, rename) outside sp_lock.
  *
- * SendPData during a cycle is coalesced: one more cycle starts when the
- * current one is written, and it captures the state at its own start, which
- * is at least as new as every SendPData it stands for.
+ * SendPData during a cycle waits until that cycle is written (counted), then
+ * starts its own: every snapshot is the state at a SendPData instant.
  * SPC.WaitPersisted waits until the newest requested snapshot is durable.
  *
  * GC: the SP task is a runtime thread.  During an increment it runs in GC-
@@ -72,16 +71,16 @@ typedef struct SpCycleStats {
 static struct {
 	gboolean task_started;
 	gboolean running;            /* a cycle is being written */
-	gboolean handing_over;       /* its snapshot waits for the writer: no new cycle may start */
-	gboolean pending;            /* SendPData came during it: one more cycle after it */
+	gboolean handing_over;       /* its snapshot goes to the writer, its objects are forgotten: no new cycle yet */
 	uint64_t next_seq;           /* sequence of the next cycle (from the store at start) */
 	uint64_t seq;                /* the running cycle's */
-	uint64_t requested_seq;      /* newest sequence a SendPData asked for (or will, when pending) */
+	uint64_t requested_seq;      /* newest sequence a SendPData started */
 	uint64_t durable_seq;        /* newest committed */
 	uint64_t failed_seq;         /* newest that failed */
 	char failure [SP_ERROR_MAX];
 	SpCycleStats stats;
 	MonoCoopCond wake;           /* the SP task: a cycle started */
+	MonoCoopCond idle;           /* SendPData: no cycle is running or handing over any more */
 	MonoCoopCond durable;        /* WaitPersisted: a snapshot was committed or failed */
 } sp_cycle;
 
@@ -253,14 +252,12 @@ sp_writer_hand_over (uint64_t seq)
 static void
 sp_cycle_fail (SpError *err)
 {
-	/* The running cycle's, or the one a coalesced SendPData was to start. */
-	uint64_t seq = sp_cycle.running ? sp_cycle.seq : sp_cycle.next_seq;
-	sp_error_prefix (err, "snapshot %llu", (unsigned long long)seq);
+	sp_error_prefix (err, "snapshot %llu", (unsigned long long)sp_cycle.seq);
 	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
 	sp_cycle.running = FALSE;
-	sp_cycle.pending = FALSE;
 	sp_client_lid_reset ();
 	sp_cycle_record_failure (sp_cycle.requested_seq, err);
+	mono_coop_cond_broadcast (&sp_cycle.idle);
 }
 
 /*
@@ -372,8 +369,8 @@ sp_cycle_publish_stats (uint64_t end_ns)
  * Forget the cycle's objects: the LID table (so the GC may collect them), the
  * LID map and the states.  This costs in proportion to the snapshot, so it
  * runs with sp_lock released and after the last increment: neither an
- * increment, nor a barrier (disarmed), nor a SendPData (coalesced meanwhile,
- * see handing_over) waits for it.  The LID table is emptied in GC-unsafe mode
+ * increment nor a barrier (disarmed) waits for it; a SendPData meanwhile
+ * waits for it (handing_over), as for the rest of a running cycle.  The LID table is emptied in GC-unsafe mode
  * (it is a GC root) with a safepoint between chunks, the rest in GC-safe mode.
  */
 static void
@@ -406,11 +403,7 @@ sp_cycle_finish (void)
 	sp_cycle_forget_objects (next_size);
 	mono_coop_mutex_lock (&sp_lock);
 	sp_cycle.handing_over = FALSE;
-	if (sp_cycle.pending) {
-		sp_cycle.pending = FALSE;
-		if (sp_cycle_start (&err) < 0)
-			sp_cycle_fail (&err);
-	}
+	mono_coop_cond_broadcast (&sp_cycle.idle);
 }
 
 /* One unit of an increment's work: marking until it is complete, then writing. */
@@ -530,6 +523,7 @@ sp_tasks_start (SpError *err)
 	if (sp_cycle.task_started)
 		return 0;
 	mono_coop_cond_init (&sp_cycle.wake);
+	mono_coop_cond_init (&sp_cycle.idle);
 	mono_coop_cond_init (&sp_cycle.durable);
 	mono_coop_cond_init (&sp_writer.cond);
 	sp_buf_init (&sp_writer.buf);
@@ -551,17 +545,24 @@ sp_tasks_start (SpError *err)
 	return 0;
 }
 
-/* SendPData, incremental: start a cycle, or have one follow the running one.  Under sp_lock. */
+/*
+ * SendPData, incremental: start a cycle at this instant.  While the previous
+ * cycle is still being written (the program asks faster than its snapshots
+ * can be written), it first waits until that one is written, counted in the
+ * statistics: a snapshot always holds the state of a SendPData instant,
+ * never a state the program was in the middle of changing.  Under sp_lock.
+ */
 static int
 sp_cycle_request (SpError *err)
 {
 	if (sp_tasks_start (err) < 0)
 		return -1;
 	if (sp_cycle.running || sp_cycle.handing_over) {
-		/* Coalesced: the next cycle starts when this one is written, capturing a newer state. */
-		sp_cycle.pending = TRUE;
-		sp_cycle.requested_seq = sp_cycle.seq + 1;
-		return 0;
+		uint64_t t0 = sp_mono_monotonic_ns ();
+		while (sp_cycle.running || sp_cycle.handing_over)
+			mono_coop_cond_wait (&sp_cycle.idle, &sp_lock);
+		sp_stats [SP_STAT_SEND_WAITS]++;
+		sp_stats [SP_STAT_SEND_WAIT_NS] += (gint64)(sp_mono_monotonic_ns () - t0);
 	}
 	if (sp_cycle_start (err) < 0) {
 		sp_stats [SP_STAT_FAILURES]++;

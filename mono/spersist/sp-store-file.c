@@ -261,6 +261,20 @@ sp_file_prune (SpFileStore *fs)
 	free (seqs);
 }
 
+/*
+ * Tests: a commit stops, as a crash of the process would, before its n-th
+ * step (counted from 1: create the temporary file, write it, fsync it,
+ * rename it, fsync the directory); 0: never.  Nothing is cleaned up, as
+ * after a crash.
+ */
+unsigned sp_store_file_crash_before_step;
+
+static bool
+sp_file_crash_now (void)
+{
+	return sp_store_file_crash_before_step && --sp_store_file_crash_before_step == 0;
+}
+
 static int
 sp_file_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpError *err)
 {
@@ -268,11 +282,21 @@ sp_file_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpEr
 	char tmp [64], final [64];
 	sp_file_name (tmp, sizeof tmp, seq, true);
 	sp_file_name (final, sizeof final, seq, false);
+	if (sp_file_crash_now ())
+		return sp_error_set (err, "simulated crash");
 	int fd = openat (fs->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return sp_error_set_errno (err, errno, "cannot create %s/%s", s->location, tmp);
+	if (sp_file_crash_now ()) {
+		close (fd);
+		return sp_error_set (err, "simulated crash");
+	}
 	const char *step = "write";
 	int rc = sp_file_write_all (fd, data, size);
+	if (rc == 0 && sp_file_crash_now ()) {
+		close (fd);
+		return sp_error_set (err, "simulated crash");
+	}
 	if (rc == 0 && (step = "fsync", fsync (fd) < 0))
 		rc = -1;
 	int saved = errno;
@@ -281,6 +305,8 @@ sp_file_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpEr
 		saved = errno;
 		step = "close";
 	}
+	if (rc == 0 && sp_file_crash_now ())
+		return sp_error_set (err, "simulated crash");
 	if (rc == 0 && (step = "rename", renameat (fs->dir_fd, tmp, fs->dir_fd, final) < 0)) {
 		rc = -1;
 		saved = errno;
@@ -291,6 +317,8 @@ sp_file_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpEr
 					   seq, s->location, step);
 	}
 	/* The rename is durable only once the directory is. */
+	if (sp_file_crash_now ())
+		return sp_error_set (err, "simulated crash");
 	if (fsync (fs->dir_fd) < 0)
 		return sp_error_set_errno (err, errno, "committing snapshot %" PRIu64 " to %s failed at directory fsync",
 					   seq, s->location);

@@ -158,7 +158,7 @@ static class Program
 	class Foreign { }
 
 	// An object that cannot be persisted, met by the marking of the cycle
-	// SendPData starts, or by a later cycle when the request was coalesced:
+	// SendPData starts, also one that waited for the previous cycle:
 	// WaitPersisted reports it either way.
 	static int Errors (int n)
 	{
@@ -186,10 +186,12 @@ static class Program
 		T.Check (thrown, "WaitPersisted names the field and the type");
 		T.Check (SPC.GetStats ().Failures == 1, "the failure is counted");
 		cell.Any = null;
+		long waits = SPC.GetStats ().SendPDataWaits;
 		SPC.SendPData ();              // a long cycle...
 		cell.Any = holder;
-		SPC.SendPData ();              // ...so this one is coalesced into the next cycle, which fails
+		SPC.SendPData ();              // ...so this one waits for it, then starts its own, which fails
 		T.Throws<SPersistenceException> (() => SPC.WaitPersisted (), "CellWithAny.Any", "WaitPersisted after a failed cycle");
+		T.Check (SPC.GetStats ().SendPDataWaits == waits + 1, "the wait is counted");
 		Console.WriteLine ("errors ok");
 		return 0;
 	}

@@ -1,7 +1,9 @@
 // KillLoop: persists a large graph over and over; every object carries the
 // stamp of the period that wrote it.  A snapshot is consistent when every stamp
 // in it is the same.  The shell side kills this process at random instants.
-//   KillLoop.exe run      restore (or build), verify, then loop: stamp, SendPData
+//   KillLoop.exe          restore (or build), verify, then loop: stamp, SendPData,
+//                         scribble over the stamps (during the cycle, in
+//                         incremental mode), WaitPersisted, say "durable"
 using System;
 using SPersistence;
 
@@ -59,6 +61,8 @@ static class Program
 		for (long s = w.Stamp + 1; ; s++) {
 			SetStamp (w, s);
 			SPC.SendPData ();
+			SetStamp (w, -s);              // what the snapshot of s must not hold
+			SPC.WaitPersisted ();
 			Console.WriteLine ("durable " + s);
 		}
 	}

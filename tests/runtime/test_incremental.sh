@@ -57,7 +57,7 @@ spm --sp-store=store --sp-mode=incremental --sp-pause=10 --sp-period=100 inc.exe
 	|| fail "write with --sp-pause=10"
 spm --sp-store=store inc.exe check 3000 2 || fail "torn snapshot with --sp-pause=10"
 # An object that cannot be persisted: the cycle's marking meets it and
-# WaitPersisted names it, also when the request was coalesced.
+# WaitPersisted names it, also for a SendPData that waited for the previous cycle.
 expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe errors 20000
 # The options come from MONO_ENV_OPTIONS too: the cycle runs in increments.
 rm -rf store

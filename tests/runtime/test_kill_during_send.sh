@@ -1,13 +1,19 @@
-# kill -9 at random instants, mostly inside SendPData: the next run restores a
-# consistent snapshot, never older than the last one reported durable.  For
-# the file store and for the pmem store (on tmpfs; STORE=... picks one).
+# kill -9 at random instants (inside SendPData, inside cycles and commits): the
+# next run restores a consistent snapshot, never older than the last one
+# reported durable.  For the file store and the pmem store (on tmpfs), in
+# stop-the-world and incremental mode: KILL_TRIALS each (default 25, so 50 a
+# store).
 source "$SRCDIR/lib.sh"
 compile kill.exe "$SRCDIR/KillLoop.cs"
-trials=${KILL_TRIALS:-8}
-for store in store "pmem:$PWD/store.pmem"; do
+trials=${KILL_TRIALS:-25}
+pm=$(mktemp -u /dev/shm/sp-kill.XXXXXX); trap 'rm -f "$pm"*' EXIT
+total=0
+for store in store "pmem:$pm"; do
+for mode in stw incremental; do
 unset prev_durable
+rm -rf store "$pm"
 for t in $(seq "$trials"); do
-	"$SPMONO" --sp-store="$store" kill.exe > run.$t 2>&1 &
+	"$SPMONO" --sp-store="$store" --sp-mode=$mode --sp-pause=200 --sp-period=1000 kill.exe > run.$t 2>&1 &
 	pid=$!
 	# Wait for the first durable snapshot of this run, then a random 0-400 ms more.
 	for i in $(seq 300); do grep -q durable run.$t && break; sleep 0.05; done
@@ -21,8 +27,9 @@ for t in $(seq "$trials"); do
 	fi
 	prev_durable=$(sed -n 's/^durable //p' run.$t | tail -1)
 	[ -n "$prev_durable" ] || prev_durable=$restored
-	echo "$store, trial $t: restored $restored, last durable $prev_durable"
+	total=$((total + 1))
 done
+echo "$store, $mode: $trials kills, every restore consistent and not older than the last durable snapshot"
 # A final clean restore verifies the last state.
 "$SPMONO" --sp-store="$store" kill.exe > final.out 2>&1 &
 pid=$!
@@ -30,4 +37,5 @@ for i in $(seq 300); do grep -q "restored\|CHECK" final.out && break; sleep 0.05
 kill -9 $pid; wait $pid 2>/dev/null || true
 grep -q "CHECK FAILED" final.out && fail "$store: final restore inconsistent"
 done
-echo ok
+done
+echo "ok: $total kills"

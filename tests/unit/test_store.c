@@ -561,6 +561,44 @@ test_foreign_names_are_ignored (void **state)
 	sp_store_close (st);
 }
 
+/*
+ * A crash before each step of a file-store commit in turn (create the
+ * temporary file, write it, fsync it, rename it, fsync the directory): the
+ * next open removes the leftover and loads the snapshot committed before,
+ * until the rename; after it, the new one.  Never a partial snapshot.
+ */
+static void
+test_file_crash_at_every_step (void **state)
+{
+	Fixture *f = *state;
+	for (unsigned k = 1; k <= 6; k++) {
+		SpStore *st = open_ok (f->store, 2);
+		uint64_t before = sp_store_next_sequence (st) - 1, seq = before + 1;
+		if (before == 0) {
+			commit (st, 1);
+			before = 1;
+			seq = 2;
+		}
+		sp_store_file_crash_before_step = k;
+		SpBuf b;
+		make_snapshot (seq, &b);
+		SpError err = { 0 };
+		int rc = sp_store_commit (st, b.data, b.len, seq, &err);
+		sp_store_file_crash_before_step = 0;
+		sp_buf_free (&b);
+		sp_store_close (st);
+		assert_int_equal (rc, k <= 5 ? -1 : 0);
+		st = open_ok (f->store, 2);
+		Warnings w = { 0 };
+		load_expect (st, k <= 4 ? before : seq, &w);
+		assert_int_equal (w.count, 0);
+		char listing [1024];
+		dir_listing (f->store, listing, sizeof listing);
+		assert_null (strstr (listing, ".tmp"));   /* the leftover of a crash is gone */
+		sp_store_close (st);
+	}
+}
+
 /* ---- the pmem store (on a regular file; ctest runs these again with PMEM_IS_PMEM_FORCE=1) ---- */
 
 static void
@@ -783,6 +821,7 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_second_open_in_other_process_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_bad_locations, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_foreign_names_are_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_file_crash_at_every_step, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_commit_load_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_crash_at_every_persist, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_torn_record, setup, teardown),
