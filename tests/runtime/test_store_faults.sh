@@ -1,0 +1,26 @@
+# Storage faults (ENOSPC, EIO, a short write, a failing fsync or msync),
+# injected under spmono with LD_PRELOAD: the failure reaches the program and
+# the statistics, the program goes on, the snapshot before stays loadable, and
+# persisting works again once the fault clears.  File store in both modes; the
+# pmem store (msync on tmpfs) too.
+source "$SRCDIR/lib.sh"
+compile faults.exe "$SRCDIR/Faults.cs"
+[ -f "$SPFAULTS" ] || fail "no fault library at $SPFAULTS"
+pm=$(mktemp -u /dev/shm/sp-faults.XXXXXX); trap 'rm -f "$pm"*' EXIT
+faulty () { LD_PRELOAD="$SPFAULTS" SPFAULTS_CONTROL="$PWD/control" "$SPMONO" "$@"; }
+for mode in stw incremental; do
+	rm -rf store
+	faulty --sp-store=store --sp-mode=$mode faults.exe run "$PWD/control" enospc,eio,short,fsync > out.txt 2>&1 \
+		|| fail "$mode: $(cat out.txt)"
+	grep -q "faults ok" out.txt || fail "$mode: $(cat out.txt)"
+	expect_out "value 7" spm --sp-store=store faults.exe check
+	# A fault at the last commit: the snapshot before it is what restarts.
+	rm -rf store
+	faulty --sp-store=store --sp-mode=$mode faults.exe fail "$PWD/control" eio > out.txt 2>&1 || fail "$mode fail: $(cat out.txt)"
+	expect_out "value 1" spm --sp-store=store faults.exe check
+	[ -z "$(ls store | grep '\.tmp$')" ] || fail "$mode: a failed commit left its temporary file"
+done
+faulty --sp-store="pmem:$pm" faults.exe run "$PWD/control" fsync > out.txt 2>&1 || fail "pmem: $(cat out.txt)"
+grep -q "faults ok" out.txt || fail "pmem: $(cat out.txt)"
+expect_out "value 7" spm --sp-store="pmem:$pm" faults.exe check
+echo "storage faults reach the program and lose nothing"
