@@ -5,7 +5,8 @@
 # g++: configure requires a C++ compiler; zlib1g-dev: system zlib;
 # xz-utils: the orig tarball; dpkg-dev: apt-get source; mono-devel: mcs and the
 # class libraries the runtime loads from /usr/lib/mono; libisal-dev: CRC-32C;
-# the rest: core + tests.
+# clang: the libFuzzer target (tests/fuzz); util-linux: taskset, setpriv,
+# flock in the tests; the rest: core + tests.
 set -euo pipefail
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
@@ -13,4 +14,4 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   ca-certificates cmake make gcc g++ pkg-config autoconf automake libtool gettext \
   python3 xz-utils dpkg-dev patch file mono-devel zlib1g-dev \
-  libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev
+  libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev clang util-linux
