@@ -379,26 +379,6 @@ sp_file_lock (SpFileStore *fs, SpError *err)
 	return 0;
 }
 
-static int
-sp_file_commit_readonly (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpError *err)
-{
-	(void)s;
-	(void)seq;
-	(void)data;
-	(void)size;
-	return sp_error_set (err, "the store was opened read-only");
-}
-
-static const SpStoreOps sp_file_store_readonly_ops = {
-	.name = "file (read-only)",
-	.list = sp_file_list,
-	.sequences = sp_file_sequences_op,
-	.read = sp_file_read,
-	.release = sp_file_release,
-	.commit = sp_file_commit_readonly,
-	.close = sp_file_close,
-};
-
 int
 sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err)
 {
@@ -409,7 +389,7 @@ sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err)
 		free (fs);
 		return sp_error_set (err, "out of memory");
 	}
-	fs->base.ops = readonly ? &sp_file_store_readonly_ops : &sp_file_store_ops;
+	fs->base.ops = &sp_file_store_ops;
 	fs->base.keep = 2;
 	fs->lock_fd = -1;
 	fs->dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

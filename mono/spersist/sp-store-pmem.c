@@ -296,8 +296,6 @@ static int
 sp_pmem_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpError *err)
 {
 	SpPmemStore *ps = (SpPmemStore *)s;
-	if (ps->readonly)
-		return sp_error_set (err, "the store was opened read-only");
 	int newest = sp_pmem_newest (ps);
 	int target = newest < 0 ? 0 : 1 - newest;
 	uint64_t at = sp_pmem_place (ps, size);

@@ -45,7 +45,10 @@ sp_store_open (const char *location, unsigned keep, SpStore **out, SpError *err)
 int
 sp_store_open_readonly (const char *location, SpStore **out, SpError *err)
 {
-	return sp_store_open_location (location, true, out, err);
+	if (sp_store_open_location (location, true, out, err) < 0)
+		return -1;
+	(*out)->readonly = true;
+	return 0;
 }
 
 void
@@ -64,6 +67,8 @@ sp_store_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err)
 int
 sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err)
 {
+	if (s->readonly)
+		return sp_error_set (err, "store '%s' was opened read-only", s->location);
 	if (sequence <= s->last_sequence)
 		return sp_error_set (err, "internal error: sequence %llu is not after %llu",
 				     (unsigned long long)sequence, (unsigned long long)s->last_sequence);

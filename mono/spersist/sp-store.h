@@ -50,6 +50,7 @@ struct SpStore {
 	const SpStoreOps *ops;
 	char *location;
 	unsigned keep;           /* committed snapshots kept, >= 1 */
+	bool readonly;           /* opened to look (sp_store_open_readonly): commit refuses */
 	uint64_t last_sequence;  /* highest sequence present or committed */
 };
 
