@@ -169,19 +169,58 @@ sp_mono_is_persistent_class (MonoClass *klass)
 }
 
 /*
- * Class-library collections persisted by their fields (those not marked
- * [NonSerialized]), as if they were [SPersistent]: List<T> (_items, _size,
- * _version).  Dictionary<K,V> is not among them: its buckets hold hash codes,
- * which for keys hashed by identity do not survive a restart, and its
- * comparer is an object of its own.
+ * Class-library collections persisted by their fields, as if they were
+ * [SPersistent]: List<T> (_items, _size, _version) and Dictionary<K,V>
+ * (_buckets, _entries, the counts, _version, and _comparer, which is null for
+ * the default comparer: any other is an object that cannot be persisted, and
+ * says so).  Not persisted: fields marked [NonSerialized], and a dictionary's
+ * caches (_keys, _values, _syncRoot), created again when asked for.
  */
+static char *sp_mono_type_name (MonoType *type);
+
+static gboolean
+sp_mono_is_corlib_generic (MonoClass *klass, const char *name)
+{
+	return mono_class_is_ginst (klass) && m_class_get_image (klass) == mono_defaults.corlib &&
+		strcmp (m_class_get_name_space (klass), "System.Collections.Generic") == 0 &&
+		strcmp (m_class_get_name (klass), name) == 0;
+}
+
 static gboolean
 sp_mono_is_persistable_collection (MonoClass *klass)
 {
-	if (!mono_class_is_ginst (klass) || m_class_get_image (klass) != mono_defaults.corlib)
-		return FALSE;
-	return strcmp (m_class_get_name_space (klass), "System.Collections.Generic") == 0 &&
-		strcmp (m_class_get_name (klass), "List`1") == 0;
+	return sp_mono_is_corlib_generic (klass, "List`1") || sp_mono_is_corlib_generic (klass, "Dictionary`2");
+}
+
+/*
+ * A dictionary's buckets hold its keys' hash codes: they must come out the
+ * same in the next process.  So keys are primitive values, enums or strings
+ * (Mono's string hash is not randomized: the same in every run of this
+ * runtime); keys hashed by identity or by code of their own are refused.
+ */
+static int
+sp_mono_dictionary_key_check (MonoClass *dict, SpError *err)
+{
+	MonoType *key = mono_class_get_generic_class (dict)->context.class_inst->type_argv [0];
+	switch (key->type) {
+	case MONO_TYPE_BOOLEAN: case MONO_TYPE_CHAR: case MONO_TYPE_I1: case MONO_TYPE_U1:
+	case MONO_TYPE_I2: case MONO_TYPE_U2: case MONO_TYPE_I4: case MONO_TYPE_U4:
+	case MONO_TYPE_I8: case MONO_TYPE_U8: case MONO_TYPE_R4: case MONO_TYPE_R8: case MONO_TYPE_STRING:
+		return 0;
+	case MONO_TYPE_VALUETYPE:
+		if (m_class_is_enumtype (mono_class_from_mono_type_internal (key)))
+			return 0;
+		break;
+	default:
+		break;
+	}
+	char *name = sp_mono_type_name (m_class_get_byval_arg (dict));
+	char *kname = sp_mono_type_name (key);
+	sp_error_set (err, "%s cannot be persisted: its keys (%s) may hash differently after a restart "
+		      "(keys of primitive, enum or string type can)", name, kname);
+	g_free (name);
+	g_free (kname);
+	return -1;
 }
 
 static char *
@@ -348,14 +387,18 @@ sp_mono_object_leaves (GArray *leaves, MonoClass *klass, SpError *err)
 	return 0;
 }
 
-/* A collection's fields, all but those marked [NonSerialized] (sp_mono_is_persistable_collection). */
+/* A collection's fields, but those sp_mono_is_persistable_collection says are not persisted. */
 static int
 sp_mono_collection_leaves (GArray *leaves, MonoClass *klass, SpError *err)
 {
+	if (sp_mono_is_corlib_generic (klass, "Dictionary`2") && sp_mono_dictionary_key_check (klass, err) < 0)
+		return -1;
 	gpointer iter = NULL;
 	MonoClassField *f;
 	while ((f = mono_class_get_fields_internal (klass, &iter))) {
-		if (!sp_mono_is_instance_field (f) || (f->type->attrs & FIELD_ATTRIBUTE_NOT_SERIALIZED))
+		const char *fname = mono_field_get_name (f);
+		if (!sp_mono_is_instance_field (f) || (f->type->attrs & FIELD_ATTRIBUTE_NOT_SERIALIZED) ||
+		    strcmp (fname, "_keys") == 0 || strcmp (fname, "_values") == 0 || strcmp (fname, "_syncRoot") == 0)
 			continue;
 		if (sp_mono_add_leaves (leaves, f->type, mono_field_get_name (f), (guint32)mono_field_get_offset (f), err) < 0)
 			return sp_error_prefix (err, "class %s", m_class_get_name (klass));

@@ -1,12 +1,13 @@
-// Collections: List<T> in persistent fields is persisted (its items, count and
-// version), restored as a working list with shared elements kept shared, and
-// kept exact by the marking barrier while the program changes the lists
-// through List's own methods during a cycle.  A Dictionary<K,V> field is
-// refused, naming the field and the type.
+// Collections: List<T> and Dictionary<K,V> (keys of primitive, enum or string
+// type) in persistent fields are persisted, restored as working collections
+// with shared elements kept shared, and kept exact by the marking barrier
+// while the program changes them through their own methods during a cycle.
+// A dictionary keyed by objects, or with a comparer of its own, is refused,
+// naming the field and the reason.
 //
 //   spmono ... coll.exe write N GENERATIONS   generations of lists, each persisted while being scrambled
 //   spmono ... coll.exe check N GENERATIONS   the restored lists are generation GENERATIONS exactly
-//   spmono ... coll.exe dictionary            SendPData refuses a Dictionary field
+//   spmono ... coll.exe dictionary            SendPData refuses unpersistable dictionaries
 using System;
 using System.Collections.Generic;
 using SPersistence;
@@ -25,12 +26,19 @@ class Lists {
 	[SPersistentField] public List<string> Names;
 	[SPersistentField] public List<Part> Empty;
 	[SPersistentField] public List<Part> None;
+	[SPersistentField] public Dictionary<int, string> ById;
+	[SPersistentField] public Dictionary<string, Part> ByName;
 	[SPersistentField] public int Generation;
 }
 
 [SPersistent]
-class WithDictionary {
-	[SPersistentField] public Dictionary<int, string> Map;
+class WithObjectKeys {
+	[SPersistentField] public Dictionary<Part, int> Map;
+}
+
+[SPersistent]
+class WithComparer {
+	[SPersistentField] public Dictionary<string, int> Map;
 }
 
 static class Program {
@@ -41,12 +49,18 @@ static class Program {
 		l.Parts.Clear ();
 		l.Again.Clear ();
 		l.Names.Clear ();
+		l.ById.Clear ();
+		l.ByName.Clear ();
 		for (int i = 0; i < n; i++) {
 			l.Ints.Add (g * 1000 + i);
 			var p = new Part { Value = g + i, Children = new List<Part> () };
 			l.Parts.Add (p);
 			l.Names.Add ("name-" + g + "-" + i);
+			l.ById [i * 7] = "id-" + g + "-" + i;
+			l.ByName ["part-" + i] = p;
 		}
+		for (int i = 0; i < n; i += 3)
+			l.ById.Remove (i * 7);                 // free entries in the middle
 		for (int i = 0; i < n; i++) {
 			l.Again.Add (l.Parts [(i * 7) % n]);
 			l.Parts [i].Children.Add (l.Parts [(i + 1) % n]);
@@ -72,12 +86,20 @@ static class Program {
 		l.Empty.Add (new Part ());
 		l.Again.Clear ();
 		l.Again.TrimExcess ();
+		for (int i = 0; i < l.Parts.Count; i += 2)
+			l.ById [i * 7] = "changed";
+		l.ById.Remove (7);
+		l.ById [-5] = "new";
+		l.ByName.Remove ("part-0");
+		l.ByName ["extra"] = new Part ();
+		l.ByName.Clear ();
 	}
 
 	static int Check (int n, int g)
 	{
 		var l = (Lists)SPC.RecvPData (1);
-		var want = new Lists { Ints = new List<int> (), Parts = new List<Part> (), Again = new List<Part> (), Names = new List<string> () };
+		var want = new Lists { Ints = new List<int> (), Parts = new List<Part> (), Again = new List<Part> (), Names = new List<string> (),
+				       ById = new Dictionary<int, string> (), ByName = new Dictionary<string, Part> () };
 		SetGeneration (want, n, g);
 		T.Eq (g, l.Generation, "Generation");
 		T.Eq (n, l.Ints.Count, "Ints.Count");
@@ -91,6 +113,17 @@ static class Program {
 			T.Eq (1, l.Parts [i].Children.Count, "Children.Count");
 			T.Check (object.ReferenceEquals (l.Parts [i].Children [0], l.Parts [(i + 1) % n]), "child " + i + " is shared");
 		}
+		T.Eq (want.ById.Count, l.ById.Count, "ById.Count");
+		foreach (var kv in want.ById) {
+			string v;
+			T.Check (l.ById.TryGetValue (kv.Key, out v) && v == kv.Value, "ById [" + kv.Key + "] found by its hash after the restart");
+		}
+		T.Check (!l.ById.ContainsKey (0), "a removed key stays removed");
+		T.Eq (n, l.ByName.Count, "ByName.Count");
+		for (int i = 0; i < n; i++)
+			T.Check (object.ReferenceEquals (l.ByName ["part-" + i], l.Parts [i]), "ByName shares the parts");
+		l.ById [123456] = "after";                       // a restored dictionary works as one
+		T.Eq ("after", l.ById [123456], "an entry added after the restart");
 		T.Eq (0, l.Empty.Count, "Empty.Count");
 		T.Check (l.None == null, "a null list stays null");
 		// A restored list works as a list.
@@ -106,8 +139,11 @@ static class Program {
 	static int Main (string [] args)
 	{
 		if (args [0] == "dictionary") {
-			SPC.AddRoot (new WithDictionary { Map = new Dictionary<int, string> { { 1, "one" } } });
-			T.Throws<SPersistenceException> (() => { SPC.SendPData (); SPC.WaitPersisted (); }, "Dictionary", "a Dictionary field");
+			int keyed = SPC.AddRoot (new WithObjectKeys { Map = new Dictionary<Part, int> { { new Part (), 1 } } });
+			T.Throws<SPersistenceException> (() => { SPC.SendPData (); SPC.WaitPersisted (); }, "may hash differently", "object keys");
+			SPC.RemoveRoot (keyed);
+			SPC.AddRoot (new WithComparer { Map = new Dictionary<string, int> (StringComparer.OrdinalIgnoreCase) { { "a", 1 } } });
+			T.Throws<SPersistenceException> (() => { SPC.SendPData (); SPC.WaitPersisted (); }, "_comparer", "a comparer of its own");
 			Console.WriteLine ("dictionary refused");
 			return 0;
 		}
@@ -115,7 +151,8 @@ static class Program {
 		if (args [0] == "check")
 			return Check (n, generations);
 		var lists = new Lists { Ints = new List<int> (), Parts = new List<Part> (), Again = new List<Part> (),
-					Names = new List<string> (), Empty = new List<Part> () };
+					Names = new List<string> (), Empty = new List<Part> (),
+					ById = new Dictionary<int, string> (), ByName = new Dictionary<string, Part> () };
 		SPC.AddRoot (lists);
 		for (int g = 1; g <= generations; g++) {
 			SetGeneration (lists, n, g);
