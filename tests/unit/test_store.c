@@ -601,10 +601,12 @@ test_file_crash_at_every_step (void **state)
 
 /* ---- the pmem store (on a regular file; ctest runs these again with PMEM_IS_PMEM_FORCE=1) ---- */
 
+/* The test's pmem store: its location ("pmem:FILE") and its file. */
 static void
-pmem_location (const Fixture *f, char *out, size_t cap)
+pmem_paths (const Fixture *f, char loc [400], char path [400])
 {
-	snprintf (out, cap, "pmem:%s/app.pmem", f->dir);
+	snprintf (loc, 400, "pmem:%s/app.pmem", f->dir);
+	snprintf (path, 400, "%s/app.pmem", f->dir);
 }
 
 /* A snapshot of seq whose string is `extra` bytes longer (big ones make the file grow). */
@@ -634,8 +636,8 @@ static void
 test_pmem_commit_load_reopen (void **state)
 {
 	Fixture *f = *state;
-	char loc [400];
-	pmem_location (f, loc, sizeof loc);
+	char loc [400], path [400];
+	pmem_paths (f, loc, path);
 	SpStore *st = open_ok (loc, 2);
 	Warnings w = { 0 };
 	load_expect (st, 0, &w);
@@ -675,11 +677,9 @@ static void
 test_pmem_crash_at_every_persist (void **state)
 {
 	Fixture *f = *state;
-	char loc [400];
-	pmem_location (f, loc, sizeof loc);
+	char loc [400], path [400];
+	pmem_paths (f, loc, path);
 	for (unsigned k = 1; k <= 5; k++) {
-		char path [400];
-		snprintf (path, sizeof path, "%s/app.pmem", f->dir);
 		unlink (path);
 		SpStore *st = open_ok (loc, 2);
 		commit (st, 1);
@@ -713,8 +713,7 @@ test_pmem_torn_record (void **state)
 {
 	Fixture *f = *state;
 	char loc [400], path [400];
-	pmem_location (f, loc, sizeof loc);
-	snprintf (path, sizeof path, "%s/app.pmem", f->dir);
+	pmem_paths (f, loc, path);
 	SpStore *st = open_ok (loc, 2);
 	commit (st, 1);
 	commit (st, 2);
@@ -740,8 +739,7 @@ test_pmem_grows (void **state)
 {
 	Fixture *f = *state;
 	char loc [400], path [400];
-	pmem_location (f, loc, sizeof loc);
-	snprintf (path, sizeof path, "%s/app.pmem", f->dir);
+	pmem_paths (f, loc, path);
 	SpStore *st = open_ok (loc, 2);
 	SpBuf small, big;
 	commit_sized (st, 1, 1000, &small);
@@ -771,8 +769,7 @@ test_pmem_foreign_file_and_lock (void **state)
 {
 	Fixture *f = *state;
 	char loc [400], path [400];
-	pmem_location (f, loc, sizeof loc);
-	snprintf (path, sizeof path, "%s/app.pmem", f->dir);
+	pmem_paths (f, loc, path);
 	char content [8192];
 	memset (content, 'q', sizeof content);
 	write_file (path, content, sizeof content);
