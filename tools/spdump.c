@@ -185,6 +185,27 @@ put_reference (uint32_t lid, bool json)
 		printf ("#%" PRIu32, lid);
 }
 
+/* Where the references of an instance or element at p start: after its primitives (sp-format.h). */
+static const uint8_t *
+references_of (const SpSnapClass *c, const uint8_t *p)
+{
+	for (uint32_t i = 0; i < c->nfields; i++)
+		if (c->fields [i].kind != SP_KIND_REF)
+			p += sp_kind_size (c->fields [i].kind);
+	return p;
+}
+
+/* The position after the values of an instance or element at p. */
+static const uint8_t *
+skip_values (const SpSnapClass *c, const uint8_t *p)
+{
+	p = references_of (c, p);
+	for (uint32_t i = 0; i < c->nfields; i++)
+		if (c->fields [i].kind == SP_KIND_REF)
+			(void)sp_trusted_varint (&p);
+	return p;
+}
+
 /*
  * The values of one instance or element at p (primitives in field order, then
  * references, as sp-format.h says), as "name: value" pairs; returns the
@@ -201,12 +222,7 @@ put_values (const SpSnapClass *c, const uint8_t *p, bool json)
 			put_primitive (p, f->kind, json), p += sp_kind_size (f->kind);
 		return p;
 	}
-	/* Primitives come first on the wire: find where the references start. */
-	const uint8_t *refs = p;
-	for (uint32_t i = 0; i < c->nfields; i++)
-		if (c->fields [i].kind != SP_KIND_REF)
-			refs += sp_kind_size (c->fields [i].kind);
-	const uint8_t *prim = p, *ref = refs;
+	const uint8_t *prim = p, *ref = references_of (c, p);
 	printf ("{");
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
@@ -255,15 +271,7 @@ put_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 			p = put_values (e->c, p, e->json);
 			continue;
 		}
-		/* Skipped (text, not --all): advance over the element's values unprinted. */
-		for (uint32_t k = 0; k < e->c->nfields; k++) {
-			if (e->c->fields [k].kind != SP_KIND_REF)
-				p += sp_kind_size (e->c->fields [k].kind);
-		}
-		for (uint32_t k = 0; k < e->c->nfields; k++) {
-			if (e->c->fields [k].kind == SP_KIND_REF)
-				(void)sp_trusted_varint (&p);
-		}
+		p = skip_values (e->c, p);       /* not shown (text, not --all) */
 	}
 	r->pos = p;
 }

@@ -112,20 +112,22 @@ sp_lidmap_clear (SpLidMap *m)
  * cached address again, so that no tag is older than the 16 bits can tell.
  */
 static void
+sp_lidmap_refresh_table (SpLidEntry *slots, size_t mask, uint32_t epoch)
+{
+	for (size_t i = 0; slots && i <= mask; i++) {
+		SpLidEntry *e = &slots [i];
+		if (sp_lidmap_used (e) && e->mid != SP_LIDMAP_MOVED)
+			e->mid = sp_lidmap_pack (sp_client_lid_object (sp_lid_of (e)), epoch);
+	}
+}
+
+static void
 sp_lidmap_refresh_all (SpLidMap *m, uint32_t epoch)
 {
 	if (epoch - m->epoch < SP_LIDMAP_EPOCH_WINDOW)
 		return;
-	for (size_t i = 0; i <= m->mask; i++) {
-		SpLidEntry *e = &m->slots [i];
-		if (sp_lidmap_used (e))
-			e->mid = sp_lidmap_pack (sp_client_lid_object (sp_lid_of (e)), epoch);
-	}
-	for (size_t i = 0; m->old && i <= m->old_mask; i++) {
-		SpLidEntry *e = &m->old [i];
-		if (sp_lidmap_used (e) && e->mid != SP_LIDMAP_MOVED)
-			e->mid = sp_lidmap_pack (sp_client_lid_object (sp_lid_of (e)), epoch);
-	}
+	sp_lidmap_refresh_table (m->slots, m->mask, epoch);
+	sp_lidmap_refresh_table (m->old, m->old_mask, epoch);
 	m->epoch = epoch;
 }
 

@@ -53,24 +53,32 @@ teardown (void **state)
 	return 0;
 }
 
-/* A valid snapshot of sequence `seq`: one root, a string naming the sequence. */
+/* A valid snapshot of sequence `seq`: one root, a string naming the sequence, `extra` bytes longer. */
 static void
-make_snapshot (uint64_t seq, SpBuf *out)
+make_snapshot_padded (uint64_t seq, size_t extra, SpBuf *out)
 {
-	char text [64];
-	snprintf (text, sizeof text, "snapshot number %llu", (unsigned long long)seq);
-	void *s = fake_new_string_ascii (text);
+	char *text = malloc (extra + 64);
+	int n = snprintf (text, 64, "snapshot number %llu", (unsigned long long)seq);
+	memset (text + n, 'x', extra);
+	text [n + extra] = '\0';
 	SpSerializer ser;
 	SpError err = { 0 };
 	sp_buf_init (out);
 	assert_int_equal (sp_ser_init (&ser), 0);
 	SpSnapHeader h = { .sequence = seq, .time_ns = seq * 1000 + 7 };
 	assert_ok (sp_ser_begin (&ser, out, &h, &err), &err);
-	assert_ok (sp_ser_root (&ser, 1, s, &err), &err);
+	assert_ok (sp_ser_root (&ser, 1, fake_new_string_ascii (text), &err), &err);
 	while (sp_ser_step (&ser, 16, &err) == 1)
 		;
 	assert_ok (sp_ser_finish (&ser, &err), &err);
 	sp_ser_free (&ser);
+	free (text);
+}
+
+static void
+make_snapshot (uint64_t seq, SpBuf *out)
+{
+	make_snapshot_padded (seq, 0, out);
 }
 
 static void
@@ -609,26 +617,12 @@ pmem_paths (const Fixture *f, char loc [400], char path [400])
 	snprintf (path, 400, "%s/app.pmem", f->dir);
 }
 
-/* A snapshot of seq whose string is `extra` bytes longer (big ones make the file grow). */
+/* Commit a snapshot of seq `extra` bytes longer (big ones make the file grow); *kept: its bytes. */
 static void
 commit_sized (SpStore *st, uint64_t seq, size_t extra, SpBuf *kept)
 {
-	char *text = malloc (extra + 64);
-	int n = snprintf (text, 64, "snapshot number %llu", (unsigned long long)seq);
-	memset (text + n, 'x', extra);
-	text [n + extra] = '\0';
-	SpSerializer ser;
 	SpError err = { 0 };
-	sp_buf_init (kept);
-	assert_int_equal (sp_ser_init (&ser), 0);
-	SpSnapHeader h = { .sequence = seq, .time_ns = seq };
-	assert_ok (sp_ser_begin (&ser, kept, &h, &err), &err);
-	assert_ok (sp_ser_root (&ser, 1, fake_new_string_ascii (text), &err), &err);
-	while (sp_ser_step (&ser, 16, &err) == 1)
-		;
-	assert_ok (sp_ser_finish (&ser, &err), &err);
-	sp_ser_free (&ser);
-	free (text);
+	make_snapshot_padded (seq, extra, kept);
 	assert_ok (sp_store_commit (st, kept->data, kept->len, seq, &err), &err);
 }
 
