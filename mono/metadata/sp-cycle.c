@@ -254,6 +254,7 @@ sp_cycle_fail (SpError *err)
 {
 	sp_error_prefix (err, "snapshot %llu", (unsigned long long)sp_cycle.seq);
 	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
+	sp_unseen_clear ();
 	sp_cycle.running = FALSE;
 	sp_client_lid_reset ();
 	sp_cycle_record_failure (sp_cycle.requested_seq, err);
@@ -376,6 +377,7 @@ sp_cycle_publish_stats (uint64_t end_ns)
 static void
 sp_cycle_forget_objects (size_t next_size)
 {
+	sp_unseen_clear ();
 	sp_client_lid_reset ();
 	MONO_ENTER_GC_SAFE;
 	sp_ser_reset (&sp_ser);
@@ -528,6 +530,7 @@ sp_tasks_start (SpError *err)
 	mono_coop_cond_init (&sp_writer.cond);
 	sp_buf_init (&sp_writer.buf);
 	sp_cycle.next_seq = sp_store_next_sequence (sp_store);
+	sp_unseen_init ();
 	gpointer mains [2] = { (gpointer)sp_writer_main, (gpointer)sp_task_main };
 	for (int i = 0; i < 2; i++) {
 		ERROR_DECL (error);
@@ -610,8 +613,10 @@ sp_barrier_store (MonoObject *obj)
 		int rc = sp_ser_write_now (&sp_ser, obj, &err);
 		if (rc > 0)
 			sp_cycle.stats.barrier_writes++;
-		else if (rc < 0)
+		if (rc < 0)
 			sp_cycle_fail (&err);
+		else
+			sp_unseen_object_handled (obj);
 	}
 	mono_coop_mutex_unlock (&sp_lock);
 }

@@ -33,5 +33,8 @@ gboolean sp_mono_method_needs_barrier (MonoMethod *method);
 /* Does every method get them (class libraries included: their AOT code must not be used)? */
 gboolean sp_mono_barriers_everywhere (void);
 void sp_barrier_store (MonoObject *obj);
+/* The address barrier's slow path (mini/sp-jit.h): a store at addr, or of len bytes at dest ((gsize)-1: to the end of its object). */
+void sp_barrier_store_addr (gpointer addr);
+void sp_barrier_store_range (gpointer dest, gsize len);
 
 #endif

@@ -17,6 +17,7 @@
 #include "../spersist/sp-crc32c.c"
 #include "../spersist/sp-lidmap.c"
 #include "../spersist/sp-queue.c"
+#include "../spersist/sp-storelog.c"
 #include "../spersist/sp-serialize.c"
 #include "../spersist/sp-snapshot.c"
 #include "../spersist/sp-decode.c"
@@ -26,4 +27,5 @@
 #include "../spersist/sp-store-pmem.c"
 
 #include "sp-mono.c"
+#include "sp-unseen.c"
 #include "sp-cycle.c"

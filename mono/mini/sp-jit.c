@@ -27,94 +27,109 @@ sp_jit_before_init (void)
 
 /*
  * The slow path's thunks: sp_barrier_thunk_REG passes register REG to
- * sp_barrier_store and preserves every other register, flags aside: the
- * caller-saved general registers and xmm0-15 are saved around the call (the
- * callee-saved ones sp_barrier_store preserves itself).  The stack is
- * realigned, so the call site's alignment does not matter.  The saved
- * registers are on the stack while sp_barrier_store runs, where SGen's
- * conservative scan of the thread's stack sees (and pins) any object they
- * refer to, should it wait for sp_lock in GC-safe mode or allocate.
+ * sp_barrier_store (sp_addr_thunk_REG: to sp_barrier_store_addr) and
+ * preserves every other register, flags aside: the caller-saved general
+ * registers and xmm0-15 are saved around the call (the callee-saved ones the
+ * slow path preserves itself).  The stack is realigned, so the call site's
+ * alignment does not matter.  The saved registers are on the stack while the
+ * slow path runs, where SGen's conservative scan of the thread's stack sees
+ * (and pins) any object they refer to, should it wait for sp_lock in GC-safe
+ * mode or allocate.
  */
-#define SP_THUNK(reg) \
-	".globl sp_barrier_thunk_" #reg "\n.hidden sp_barrier_thunk_" #reg "\n" \
-	".type sp_barrier_thunk_" #reg ", @function\n" \
-	"sp_barrier_thunk_" #reg ":\n" \
+#define SP_THUNK(prefix, reg) \
+	".globl " #prefix "_" #reg "\n.hidden " #prefix "_" #reg "\n" \
+	".type " #prefix "_" #reg ", @function\n" \
+	#prefix "_" #reg ":\n" \
 	"	push %rdi\n" \
 	"	mov %" #reg ", %rdi\n" \
-	"	jmp sp_barrier_thunk_common\n"
+	"	jmp " #prefix "_common\n"
+
+#define SP_THUNKS(prefix) \
+	SP_THUNK (prefix, rax) SP_THUNK (prefix, rcx) SP_THUNK (prefix, rdx) SP_THUNK (prefix, rbx) \
+	SP_THUNK (prefix, rbp) SP_THUNK (prefix, rsi) SP_THUNK (prefix, rdi) SP_THUNK (prefix, r8) \
+	SP_THUNK (prefix, r9) SP_THUNK (prefix, r10) SP_THUNK (prefix, r12) SP_THUNK (prefix, r13) \
+	SP_THUNK (prefix, r14) SP_THUNK (prefix, r15)
+
+/* Entered from a thunk with the argument in rdi and the caller's rdi pushed. */
+#define SP_THUNK_COMMON(prefix, target) \
+	".p2align 4\n" \
+	#prefix "_common:\n" \
+	"	push %rbp\n" \
+	"	mov %rsp, %rbp\n" \
+	"	and $-16, %rsp\n" \
+	"	push %rax\n	push %rcx\n	push %rdx\n	push %rsi\n" \
+	"	push %r8\n	push %r9\n	push %r10\n	push %r11\n" \
+	"	sub $256, %rsp\n" \
+	"	movdqu %xmm0, 0(%rsp)\n	movdqu %xmm1, 16(%rsp)\n	movdqu %xmm2, 32(%rsp)\n	movdqu %xmm3, 48(%rsp)\n" \
+	"	movdqu %xmm4, 64(%rsp)\n	movdqu %xmm5, 80(%rsp)\n	movdqu %xmm6, 96(%rsp)\n	movdqu %xmm7, 112(%rsp)\n" \
+	"	movdqu %xmm8, 128(%rsp)\n	movdqu %xmm9, 144(%rsp)\n	movdqu %xmm10, 160(%rsp)\n	movdqu %xmm11, 176(%rsp)\n" \
+	"	movdqu %xmm12, 192(%rsp)\n	movdqu %xmm13, 208(%rsp)\n	movdqu %xmm14, 224(%rsp)\n	movdqu %xmm15, 240(%rsp)\n" \
+	"	call " #target "@PLT\n" \
+	"	movdqu 0(%rsp), %xmm0\n	movdqu 16(%rsp), %xmm1\n	movdqu 32(%rsp), %xmm2\n	movdqu 48(%rsp), %xmm3\n" \
+	"	movdqu 64(%rsp), %xmm4\n	movdqu 80(%rsp), %xmm5\n	movdqu 96(%rsp), %xmm6\n	movdqu 112(%rsp), %xmm7\n" \
+	"	movdqu 128(%rsp), %xmm8\n	movdqu 144(%rsp), %xmm9\n	movdqu 160(%rsp), %xmm10\n	movdqu 176(%rsp), %xmm11\n" \
+	"	movdqu 192(%rsp), %xmm12\n	movdqu 208(%rsp), %xmm13\n	movdqu 224(%rsp), %xmm14\n	movdqu 240(%rsp), %xmm15\n" \
+	"	add $256, %rsp\n" \
+	"	pop %r11\n	pop %r10\n	pop %r9\n	pop %r8\n" \
+	"	pop %rsi\n	pop %rdx\n	pop %rcx\n	pop %rax\n" \
+	"	mov %rbp, %rsp\n" \
+	"	pop %rbp\n" \
+	"	pop %rdi\n" \
+	"	ret\n"
 
 __asm__ (
 	".text\n"
-	".p2align 4\n"
-	"sp_barrier_thunk_common:\n"
-	"	push %rbp\n"
-	"	mov %rsp, %rbp\n"
-	"	and $-16, %rsp\n"
-	"	push %rax\n	push %rcx\n	push %rdx\n	push %rsi\n"
-	"	push %r8\n	push %r9\n	push %r10\n	push %r11\n"
-	"	sub $256, %rsp\n"
-	"	movdqu %xmm0, 0(%rsp)\n	movdqu %xmm1, 16(%rsp)\n	movdqu %xmm2, 32(%rsp)\n	movdqu %xmm3, 48(%rsp)\n"
-	"	movdqu %xmm4, 64(%rsp)\n	movdqu %xmm5, 80(%rsp)\n	movdqu %xmm6, 96(%rsp)\n	movdqu %xmm7, 112(%rsp)\n"
-	"	movdqu %xmm8, 128(%rsp)\n	movdqu %xmm9, 144(%rsp)\n	movdqu %xmm10, 160(%rsp)\n	movdqu %xmm11, 176(%rsp)\n"
-	"	movdqu %xmm12, 192(%rsp)\n	movdqu %xmm13, 208(%rsp)\n	movdqu %xmm14, 224(%rsp)\n	movdqu %xmm15, 240(%rsp)\n"
-	"	call sp_barrier_store@PLT\n"
-	"	movdqu 0(%rsp), %xmm0\n	movdqu 16(%rsp), %xmm1\n	movdqu 32(%rsp), %xmm2\n	movdqu 48(%rsp), %xmm3\n"
-	"	movdqu 64(%rsp), %xmm4\n	movdqu 80(%rsp), %xmm5\n	movdqu 96(%rsp), %xmm6\n	movdqu 112(%rsp), %xmm7\n"
-	"	movdqu 128(%rsp), %xmm8\n	movdqu 144(%rsp), %xmm9\n	movdqu 160(%rsp), %xmm10\n	movdqu 176(%rsp), %xmm11\n"
-	"	movdqu 192(%rsp), %xmm12\n	movdqu 208(%rsp), %xmm13\n	movdqu 224(%rsp), %xmm14\n	movdqu 240(%rsp), %xmm15\n"
-	"	add $256, %rsp\n"
-	"	pop %r11\n	pop %r10\n	pop %r9\n	pop %r8\n"
-	"	pop %rsi\n	pop %rdx\n	pop %rcx\n	pop %rax\n"
-	"	mov %rbp, %rsp\n"
-	"	pop %rbp\n"
-	"	pop %rdi\n"
-	"	ret\n"
-	SP_THUNK (rax) SP_THUNK (rcx) SP_THUNK (rdx) SP_THUNK (rbx) SP_THUNK (rbp) SP_THUNK (rsi) SP_THUNK (rdi)
-	SP_THUNK (r8) SP_THUNK (r9) SP_THUNK (r10) SP_THUNK (r12) SP_THUNK (r13) SP_THUNK (r14) SP_THUNK (r15)
+	SP_THUNK_COMMON (sp_barrier_thunk, sp_barrier_store)
+	SP_THUNKS (sp_barrier_thunk)
+	SP_THUNK_COMMON (sp_addr_thunk, sp_barrier_store_addr)
+	SP_THUNKS (sp_addr_thunk)
 );
 
-extern char sp_barrier_thunk_rax [], sp_barrier_thunk_rcx [], sp_barrier_thunk_rdx [], sp_barrier_thunk_rbx [],
-	sp_barrier_thunk_rbp [], sp_barrier_thunk_rsi [], sp_barrier_thunk_rdi [], sp_barrier_thunk_r8 [],
-	sp_barrier_thunk_r9 [], sp_barrier_thunk_r10 [], sp_barrier_thunk_r12 [], sp_barrier_thunk_r13 [],
-	sp_barrier_thunk_r14 [], sp_barrier_thunk_r15 [];
+#define SP_THUNK_DECLS(prefix) \
+	extern char prefix##_rax [], prefix##_rcx [], prefix##_rdx [], prefix##_rbx [], prefix##_rbp [], \
+		prefix##_rsi [], prefix##_rdi [], prefix##_r8 [], prefix##_r9 [], prefix##_r10 [], prefix##_r12 [], \
+		prefix##_r13 [], prefix##_r14 [], prefix##_r15 [];
+SP_THUNK_DECLS (sp_barrier_thunk)
+SP_THUNK_DECLS (sp_addr_thunk)
 
-/* By register number (rsp and r11, the scratch register, never hold an object here). */
-static char *const sp_barrier_thunks [16] = {
-	[AMD64_RAX] = sp_barrier_thunk_rax, [AMD64_RCX] = sp_barrier_thunk_rcx, [AMD64_RDX] = sp_barrier_thunk_rdx,
-	[AMD64_RBX] = sp_barrier_thunk_rbx, [AMD64_RBP] = sp_barrier_thunk_rbp, [AMD64_RSI] = sp_barrier_thunk_rsi,
-	[AMD64_RDI] = sp_barrier_thunk_rdi, [AMD64_R8] = sp_barrier_thunk_r8, [AMD64_R9] = sp_barrier_thunk_r9,
-	[AMD64_R10] = sp_barrier_thunk_r10, [AMD64_R12] = sp_barrier_thunk_r12, [AMD64_R13] = sp_barrier_thunk_r13,
-	[AMD64_R14] = sp_barrier_thunk_r14, [AMD64_R15] = sp_barrier_thunk_r15,
-};
+/* By register number (rsp and r11, the scratch register, never hold an argument here). */
+#define SP_THUNK_TABLE(prefix) { \
+	[AMD64_RAX] = prefix##_rax, [AMD64_RCX] = prefix##_rcx, [AMD64_RDX] = prefix##_rdx, \
+	[AMD64_RBX] = prefix##_rbx, [AMD64_RBP] = prefix##_rbp, [AMD64_RSI] = prefix##_rsi, \
+	[AMD64_RDI] = prefix##_rdi, [AMD64_R8] = prefix##_r8, [AMD64_R9] = prefix##_r9, \
+	[AMD64_R10] = prefix##_r10, [AMD64_R12] = prefix##_r12, [AMD64_R13] = prefix##_r13, \
+	[AMD64_R14] = prefix##_r14, [AMD64_R15] = prefix##_r15, }
+static char *const sp_barrier_thunks [2][16] = { SP_THUNK_TABLE (sp_barrier_thunk), SP_THUNK_TABLE (sp_addr_thunk) };
 
 guint8 *
-sp_jit_amd64_emit_barrier (guint8 *code, int obj_reg)
+sp_jit_amd64_emit_barrier (guint8 *code, int reg, gboolean address)
 {
-	g_assert (obj_reg >= 0 && obj_reg < 16 && sp_barrier_thunks [obj_reg]);
+	/* An address the allocator put in rsp itself is on the stack: nothing to guard. */
+	if (address && reg == AMD64_RSP)
+		return code;
+	g_assert (reg >= 0 && reg < 16 && sp_barrier_thunks [address][reg]);
 	amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)&sp_barrier_active, 8);
 	amd64_alu_membase_imm_size (code, X86_CMP, AMD64_R11, 0, 0, 4);
 	guint8 *skip = code;
 	x86_branch8 (code, X86_CC_EQ, 0, FALSE);
-	amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)sp_barrier_thunks [obj_reg], 8);
+	amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)sp_barrier_thunks [address][reg], 8);
 	amd64_call_reg (code, AMD64_R11);
 	skip [1] = (guint8)(code - (skip + 2));
 	return code;
 }
 #endif
 
-void
-sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj)
+/* The method whose IL is being converted: the inlined one when inlining. */
+static gboolean
+sp_jit_current_method_needs_barrier (MonoCompile *cfg)
 {
-	/* cfg->current_method: the method being converted, the inlined one when inlining. */
-	MonoMethod *method = cfg->current_method ? cfg->current_method : cfg->method;
-	if (obj->type != STACK_OBJ || !sp_mono_method_needs_barrier (method))
-		return;
-#ifdef TARGET_AMD64
-	MonoInst *barrier;
-	MONO_INST_NEW (cfg, barrier, OP_SP_BARRIER);
-	barrier->sreg1 = obj->dreg;
-	MONO_ADD_INS (cfg->cbb, barrier);
-#else
+	return sp_mono_method_needs_barrier (cfg->current_method ? cfg->current_method : cfg->method);
+}
+
+/* The portable test: a branch on sp_barrier_active around what follows, up to the returned block. */
+static MonoBasicBlock *
+sp_jit_begin_guard (MonoCompile *cfg)
+{
 	MonoInst *flag_addr;
 	MonoBasicBlock *done_bb;
 	int flag_reg = alloc_ireg (cfg);
@@ -123,9 +138,91 @@ sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj)
 	NEW_BBLOCK (cfg, done_bb);
 	MONO_EMIT_NEW_BIALU_IMM (cfg, OP_COMPARE_IMM, -1, flag_reg, 0);
 	MONO_EMIT_NEW_BRANCH_BLOCK (cfg, OP_IBEQ, done_bb);
-	mono_emit_jit_icall (cfg, sp_barrier_store, &obj);
+	return done_bb;
+}
+
+/* if (sp_barrier_active) sp_barrier_store (arg), or sp_barrier_store_addr (arg) when `address`. */
+static void
+sp_jit_emit_guarded_call (MonoCompile *cfg, MonoInst *arg, gboolean address)
+{
+#ifdef TARGET_AMD64
+	MonoInst *barrier;
+	MONO_INST_NEW (cfg, barrier, OP_SP_BARRIER);
+	barrier->sreg1 = arg->dreg;
+	barrier->inst_c0 = address;
+	MONO_ADD_INS (cfg->cbb, barrier);
+#else
+	MonoBasicBlock *done_bb = sp_jit_begin_guard (cfg);
+	if (address)
+		mono_emit_jit_icall (cfg, sp_barrier_store_addr, &arg);
+	else
+		mono_emit_jit_icall (cfg, sp_barrier_store, &arg);
 	MONO_START_BB (cfg, done_bb);
 #endif
+}
+
+void
+sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj)
+{
+	if (obj->type == STACK_OBJ && sp_jit_current_method_needs_barrier (cfg))
+		sp_jit_emit_guarded_call (cfg, obj, FALSE);
+}
+
+/*
+ * Does a store through addr need the address barrier?  Only through a managed
+ * or native pointer (not a local's or an argument's address), and not in the
+ * runtime's own wrappers: their stores through addresses initialize objects
+ * just allocated (the managed allocator) or native structures, or land where
+ * the caller's object barrier already ran (stelem.ref, PtrToStructure).
+ */
+static gboolean
+sp_jit_address_store_needs_barrier (MonoCompile *cfg, MonoInst *addr)
+{
+	MonoMethod *method = cfg->current_method ? cfg->current_method : cfg->method;
+	return (addr->type == STACK_MP || addr->type == STACK_PTR) && addr->opcode != OP_LDADDR &&
+		cfg->method->wrapper_type == MONO_WRAPPER_NONE && method->wrapper_type == MONO_WRAPPER_NONE &&
+		sp_jit_current_method_needs_barrier (cfg);
+}
+
+void
+sp_jit_emit_address_barrier (MonoCompile *cfg, MonoInst *addr)
+{
+	if (sp_jit_address_store_needs_barrier (cfg, addr))
+		sp_jit_emit_guarded_call (cfg, addr, TRUE);
+}
+
+/* len as a native unsigned integer (an int32 length is zero-extended). */
+static MonoInst *
+sp_jit_native_length (MonoCompile *cfg, MonoInst *len)
+{
+#if SIZEOF_REGISTER == 8
+	if (len->type == STACK_I4) {
+		MonoInst *ext;
+		MONO_INST_NEW (cfg, ext, OP_ZEXT_I4);
+		ext->dreg = alloc_preg (cfg);
+		ext->sreg1 = len->dreg;
+		ext->type = STACK_PTR;
+		MONO_ADD_INS (cfg->cbb, ext);
+		return ext;
+	}
+#endif
+	return len;
+}
+
+/* The store of len bytes at addr (len NULL: to the end of its object, the length being unknown). */
+void
+sp_jit_emit_range_barrier (MonoCompile *cfg, MonoInst *addr, MonoInst *len)
+{
+	if (!sp_jit_address_store_needs_barrier (cfg, addr))
+		return;
+	MonoInst *args [2] = { addr, NULL };
+	if (len)
+		args [1] = sp_jit_native_length (cfg, len);
+	else
+		EMIT_NEW_PCONST (cfg, args [1], (gpointer)(gssize)-1);
+	MonoBasicBlock *done_bb = sp_jit_begin_guard (cfg);
+	mono_emit_jit_icall (cfg, sp_barrier_store_range, args);
+	MONO_START_BB (cfg, done_bb);
 }
 
 /* Is parameter i of fsig a one-dimensional array? */
@@ -172,6 +269,54 @@ sp_jit_written_array_args (MonoMethod *cmethod, MonoMethodSignature *fsig)
 	return 0;
 }
 
+static gboolean
+sp_jit_is (MonoMethod *cmethod, const char *ns, const char *cls)
+{
+	return strcmp (m_class_get_name_space (cmethod->klass), ns) == 0 && strcmp (m_class_get_name (cmethod->klass), cls) == 0;
+}
+
+static gboolean
+sp_jit_first_param_is_byref (MonoMethodSignature *fsig)
+{
+	return !fsig->hasthis && fsig->param_count >= 1 && fsig->params [0]->byref;
+}
+
+/*
+ * Class-library methods that store through an address they are given, most
+ * of them expanded inline by the JIT (so no stind of theirs meets a
+ * barrier): Interlocked.*, Volatile.Write, Unsafe.Write and its block
+ * operations, and the memmove/memset internal calls behind Span and Buffer.
+ */
+static void
+sp_jit_emit_callee_address_barriers (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSignature *fsig, MonoInst **args)
+{
+	const char *m = cmethod->name;
+	if (fsig->hasthis || fsig->param_count < 1)
+		return;
+	if (sp_jit_is (cmethod, "System.Threading", "Interlocked")) {
+		if (sp_jit_first_param_is_byref (fsig) && strcmp (m, "Read") != 0)
+			sp_jit_emit_address_barrier (cfg, args [0]);
+	} else if (sp_jit_is (cmethod, "System.Threading", "Volatile")) {
+		if (sp_jit_first_param_is_byref (fsig) && strcmp (m, "Write") == 0)
+			sp_jit_emit_address_barrier (cfg, args [0]);
+	} else if (sp_jit_is (cmethod, "System.Runtime.CompilerServices", "Unsafe")) {
+		if (strcmp (m, "Write") == 0 || strcmp (m, "WriteUnaligned") == 0)
+			sp_jit_emit_address_barrier (cfg, args [0]);
+		else if (fsig->param_count == 3 && (g_str_has_prefix (m, "InitBlock") || g_str_has_prefix (m, "CopyBlock")))
+			sp_jit_emit_range_barrier (cfg, args [0], args [2]);
+	} else if (sp_jit_is (cmethod, "System.Runtime", "RuntimeImports")) {
+		if (strcmp (m, "Memmove") == 0 && fsig->param_count == 3)
+			sp_jit_emit_range_barrier (cfg, args [0], args [2]);        /* (dest, src, bytes) */
+		else if (strcmp (m, "ZeroMemory") == 0 && fsig->param_count == 2)
+			sp_jit_emit_range_barrier (cfg, args [0], args [1]);        /* (p, bytes) */
+		else if (strcmp (m, "Memmove_wbarrier") == 0)
+			sp_jit_emit_range_barrier (cfg, args [0], NULL);            /* (dest, src, elements, type): to the object's end */
+	} else if (sp_jit_is (cmethod, "System", "Buffer")) {
+		if (strcmp (m, "InternalMemcpy") == 0 && fsig->param_count == 3)
+			sp_jit_emit_range_barrier (cfg, args [0], args [2]);        /* (dest, src, bytes) */
+	}
+}
+
 void
 sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSignature *fsig, MonoInst **args)
 {
@@ -180,13 +325,18 @@ sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSigna
 	/*
 	 * A P/Invoke: native code may write into every object it is given (an
 	 * array or a blittable class is passed by address), so each gets the
-	 * barrier before the call.
+	 * barrier before the call; a managed pointer it is given may be written
+	 * through to the end of its object (the length is not known).
 	 */
 	if (cmethod->flags & METHOD_ATTRIBUTE_PINVOKE_IMPL) {
-		for (int i = 0; i < fsig->param_count + (fsig->hasthis ? 1 : 0); i++)
+		for (int i = 0; i < fsig->param_count + (fsig->hasthis ? 1 : 0); i++) {
 			sp_jit_emit_store_barrier (cfg, args [i]);     /* objects only (sp_jit_emit_store_barrier checks) */
+			if (args [i]->type == STACK_MP)
+				sp_jit_emit_range_barrier (cfg, args [i], NULL);
+		}
 		return;
 	}
+	sp_jit_emit_callee_address_barriers (cfg, cmethod, fsig, args);
 	guint written = sp_jit_written_array_args (cmethod, fsig);
 	for (int i = 0; written && i < fsig->param_count && i < 3; i++)
 		if (written & (1u << i))

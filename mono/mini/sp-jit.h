@@ -40,9 +40,26 @@ void sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj);
  * into any object passed by address).  args: the call's arguments.
  */
 void sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSignature *fsig, MonoInst **args);
+/*
+ * Before a store through an address (stind, stobj, initobj, cpobj, stfld
+ * into a struct by reference; Interlocked, Volatile.Write and Unsafe.Write
+ * through sp_jit_emit_call_barrier): the address barrier,
+ *
+ *     if (sp_barrier_active)
+ *         sp_barrier_store_addr (addr);  -- logs the store unless it is harmless
+ *
+ * (OP_SP_BARRIER with inst_c0 set on amd64).  Nothing for a local's address.
+ * The object barrier above covers every pointer made where the JIT sees the
+ * object (ldflda, ldelema, AsSpan); this one catches stores through pointers
+ * made otherwise or before the cycle started, so that the cycle can refuse a
+ * record they may have changed (metadata/sp-cycle.c, spersist/sp-storelog.h).
+ */
+void sp_jit_emit_address_barrier (MonoCompile *cfg, MonoInst *addr);
+/* The same for a block of len bytes at addr (cpblk, initblk, memmove); len NULL: to the end of the object. */
+void sp_jit_emit_range_barrier (MonoCompile *cfg, MonoInst *addr, MonoInst *len);
 #ifdef TARGET_AMD64
 /* OP_SP_BARRIER's code, for mono_arch_output_basic_block (at most 29 bytes: cpu-amd64.md says 32). */
-guint8 *sp_jit_amd64_emit_barrier (guint8 *code, int obj_reg);
+guint8 *sp_jit_amd64_emit_barrier (guint8 *code, int reg, gboolean address);
 #endif
 /* Before mini_init (options parsed, corlib not loaded): JIT settings the barrier mode needs. */
 void sp_jit_before_init (void);

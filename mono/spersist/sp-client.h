@@ -13,6 +13,7 @@
 #ifndef SP_CLIENT_H
 #define SP_CLIENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sp-error.h"
@@ -52,5 +53,13 @@ void sp_client_lid_reset (void);
  * thread cannot run (Mono: counted when the world is stopped).
  */
 uint32_t sp_client_gc_epoch (void);
+
+/*
+ * Incremental cycles: may a store that no barrier saw (sp-storelog.h) have
+ * changed bytes [from, to) of obj since the snapshot's instant?  The core
+ * asks after it has read those bytes for obj's record (from and to NULL: the
+ * whole object).  Stop-the-world snapshots never ask.
+ */
+bool sp_client_changed_unseen (void *obj, const void *from, const void *to);
 
 #endif

@@ -284,6 +284,29 @@ sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *
 	return 0;
 }
 
+static int sp_ser_poison (SpSerializer *s, uint32_t lid, const SpError *why, SpError *err);
+
+/*
+ * After obj's bytes [from, to) were read for its record (NULL, NULL: all of
+ * it): if a store no barrier saw may have changed them since the start
+ * (sp-storelog.h), the record is not the state at SendPData.  An object the
+ * snapshot reached fails the cycle now; one only a barrier met is poisoned,
+ * and fails it if marking reaches it after all.
+ */
+static int
+sp_ser_check_unseen (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, const void *from, const void *to, SpError *err)
+{
+	if (s->whole_objects || !sp_client_changed_unseen (obj, from, to))
+		return 0;
+	SpError why = { 0 };
+	sp_error_set (&why, "an instance of %s was written while the snapshot was taken through a ref, Span or pointer "
+		"that no barrier saw (one made before SendPData and used after, or made by new Span<T>(array), "
+		"MemoryMarshal, fixed or unsafe code): its state at SendPData is lost, so the snapshot is not committed", c->name);
+	if (s->state [lid] & SP_SER_REACHED)
+		return sp_error_set (err, "%s", why.msg);
+	return sp_ser_poison (s, lid, &why, err);
+}
+
 static int
 sp_ser_object (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *err)
 {
@@ -297,7 +320,9 @@ sp_ser_object (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *er
 	dst = sp_put_varint_raw (dst, lid);
 	dst = sp_put_varint_raw (dst, class_id);
 	s->out->len += (size_t)(dst - start);
-	return sp_ser_leaves (s, c, obj, err);
+	if (sp_ser_leaves (s, c, obj, err) < 0)
+		return -1;
+	return sp_ser_check_unseen (s, obj, c, lid, NULL, NULL, err);
 }
 
 static bool
@@ -356,16 +381,24 @@ sp_ser_array_elements (SpSerializer *s, const SpClass *c, const uint8_t *data, u
 	return 0;
 }
 
-/* Elements [start, start + count) of string or array obj, as a piece. */
+/* Elements [start, start + count) of string or array obj (LID lid), as a piece. */
 static int
-sp_ser_piece (SpSerializer *s, void *obj, const SpClass *c, uint64_t start, uint64_t count, SpError *err)
+sp_ser_piece (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64_t start, uint64_t count, SpError *err)
 {
+	const uint8_t *from;
+	size_t bytes;
 	if (c->kind == SP_CLASS_STRING) {
-		sp_ser_string_piece (s->out, sp_client_string_chars (obj) + start, count);
-		return 0;
+		from = (const uint8_t *)(sp_client_string_chars (obj) + start);
+		bytes = (size_t)count * 2;
+		sp_ser_string_piece (s->out, (const uint16_t *)from, count);
+	} else {
+		from = (const uint8_t *)sp_client_array_data (obj) + start * c->elem_size;
+		bytes = (size_t)count * c->elem_size;
+		sp_buf_put_varint (s->out, count);
+		if (sp_ser_array_elements (s, c, from, count, err) < 0)
+			return -1;
 	}
-	sp_buf_put_varint (s->out, count);
-	return sp_ser_array_elements (s, c, (const uint8_t *)sp_client_array_data (obj) + start * c->elem_size, count, err);
+	return sp_ser_check_unseen (s, obj, c, lid, from, from + bytes, err);
 }
 
 static uint64_t
@@ -400,7 +433,7 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 		s->partial_lid = lid;
 		s->partial_next = first;
 	}
-	return sp_ser_piece (s, obj, c, 0, first, err);
+	return sp_ser_piece (s, obj, c, lid, 0, first, err);
 }
 
 /* The next piece of the string or array being written in pieces. */
@@ -420,7 +453,7 @@ sp_ser_continue (SpSerializer *s, SpError *err)
 	s->partial_next += count;
 	if (s->partial_next == n)
 		s->partial_lid = 0;
-	if (sp_ser_piece (s, obj, c, start, count, err) < 0)
+	if (sp_ser_piece (s, obj, c, lid, start, count, err) < 0)
 		return -1;
 	return s->out->oom ? sp_ser_oom (err) : 0;
 }

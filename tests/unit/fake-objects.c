@@ -29,6 +29,7 @@ static uint32_t fake_hash_buckets;
 static uint32_t fake_bind_fail_from;
 static unsigned fake_class_failures;
 static uint32_t fake_epoch;
+static const SpStoreLog *fake_unseen_log;
 
 static void
 fake_init_once (void)
@@ -406,6 +407,33 @@ sp_client_gc_epoch (void)
 	return fake_epoch;
 }
 
+/* The block's bytes: header and data, as fake_alloc sized it. */
+static size_t
+fake_size_of (void *obj)
+{
+	FakeHeader *h = obj;
+	switch (h->klass->sp.kind) {
+	case SP_CLASS_STRING: return FAKE_HEADER_SIZE + ((size_t)h->length + 1) * 2;
+	case SP_CLASS_ARRAY: return FAKE_HEADER_SIZE + (size_t)h->length * h->klass->sp.elem_size + 1;
+	default: return h->klass->instance_size;
+	}
+}
+
+bool
+sp_client_changed_unseen (void *obj, const void *from, const void *to)
+{
+	if (!fake_unseen_log)
+		return false;
+	uintptr_t lo = (uintptr_t)obj, hi = lo + fake_size_of (obj);
+	return sp_storelog_touches (fake_unseen_log, lo, hi, from ? (uintptr_t)from : lo, to ? (uintptr_t)to : hi);
+}
+
+void
+fake_set_unseen_log (const SpStoreLog *log)
+{
+	fake_unseen_log = log;
+}
+
 void
 fake_set_hash_buckets (uint32_t k)
 {
@@ -537,6 +565,7 @@ fake_reset (void)
 	fake_bind_fail_from = 0;
 	fake_class_failures = 0;
 	fake_epoch = 0;
+	fake_unseen_log = NULL;
 }
 
 /* ---- graph equality ------------------------------------------------------- */

@@ -26,6 +26,7 @@
 #include "sp-error.h"
 #include "sp-layout.h"
 #include "sp-snapshot.h"
+#include "sp-storelog.h"
 
 typedef struct FakeClass FakeClass;
 
@@ -108,6 +109,8 @@ void fake_set_hash_buckets (uint32_t k);
 /* Make sp_client_lid_bind fail (as out of memory) for lid >= n; 0 = never. */
 void fake_fail_bind_from (uint32_t n);
 uint32_t fake_lid_count (void);
+/* sp_client_changed_unseen answers from log (NULL: never changed); the reset forgets it. */
+void fake_set_unseen_log (const SpStoreLog *log);
 /* Number of sp_client_class_of calls that failed since the last reset. */
 unsigned fake_class_of_failures (void);
 

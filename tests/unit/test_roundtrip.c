@@ -674,6 +674,107 @@ test_poisoned_while_marking (void **state)
 	assert_contains (err.msg, "System.IO.FileStream");
 }
 
+/* Marking, then writing, then the trailer: 0, or -1 with err. */
+static int
+drain_snapshot (SpSerializer *s, SpError *err)
+{
+	int more;
+	while ((more = sp_ser_mark (s, 1, err)) == 1)
+		;
+	if (more == 0)
+		while ((more = sp_ser_step (s, 1, err)) == 1)
+			;
+	return more == 0 ? sp_ser_finish (s, err) : more;
+}
+
+/*
+ * `leaf.level = 7` through a pointer no barrier saw (a ref taken before the
+ * start), logged as the runtime's address barrier does; `barrier_first`: an
+ * object barrier then meets leaf while marking runs (it writes leaf, too
+ * late); `whole_objects`: a stop-the-world snapshot, which never asks.
+ */
+static int
+unseen_store_snapshot (bool reachable, bool barrier_first, bool whole_objects, SpError *err)
+{
+	FakeClass *plant = fake_class_object ("App", "Plant");
+	fake_class_add_field (plant, "next", SP_KIND_REF, "Plant");
+	fake_class_add_field (plant, "level", SP_KIND_I8, NULL);
+	void *root = fake_new_object (plant), *middle = fake_new_object (plant), *leaf = fake_new_object (plant);
+	fake_set_ref (root, "next", middle);
+	fake_set_ref (middle, "next", reachable ? leaf : NULL);
+	SpStoreLog log;
+	assert_int_equal (sp_storelog_init (&log, 16), 0);
+	fake_set_unseen_log (&log);
+	SpSerializer s;
+	SpBuf b;
+	SpSnapHeader h = { .sequence = 12 };
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	s.whole_objects = whole_objects;
+	assert_ok (sp_ser_begin (&s, &b, &h, err), err);
+	assert_ok (sp_ser_root (&s, 1, root, err), err);
+	assert_true (sp_storelog_add (&log, (uintptr_t)fake_field_ptr (leaf, "level"), 8));
+	FAKE_SET (leaf, "level", int64_t, 7);
+	if (barrier_first)
+		assert_int_equal (sp_ser_write_now (&s, leaf, err), 1);
+	int rc = drain_snapshot (&s, err);
+	sp_ser_free (&s);
+	sp_buf_free (&b);
+	fake_set_unseen_log (NULL);
+	sp_storelog_destroy (&log);
+	return rc;
+}
+
+static void
+test_unseen_store_fails_what_it_reaches (void **state)
+{
+	(void)state;
+	SpError err = { 0 };
+	assert_fails (unseen_store_snapshot (true, false, false, &err), &err);
+	assert_contains (err.msg, "Plant");
+	assert_contains (err.msg, "no barrier saw");
+	fake_reset ();
+	/* Written by a barrier first, then reached: still its state after the store. */
+	memset (&err, 0, sizeof err);
+	assert_fails (unseen_store_snapshot (true, true, false, &err), &err);
+	assert_contains (err.msg, "Plant");
+	fake_reset ();
+	/* Only a barrier met it: not in the snapshot, nothing lost. */
+	assert_ok (unseen_store_snapshot (false, true, false, &err), &err);
+	fake_reset ();
+	/* Stop-the-world: the world is stopped, there is no store to miss. */
+	assert_ok (unseen_store_snapshot (true, false, true, &err), &err);
+}
+
+/* An array in pieces: a store into a piece already written changes nothing; into one not written yet, the snapshot fails. */
+static void
+test_unseen_store_into_an_array_in_pieces (void **state)
+{
+	(void)state;
+	SpStoreLog log;
+	assert_int_equal (sp_storelog_init (&log, 16), 0);
+	fake_set_unseen_log (&log);
+	for (int later = 0; later < 2; later++) {
+		LongSnapshot t;
+		long_snapshot_begin (&t, 13 + (uint64_t)later, false);
+		void *ints = fake_get_ref (t.root, "ints");
+		while (!(t.s.partial_lid && sp_client_lid_object (t.s.partial_lid) == ints))
+			assert_int_equal (sp_ser_step (&t.s, 1, &t.err), 1);
+		uint64_t at = later ? t.s.partial_next + 10 : t.s.partial_next - 1;
+		assert_true (sp_storelog_add (&log, (uintptr_t)fake_elem (ints, at), 4));
+		if (later) {
+			assert_fails (drain_snapshot (&t.s, &t.err), &t.err);
+			assert_contains (t.err.msg, "System.Int32[]");
+		} else {
+			long_snapshot_check (&t, "a store after its piece was written changed the snapshot");
+		}
+		long_snapshot_free (&t);
+		sp_storelog_clear (&log);
+	}
+	fake_set_unseen_log (NULL);
+	sp_storelog_destroy (&log);
+}
+
 /* sp_ser_step (s, 1) writes exactly one object a call, and says 0 only when none remain. */
 static void
 test_step_one_writes_one_object (void **state)
@@ -1341,6 +1442,8 @@ main (void)
 		cmocka_unit_test_teardown (test_marking_in_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_whole_objects_have_no_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_poisoned_while_marking, fake_teardown),
+		cmocka_unit_test_teardown (test_unseen_store_fails_what_it_reaches, fake_teardown),
+		cmocka_unit_test_teardown (test_unseen_store_into_an_array_in_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_step_one_writes_one_object, fake_teardown),
 		cmocka_unit_test_teardown (test_finish_refuses_unfinished, fake_teardown),
 		cmocka_unit_test_teardown (test_objects_move_between_steps, fake_teardown),

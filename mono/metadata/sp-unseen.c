@@ -1,0 +1,174 @@
+/*
+ * sp-unseen.c: the address barrier's slow path, and the question the core
+ * asks before it trusts a record (sp_client_changed_unseen).
+ *
+ * Part of the unity build (sp-runtime.c), between sp-mono.c and sp-cycle.c.
+ * The log and its invariants are spersist/sp-storelog.h; the JIT side is
+ * mini/sp-jit.h (sp_jit_emit_address_barrier).
+ *
+ * While a cycle runs, a store through an address logs its range, unless it
+ * is harmless:
+ *
+ *   - on the storing thread's own stack (a local reached by reference);
+ *   - inside an object the object barrier has handled in this cycle on this
+ *     thread (a pointer made by ldflda/ldelema/AsSpan: the object was
+ *     written, or found not to be in the snapshot, before the pointer was
+ *     made, so stores through it change nothing the snapshot holds).  Each
+ *     thread remembers the last SP_SAFE_WAYS such objects, until the GC may
+ *     have moved them (the GC epoch) or the cycle ends (the log's generation).
+ *
+ * What remains are stores through pointers made before SendPData or where
+ * the JIT did not see the object: exactly the stores that could tear a
+ * snapshot without anyone noticing.  Normal code logs nothing.
+ *
+ * Locking: sp_unseen.lock is an OS mutex held only around the log's own
+ * work, never across a safepoint, so a thread waiting for it cannot hold up
+ * a collection that the holder waits for.  Order: sp_lock, then this one.
+ * The slow path logs before the store happens (it is the store's barrier)
+ * and fences after, so a reader that saw the stored value sees the entry
+ * (sp_client_changed_unseen fences before it looks).
+ */
+#include <mono/metadata/gc-internals.h>
+#include <mono/metadata/object-internals.h>
+#include <mono/utils/mono-os-mutex.h>
+#include <mono/utils/mono-threads.h>
+
+#include "../spersist/sp-storelog.h"
+
+/* Ranges before the log overflows (each 16 bytes, scanned conservatively by every collection). */
+#define SP_UNSEEN_CAPACITY 16384
+#define SP_SAFE_WAYS 4
+
+static struct {
+	mono_mutex_t lock;
+	SpStoreLog log;
+	gint32 gen;               /* advanced when the log is cleared: the threads' safe objects expire */
+	gboolean warned;          /* the overflow was reported in this cycle */
+	gboolean ready;
+} sp_unseen;
+
+static __thread struct {
+	uintptr_t lo [SP_SAFE_WAYS], hi [SP_SAFE_WAYS];
+	guint32 epoch;
+	gint32 gen;
+	unsigned next;
+	uintptr_t stack_lo, stack_hi;
+} sp_thread_safe;
+
+/* Incremental mode, at startup: the log, pinned as a conservative GC root (sp-storelog.h). */
+static void
+sp_unseen_init (void)
+{
+	if (sp_storelog_init (&sp_unseen.log, SP_UNSEEN_CAPACITY) < 0) {
+		fprintf (stderr, "spmono: out of memory for the log of stores through pointers\n");
+		exit (1);
+	}
+	mono_os_mutex_init (&sp_unseen.lock);
+	mono_gc_register_root ((char *)sp_unseen.log.ranges, SP_UNSEEN_CAPACITY * sizeof (SpStoreRange), MONO_GC_DESCRIPTOR_NULL,
+		MONO_ROOT_SOURCE_EXTERNAL, NULL, "spmono: stores through pointers during a cycle");
+	sp_unseen.ready = TRUE;
+}
+
+/* After the barrier is disarmed (a cycle ended or failed): forget the cycle's stores. */
+static void
+sp_unseen_clear (void)
+{
+	if (!sp_unseen.ready)
+		return;
+	mono_os_mutex_lock (&sp_unseen.lock);
+	sp_storelog_clear (&sp_unseen.log);
+	sp_unseen.warned = FALSE;
+	__atomic_add_fetch (&sp_unseen.gen, 1, __ATOMIC_RELEASE);
+	mono_os_mutex_unlock (&sp_unseen.lock);
+}
+
+/* The object barrier handled obj in the running cycle: stores into it are harmless from now on. */
+static void
+sp_unseen_object_handled (MonoObject *obj)
+{
+	if (!sp_unseen.ready)
+		return;
+	gint32 gen = __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE);
+	guint32 epoch = sp_client_gc_epoch ();
+	if (sp_thread_safe.gen != gen || sp_thread_safe.epoch != epoch) {
+		memset (sp_thread_safe.hi, 0, sizeof sp_thread_safe.hi);
+		sp_thread_safe.gen = gen;
+		sp_thread_safe.epoch = epoch;
+	}
+	unsigned way = sp_thread_safe.next++ % SP_SAFE_WAYS;
+	sp_thread_safe.lo [way] = (uintptr_t)obj;
+	sp_thread_safe.hi [way] = (uintptr_t)obj + mono_object_get_size_internal (obj);
+}
+
+static gboolean
+sp_unseen_on_own_stack (uintptr_t lo, uintptr_t hi)
+{
+	if (!sp_thread_safe.stack_hi) {
+		guint8 *start = NULL;
+		size_t size = 0;
+		mono_thread_info_get_stack_bounds (&start, &size);
+		sp_thread_safe.stack_lo = (uintptr_t)start;
+		sp_thread_safe.stack_hi = (uintptr_t)start + size;
+	}
+	return lo >= sp_thread_safe.stack_lo && hi <= sp_thread_safe.stack_hi;
+}
+
+static gboolean
+sp_unseen_in_safe_object (uintptr_t lo, uintptr_t hi)
+{
+	if (sp_thread_safe.gen != __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE) || sp_thread_safe.epoch != sp_client_gc_epoch ())
+		return FALSE;
+	for (int i = 0; i < SP_SAFE_WAYS; i++)
+		if (lo >= sp_thread_safe.lo [i] && hi <= sp_thread_safe.hi [i])
+			return TRUE;
+	return FALSE;
+}
+
+/* A store of len bytes at lo (SP_STORELOG_REST: to the end of its object) is about to happen. */
+static void
+sp_unseen_store (uintptr_t lo, uintptr_t len)
+{
+	if (!sp_unseen.ready || len == 0)
+		return;
+	/* For the harmless tests a REST store is its first byte: it stays inside that byte's object. */
+	uintptr_t hi = len == SP_STORELOG_REST || len > UINTPTR_MAX - lo ? lo + 1 : lo + len;
+	if (sp_unseen_on_own_stack (lo, hi) || sp_unseen_in_safe_object (lo, hi))
+		return;
+	gboolean report = FALSE;
+	mono_os_mutex_lock (&sp_unseen.lock);
+	/* The cycle may have ended since the inline test: its log is cleared only after the barrier is disarmed. */
+	if (__atomic_load_n (&sp_barrier_active, __ATOMIC_ACQUIRE) && !sp_storelog_add (&sp_unseen.log, lo, len) && !sp_unseen.warned)
+		report = sp_unseen.warned = TRUE;
+	mono_os_mutex_unlock (&sp_unseen.lock);
+	__atomic_thread_fence (__ATOMIC_SEQ_CST);
+	if (report)
+		fprintf (stderr, "spmono: more than %u stores through pointers no barrier saw during one cycle: "
+			"they cannot all be checked, so this snapshot will not be committed\n", SP_UNSEEN_CAPACITY);
+}
+
+void
+sp_barrier_store_addr (gpointer addr)
+{
+	/* One byte stands for the store: it identifies the object and, within an array, the piece. */
+	sp_unseen_store ((uintptr_t)addr, 1);
+}
+
+void
+sp_barrier_store_range (gpointer dest, gsize len)
+{
+	sp_unseen_store ((uintptr_t)dest, len == (gsize)-1 ? SP_STORELOG_REST : (uintptr_t)len);
+}
+
+bool
+sp_client_changed_unseen (void *obj, const void *from, const void *to)
+{
+	/* Order the record's reads of obj before the reads of the log (see the top of this file). */
+	__atomic_thread_fence (__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n (&sp_unseen.log.count, __ATOMIC_RELAXED) && !__atomic_load_n (&sp_unseen.log.overflowed, __ATOMIC_RELAXED))
+		return false;
+	uintptr_t lo = (uintptr_t)obj, hi = lo + mono_object_get_size_internal ((MonoObject *)obj);
+	mono_os_mutex_lock (&sp_unseen.lock);
+	bool touched = sp_storelog_touches (&sp_unseen.log, lo, hi, from ? (uintptr_t)from : lo, to ? (uintptr_t)to : hi);
+	mono_os_mutex_unlock (&sp_unseen.lock);
+	return touched;
+}
