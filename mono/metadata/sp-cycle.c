@@ -48,10 +48,22 @@
 #include <mono/utils/mono-threads-coop.h>
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sched.h>
 #include <sys/resource.h>
 
-volatile gint32 sp_barrier_active;
+static volatile gint32 sp_barrier_flag_fallback;
+volatile gint32 *sp_barrier_flag = &sp_barrier_flag_fallback;
+
+void
+sp_barrier_flag_init (void)
+{
+#if defined(__x86_64__) && defined(MAP_32BIT)
+	void *low = mmap (NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	if (low != MAP_FAILED && (uintptr_t)low + 4096 <= 0x80000000u)
+		sp_barrier_flag = low;
+#endif
+}
 
 /* Statistics of a cycle (the rows of the paper's Table 1), see SPStats. */
 typedef struct SpCycleStats {

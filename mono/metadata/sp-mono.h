@@ -25,9 +25,15 @@ void sp_mono_init (const char *program);
 /*
  * The store barrier (mono/mini/sp-jit.h emits it).  sp_barrier_active is
  * nonzero while a persistence cycle runs; JIT-compiled stores test it inline
- * and call sp_barrier_store (obj) before writing into obj.
+ * and call sp_barrier_store (obj) before writing into obj.  It lives where
+ * sp_barrier_flag points: in the lowest 2 GB of the address space when a page
+ * could be mapped there (sp_barrier_flag_init), so that amd64 code can test
+ * it with a 32-bit absolute address, one instruction.
  */
-extern volatile gint32 sp_barrier_active;
+extern volatile gint32 *sp_barrier_flag;
+#define sp_barrier_active (*sp_barrier_flag)
+/* Before anything is JIT-compiled: place the flag (it never moves after). */
+void sp_barrier_flag_init (void);
 /* At JIT time: do the stores of `method` get the barrier (--sp-mode, --sp-barrier)? */
 gboolean sp_mono_method_needs_barrier (MonoMethod *method);
 /* Does every method get them (class libraries included: their AOT code must not be used)? */

@@ -20,6 +20,7 @@ sp_jit_before_init (void)
 	 */
 	if (sp_mono_barriers_everywhere ())
 		mono_aot_mode = MONO_AOT_MODE_NONE;
+	sp_barrier_flag_init ();
 }
 
 #ifdef TARGET_AMD64
@@ -108,8 +109,19 @@ sp_jit_amd64_emit_barrier (guint8 *code, int reg, gboolean address)
 	if (address && reg == AMD64_RSP)
 		return code;
 	g_assert (reg >= 0 && reg < 16 && sp_barrier_thunks [address][reg]);
-	amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)&sp_barrier_active, 8);
-	amd64_alu_membase_imm_size (code, X86_CMP, AMD64_R11, 0, 0, 4);
+	if ((gsize)sp_barrier_flag < 0x80000000u) {
+		/* cmpl $0, flag: a 32-bit absolute address (ModRM /7 with SIB, no base, no index) */
+		guint32 flag = (guint32)(gsize)sp_barrier_flag;
+		*code++ = 0x83;
+		*code++ = 0x3c;
+		*code++ = 0x25;
+		memcpy (code, &flag, 4);
+		code += 4;
+		*code++ = 0x00;
+	} else {
+		amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)sp_barrier_flag, 8);
+		amd64_alu_membase_imm_size (code, X86_CMP, AMD64_R11, 0, 0, 4);
+	}
 	guint8 *skip = code;
 	x86_branch8 (code, X86_CC_EQ, 0, FALSE);
 	amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)sp_barrier_thunks [address][reg], 8);
@@ -133,7 +145,7 @@ sp_jit_begin_guard (MonoCompile *cfg)
 	MonoInst *flag_addr;
 	MonoBasicBlock *done_bb;
 	int flag_reg = alloc_ireg (cfg);
-	EMIT_NEW_PCONST (cfg, flag_addr, (gpointer)&sp_barrier_active);
+	EMIT_NEW_PCONST (cfg, flag_addr, (gpointer)sp_barrier_flag);
 	MONO_EMIT_NEW_LOAD_MEMBASE_OP (cfg, OP_LOADI4_MEMBASE, flag_reg, flag_addr->dreg, 0);
 	NEW_BBLOCK (cfg, done_bb);
 	MONO_EMIT_NEW_BIALU_IMM (cfg, OP_COMPARE_IMM, -1, flag_reg, 0);
