@@ -25,6 +25,7 @@
 #include "../spersist/sp-store.c"
 #include "../spersist/sp-store-file.c"
 #include "../spersist/sp-store-pmem.c"
+#include "../spersist/sp-store-null.c"
 
 #include "sp-mono.c"
 #include "sp-unseen.c"

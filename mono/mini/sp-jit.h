@@ -18,12 +18,16 @@
  * across it (the portable version above splits the block, and values live
  * across the split go through the stack).  Its fast path is
  *
- *     movabs $&sp_barrier_active, %r11    -- r11: the backend's scratch
- *     cmpl   $0, (%r11)
+ *     cmpl   $0, sp_barrier_active       -- a 32-bit absolute address
  *     je     1f
- *     movabs $thunk_for_obj_reg, %r11
+ *     movabs $thunk_for_obj_reg, %r11    -- r11: the backend's scratch
  *     call   *%r11
  *  1:
+ *
+ * The flag's page is mapped in the lowest 2 GB (sp_barrier_flag_init), so
+ * the test is one instruction; should that mapping fail, the address is
+ * loaded into r11 first (movabs).  On the machine of docs/INCREMENTAL.md the
+ * one-instruction form cut marking's cost on store loops from +19% to +3%.
  */
 #ifndef SP_JIT_H
 #define SP_JIT_H

@@ -89,6 +89,8 @@ void sp_store_release (SpStore *s, uint8_t *data, size_t size);
 /* Stores register here (sp-store-file.c, sp-store-pmem.c). */
 int sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err);
 int sp_store_pmem_open (const char *path, bool readonly, SpStore **out, SpError *err);
+/* "null:": discards every snapshot (sp-store-null.c), for measuring serialization apart from storage. */
+int sp_store_null_open (SpStore **out, SpError *err);
 /* Tests: the next commit stops, as a crash would, before its n-th step (0: never; see each store). */
 extern unsigned sp_store_file_crash_before_step;
 extern unsigned sp_store_pmem_crash_before_step;

@@ -43,6 +43,9 @@ static class Program
 			T.Throws<SPersistenceException> (() => SPC.RecvPData (unmarked), "no persistent root", "removed root is gone");
 			Console.WriteLine ("misuse ok");
 			return 0;
+		case "warm":                              // is this a warm restart?
+			Console.WriteLine ("warm=" + SPC.IsWarmRestart ());
+			return 0;
 		case "value":                             // print root 1's value after a restart
 			Console.WriteLine ("warm=" + SPC.IsWarmRestart () + " value=" + ((Good)SPC.RecvPData (1)).Value);
 			return 0;

@@ -56,3 +56,13 @@ rc=0; out=$(spm --debug plain/Hello.exe x y) || rc=$?
 [ "$rc" -eq 3 ] || fail "exit status not passed through: $rc"
 [ "$out" = "hello 2 /usr/lib/mono/4.5/mscorlib.dll" ] || fail "plain program output: $out"
 [ ! -e plain/Hello.spstore ] || fail "a program without persistence created a store"
+
+# The null store: snapshots are taken (stop-the-world and incremental) and
+# discarded; every start is cold; nothing is created; a path after null: is refused.
+mkdir -p nulltest && cd nulltest
+spm --sp-store=null: ../err.exe count 3 || fail "persisting to the null store"
+spm --sp-store=null: --sp-mode=incremental ../err.exe count 3 || fail "persisting to the null store, incremental"
+expect_out "^warm=False" spm --sp-store=null: ../err.exe warm
+[ -z "$(ls -A .)" ] || fail "the null store created files: $(ls -A .)"
+expect_fail "the null store names nothing" spm --sp-store=null:here ../err.exe count 1
+cd ..

@@ -797,6 +797,38 @@ test_pmem_foreign_file_and_lock (void **state)
 	assert_int_equal (access (missing, F_OK), -1);
 }
 
+/* "null:": commits succeed and sequences advance, nothing is kept, nothing to load; the working directory untouched. */
+static void
+test_null_store_keeps_nothing (void **state)
+{
+	(void)state;
+	char before [4096], after [4096];
+	dir_listing (".", before, sizeof before);
+	SpStore *st = open_ok ("null:", 1);
+	assert_string_equal (st->ops->name, "null");
+	for (uint64_t seq = 1; seq <= 3; seq++) {
+		assert_int_equal (sp_store_next_sequence (st), seq);
+		commit (st, seq);
+	}
+	SpSnapInfo *infos;
+	size_t n = 99;
+	SpError err = { 0 };
+	assert_ok (sp_store_list (st, &infos, &n, &err), &err);
+	assert_int_equal (n, 0);
+	free (infos);
+	uint8_t *data;
+	size_t size;
+	uint64_t seq;
+	assert_ok (sp_store_load_newest (st, NULL, NULL, NULL, NULL, &data, &size, &seq, &err), &err);
+	assert_null (data);
+	assert_int_equal (seq, 0);
+	sp_store_close (st);
+	/* null:anything is not the null store: it names nothing. */
+	assert_fails (sp_store_open ("null:x", 1, &st, &err), &err);
+	dir_listing (".", after, sizeof after);
+	assert_string_equal (before, after);
+}
+
 int
 main (void)
 {
@@ -811,6 +843,7 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_second_open_in_process_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_second_open_in_other_process_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_bad_locations, setup, teardown),
+		cmocka_unit_test (test_null_store_keeps_nothing),
 		cmocka_unit_test_setup_teardown (test_foreign_names_are_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_file_crash_at_every_step, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_commit_load_reopen, setup, teardown),
