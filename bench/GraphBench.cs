@@ -2,6 +2,14 @@
 //
 //   spmono [options] GraphBench.exe run SEED     construct, persist, mutate; one CSV row
 //   spmono --sp-store=S GraphBench.exe check SEED  the snapshot equals the graph at SendPData
+//   spmono [options] GraphBench.exe three SEED   the paper's Table 2 (section 5.3): three
+//       threads each construct a graph of 1326 objects, then rewire and delete its
+//       nodes one by one; the first graph is persistent (its root registered,
+//       SendPData after the construction), the second is of the same classes but
+//       not persistent, the third of classes that are not [SPersistent] (3978
+//       objects in all).  Threads 2 and 3 keep rewiring until the first graph's
+//       snapshot is durable, so their stores overlap the whole cycle.  Row: serialized_objects,barrier_calls,barrier_writes,
+//       objects_total.  "check SEED" then checks the first graph.
 //
 // A directed weighted graph of 1326 persistent objects (1 graph, 1 vertex
 // array, 200 vertices, their 200 names and 924 edges; about 40 KB
@@ -70,6 +78,40 @@ public class Edge {
 	}
 }
 
+// The third thread's graph: the same shape, classes that are not persistent.
+public class PlainGraph {
+	public PlainVertex [] Vertices;
+
+	public void Rewire (Random rng)
+	{
+		foreach (PlainVertex v in Vertices)
+			for (PlainEdge e = v.First; e != null; e = e.Next) {
+				e.To = Vertices [rng.Next (Vertices.Length)];
+				e.Weight = rng.NextDouble ();
+			}
+	}
+
+	public void DeleteAll ()
+	{
+		for (int i = 0; i < Vertices.Length; i++) {
+			Vertices [i].First = null;
+			Vertices [i] = null;
+		}
+	}
+}
+
+public class PlainVertex {
+	public int Id;
+	public string Name;
+	public PlainEdge First;
+}
+
+public class PlainEdge {
+	public PlainVertex To;
+	public double Weight;
+	public PlainEdge Next;
+}
+
 public static class GraphBench {
 	public const int VertexCount = 200, EdgeCount = 924;   // 1 + 1 + 200 + 200 + 924 = 1326 objects
 
@@ -127,6 +169,68 @@ public static class GraphBench {
 		return 0;
 	}
 
+	static PlainGraph BuildPlain (int seed)
+	{
+		var rng = new Random (seed);
+		var g = new PlainGraph { Vertices = new PlainVertex [VertexCount] };
+		for (int i = 0; i < VertexCount; i++)
+			g.Vertices [i] = new PlainVertex { Id = i, Name = "vertex-" + i + "-of-the-plant-graph" };
+		for (int k = 0; k < EdgeCount; k++) {
+			PlainVertex from = g.Vertices [k < VertexCount ? k : rng.Next (VertexCount)];
+			from.First = new PlainEdge { To = g.Vertices [rng.Next (VertexCount)], Weight = rng.NextDouble (), Next = from.First };
+		}
+		return g;
+	}
+
+	// Table 2: the three threads construct together, thread 1 persists, all three mutate during the cycle.
+	static int Three (int seed)
+	{
+		Graph scratch = Build (seed);                 // the mutations compiled beforehand, as in Run
+		scratch.Rewire (new Random (seed));
+		scratch.DeleteAll ();
+		PlainGraph plainScratch = BuildPlain (seed);
+		plainScratch.Rewire (new Random (seed));
+		plainScratch.DeleteAll ();
+		var built = new System.Threading.Barrier (3);
+		var done = new System.Threading.ManualResetEvent (false);
+		// Threads 2 and 3 rewire their graphs until thread 1's snapshot is durable, then delete their nodes.
+		Action<Action, Action, Action> worker = (construct, rewire, delete) => {
+			construct ();
+			built.SignalAndWait ();
+			while (!done.WaitOne (0))
+				rewire ();
+			delete ();
+		};
+		Graph persistent = null, transient = null;
+		PlainGraph plain = null;
+		var rng2 = new Random (seed + 3);
+		var rng3 = new Random (seed + 5);
+		var threads = new [] {
+			// Thread 1 asks for persistence after the construction, then rewires and deletes its nodes.
+			new System.Threading.Thread (() => {
+				persistent = Build (seed);
+				SPC.AddRoot (persistent);
+				built.SignalAndWait ();
+				SPC.SendPData ();
+				persistent.Rewire (new Random (seed + 1));
+				persistent.DeleteAll ();
+				SPC.WaitPersisted ();
+				done.Set ();
+			}),
+			new System.Threading.Thread (() => worker (() => transient = Build (seed + 2),
+				() => transient.Rewire (rng2), () => transient.DeleteAll ())),
+			new System.Threading.Thread (() => worker (() => plain = BuildPlain (seed + 4),
+				() => plain.Rewire (rng3), () => plain.DeleteAll ())),
+		};
+		foreach (var t in threads)
+			t.Start ();
+		foreach (var t in threads)
+			t.Join ();
+		SPStats s = SPC.GetStats ();
+		Console.WriteLine ("{0},{1},{2},{3}", s.LastObjects, s.CycleBarrierCalls, s.CycleBarrierWrites, 3 * (2 + 2 * VertexCount + EdgeCount));
+		return 0;
+	}
+
 	static int Check (int seed)
 	{
 		var g = SPC.RecvPData (1) as Graph;
@@ -147,7 +251,9 @@ public static class GraphBench {
 			return Run (int.Parse (args [1]));
 		if (args.Length == 2 && args [0] == "check")
 			return Check (int.Parse (args [1]));
-		Console.Error.WriteLine ("usage: GraphBench.exe run|check SEED");
+		if (args.Length == 2 && args [0] == "three")
+			return Three (int.Parse (args [1]));
+		Console.Error.WriteLine ("usage: GraphBench.exe run|check|three SEED");
 		return 2;
 	}
 }

@@ -6,7 +6,9 @@
 # xz-utils: the orig tarball; dpkg-dev: apt-get source; mono-devel: mcs and the
 # class libraries the runtime loads from /usr/lib/mono; libisal-dev: CRC-32C;
 # clang: the libFuzzer target (tests/fuzz); util-linux: taskset, setpriv,
-# flock in the tests; the rest: core + tests.
+# flock in the tests; libnewtonsoft-json-cil-dev, python3-matplotlib: the
+# benchmark suite's JSON contender and its plots (bench/run-suite.sh); the rest:
+# core + tests.
 set -euo pipefail
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
@@ -14,4 +16,5 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   ca-certificates cmake make gcc g++ pkg-config autoconf automake libtool gettext \
   python3 xz-utils dpkg-dev patch file mono-devel zlib1g-dev \
-  libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev clang util-linux
+  libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev clang util-linux \
+  libnewtonsoft-json-cil-dev python3-matplotlib

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
+files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
+summaries table1.txt, table2.txt, pause.txt, barrier.txt.  Every figure is given as
+min / median / max over its repetitions, with its conditions."""
+import collections
+import csv
+import glob
+import os
+import statistics
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
+
+STRUCTURES = {"rbtree": "red-black tree of composite objects (nodes)", "ints": "int[] (elements)"}
+OTHERS = ["BinaryFormatter", "DataContractSerializer", "Newtonsoft.Json"]
+SP_MODES = ["SP incremental (annotating)", "SP incremental (marking-v2)", "SP incremental (marking)"]
+
+
+def load_serializers(path):
+    """{(structure, mechanism, operation, storage): {size: ([ns...], bytes)}}"""
+    data = collections.defaultdict(dict)
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            key = (row["structure"], row["mechanism"], row["operation"], row["storage"])
+            ns, nbytes = data[key].setdefault(int(row["size"]), ([], int(row["bytes"])))
+            ns.append(int(row["ns"]))
+    return data
+
+
+def ms(ns):
+    return ns / 1e6
+
+
+def fmt_ms(values):
+    lo, mid, hi = min(values), statistics.median(values), max(values)
+    return "%s / **%s** / %s" % (num(ms(lo)), num(ms(mid)), num(ms(hi)))
+
+
+def num(x):
+    if x >= 100:
+        return "%.0f" % x
+    if x >= 10:
+        return "%.1f" % x
+    if x >= 0.1:
+        return "%.2f" % x
+    return "%.3f" % x
+
+
+def series(data, structure, mechanism, operation, storage):
+    return data.get((structure, mechanism, operation, storage), {})
+
+
+def figure_lines(data, structure, operation):
+    """(label, {size: ([ns], bytes)}) for one plot, in a fixed order."""
+    lines = [(m, series(data, structure, m, operation, "memory")) for m in OTHERS]
+    if operation == "serialize":
+        lines.append(("SP, stop-the-world (serializer)", series(data, structure, "SP", "serialize", "null")))
+        lines += [(m + " (increments' work)", series(data, structure, m, "serialize", "null")) for m in SP_MODES]
+    else:
+        lines.append(("SP (decode from memory)", series(data, structure, "SP", "restore", "memory")))
+        lines.append(("SP warm restart from tmpfs", series(data, structure, "SP", "restore-cold", "tmpfs")))
+    return [(label, s) for label, s in lines if s]
+
+
+def plot_times(data, structure, operation, path):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, s in figure_lines(data, structure, operation):
+        sizes = sorted(s)
+        mid = [ms(statistics.median(s[n][0])) for n in sizes]
+        lo = [m - ms(min(s[n][0])) for m, n in zip(mid, sizes)]
+        hi = [ms(max(s[n][0])) - m for m, n in zip(mid, sizes)]
+        ax.errorbar(sizes, mid, yerr=[lo, hi], marker="o", capsize=3, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(STRUCTURES[structure])
+    ax.set_ylabel(operation + " time, ms (median; bars: min-max)")
+    ax.set_title("%s: %s" % (structure, operation))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_bytes(data, structure, path):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, s in [(m, series(data, structure, m, "serialize", "memory")) for m in OTHERS] + \
+            [("SP", series(data, structure, "SP", "serialize", "null"))]:
+        if s:
+            sizes = sorted(s)
+            ax.plot(sizes, [s[n][1] for n in sizes], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(STRUCTURES[structure])
+    ax.set_ylabel("output bytes")
+    ax.set_title("%s: output size" % structure)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def times_table(data, structure, operation):
+    lines = figure_lines(data, structure, operation)
+    sizes = sorted({n for _, s in lines for n in s})
+    out = ["| size | " + " | ".join(label for label, _ in lines) + " |",
+           "| ---: | " + " | ".join("---:" for _ in lines) + " |"]
+    for n in sizes:
+        cells = [fmt_ms(s[n][0]) if n in s else "-" for _, s in lines]
+        out.append("| %d | %s |" % (n, " | ".join(cells)))
+    return out
+
+
+def bytes_table(data, structure):
+    mechs = [(m, series(data, structure, m, "serialize", "memory")) for m in OTHERS] + \
+        [("SP", series(data, structure, "SP", "serialize", "null"))]
+    mechs = [(m, s) for m, s in mechs if s]
+    sizes = sorted({n for _, s in mechs for n in s})
+    out = ["| size | " + " | ".join(m for m, _ in mechs) + " |", "| ---: |" + " ---: |" * len(mechs)]
+    for n in sizes:
+        out.append("| %d | %s |" % (n, " | ".join("%d" % s[n][1] if n in s else "-" for _, s in mechs)))
+    return out
+
+
+def storage_table(data, structure):
+    cols = [("serialize (null store)", ("SP", "serialize", "null")),
+            ("commit, tmpfs", ("SP", "commit", "tmpfs")),
+            ("commit, disk", ("SP", "commit", "disk")),
+            ("decode from memory", ("SP", "restore", "memory")),
+            ("warm restart, tmpfs", ("SP", "restore-cold", "tmpfs")),
+            ("warm restart, disk", ("SP", "restore-cold", "disk"))]
+    cols = [(name, series(data, structure, *key)) for name, key in cols]
+    cols = [(name, s) for name, s in cols if s]
+    sizes = sorted({n for _, s in cols for n in s})
+    out = ["| size | " + " | ".join(name for name, _ in cols) + " |", "| ---: |" + " ---: |" * len(cols)]
+    for n in sizes:
+        out.append("| %d | %s |" % (n, " | ".join(fmt_ms(s[n][0]) if n in s else "-" for _, s in cols)))
+    return out
+
+
+def plot_pauses(results, path):
+    files = sorted(glob.glob(os.path.join(results, "pause-[0-9]*.csv")), key=lambda p: int(os.path.basename(p)[6:-4].split("-")[0]))
+    files = [p for p in files if "ideal" not in p]
+    if not files:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for p in files:
+        with open(p) as f:
+            rows = [(int(r["pause_us"]), int(r["count"])) for r in csv.DictReader(f)]
+        ax.plot([u for u, _ in rows], [c for _, c in rows], marker=".", linestyle="none", label="target %s us" % os.path.basename(p)[6:-4])
+    ax.set_yscale("log")
+    ax.set_xlabel("increment pause, us")
+    ax.set_ylabel("increments (1 us buckets)")
+    ax.set_title("increment pauses")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def verbatim(results, name):
+    path = os.path.join(results, name)
+    if not os.path.exists(path):
+        return ["(not run)"]
+    with open(path) as f:
+        return ["```"] + f.read().rstrip("\n").split("\n") + ["```"]
+
+
+def main():
+    results = sys.argv[1]
+    md = ["# spmono benchmark report", ""]
+    with open(os.path.join(results, "machine.txt")) as f:
+        md += ["## Machine and runtimes", ""] + ["- " + line.rstrip("\n") for line in f] + [""]
+    md += ["Times are min / **median** / max over the repetitions, in milliseconds. Every restored graph",
+           "was compared with the original before its time counted.", ""]
+    data = load_serializers(os.path.join(results, "serializers.csv"))
+    md += ["## Serialize and restore against size (the paper's Figures 3-6, extended)", "",
+           "BinaryFormatter, DataContractSerializer (XML) and Newtonsoft.Json (references preserved) write to",
+           "and read from memory. SP, stop-the-world: the serializer's time (`SPStats.LastSerializeNs`, the",
+           "null store); SP incremental: the work of a cycle's increments (500 us target, 3 ms period),",
+           "start instant and marking included. SP's restore: decoding the same snapshot from memory",
+           "(validate, construct, fix up), and the warm restart of a fresh process from tmpfs.", ""]
+    for structure in STRUCTURES:
+        for operation in ("serialize", "restore"):
+            png = "%s-%s.png" % (structure, operation)
+            plot_times(data, structure, operation, os.path.join(results, png))
+            md += ["### %s: %s" % (structure, operation), "", "![%s](%s)" % (png, png), ""]
+            md += times_table(data, structure, operation) + [""]
+        png = "%s-bytes.png" % structure
+        plot_bytes(data, structure, os.path.join(results, png))
+        md += ["### %s: output bytes" % structure, "", "![%s](%s)" % (png, png), ""]
+        md += bytes_table(data, structure) + [""]
+    md += ["## SP's serializer apart from its storage", "",
+           "Serializing to the null store (nothing written), committing (write, fsync, rename) to tmpfs and",
+           "to the disk holding the results, decoding from memory, and warm restarts from each.", ""]
+    for structure in STRUCTURES:
+        md += ["### %s" % structure, ""] + storage_table(data, structure) + [""]
+    md += ["## The paper's Table 1 (bench/run-table1.sh)", ""] + verbatim(results, "table1.txt") + [""]
+    md += ["## The paper's Table 2 (bench/run-table2.sh)", "",
+           "Three threads, one persistent graph of 1326 objects, one of the same classes that is not persistent,",
+           "one of other classes; the other two threads keep rewiring their graphs until the snapshot is durable.",
+           "Objects serialized beyond the 1326 are the second thread's, written by a barrier while marking ran",
+           "(marking is incremental here, so a barrier cannot yet tell them from the snapshot's).", ""]
+    md += verbatim(results, "table2.txt") + [""]
+    md += ["## Increment pauses (bench/run-pause.sh)", ""]
+    if plot_pauses(results, os.path.join(results, "pauses.png")):
+        md += ["![pauses](pauses.png)", ""]
+    md += verbatim(results, "pause.txt") + [""]
+    md += ["## The barrier's cost with no cycle (bench/run-barrier.sh)", ""] + verbatim(results, "barrier.txt") + [""]
+    with open(os.path.join(results, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    main()

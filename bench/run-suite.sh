@@ -1,0 +1,98 @@
+#!/bin/bash
+# run-suite.sh [--smoke]: the benchmark suite in one command.  Writes
+# bench/results/: CSV files, PNG plots and report.md, which states the
+# machine, the runtime versions, the repetitions and min/median/max of every
+# figure.  --smoke: small sizes and few repetitions (a few minutes, what CI
+# runs); without it, the full run (an hour or more).
+#
+#   serializers.csv   Figures 3-6 extended (bench/SerBench.cs): serialize and
+#                     restore time and bytes against size, red-black tree of
+#                     composite objects and int[], SP (stop-the-world, to the
+#                     null store, tmpfs and disk; incremental in each barrier
+#                     mode) against BinaryFormatter, DataContractSerializer and
+#                     Newtonsoft.Json
+#   table1.csv        the paper's Table 1 (bench/run-table1.sh)
+#   table2.csv        the paper's Table 2 (bench/run-table2.sh)
+#   pause-*.csv       increment pause histograms, targets 50, 100, 500 us
+#                     (bench/run-pause.sh)
+#   barrier.csv       the barrier's cost with no cycle (bench/run-barrier.sh)
+#
+# Every workload checks its own result before its figures count; a failed
+# check stops the suite.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD:-$here/../build}
+smoke=0
+[ "${1:-}" = "--smoke" ] && smoke=1
+out=$here/results; mkdir -p "$out"
+sp=$build/bin/spmono
+python=/usr/bin/python3; [ -x "$python" ] || python=python3
+
+if [ $smoke = 1 ]; then
+	tree_sizes="5000 25000"; int_sizes="5000 25000 1000000"; reps=2
+	table1_runs=2; pause_args=(300 20000 1000000 50 100 500); barrier_args=(2000000 1)
+else
+	tree_sizes="5000 10000 15000 20000 25000 100000 1000000"
+	int_sizes="5000 10000 15000 20000 25000 100000 1000000 10000000"; reps=5
+	table1_runs=40; pause_args=(10000 100000 10000000 50 100 500); barrier_args=(100000000 5)
+fi
+
+# Storage for SP: none (null:), tmpfs, and the disk the results are written on.
+tmpfs=$(mktemp -d /dev/shm/spsuite.XXXXXX)
+disk=$(mktemp -d "$out/.disk.XXXXXX")
+trap 'rm -rf "$tmpfs" "$disk"' EXIT
+
+newtonsoft=$(pkg-config --libs newtonsoft-json | sed 's/^-r://; s/ *$//')
+cp "$build/lib/SPersistence.dll" "$newtonsoft" "$tmpfs/"
+mcs -nologo -optimize+ -warnaserror -r:"$tmpfs/SPersistence.dll" -r:"$tmpfs/Newtonsoft.Json.dll" \
+	-r:System.Runtime.Serialization.dll -out:"$tmpfs/SerBench.exe" "$here/SerBench.cs"
+bench=$tmpfs/SerBench.exe
+
+# ---- Figures 3-6: serializers --------------------------------------------------
+csv=$out/serializers.csv
+echo "structure,size,mechanism,operation,storage,rep,ns,bytes" > "$csv"
+serializers () {   # serializers STRUCTURE SIZE
+	local s=$1 n=$2
+	echo "serializers: $s $n" >&2
+	"$sp" --sp-store=null: "$bench" others "$s" "$n" "$reps" >> "$csv"
+	"$sp" --sp-store=null: "$bench" sp "$s" "$n" "$reps" null >> "$csv"
+	for storage in tmpfs disk; do
+		local dir=$tmpfs; [ $storage = disk ] && dir=$disk
+		rm -rf "$dir/store"
+		"$sp" --sp-store="$dir/store" --sp-keep=1 "$bench" sp "$s" "$n" "$reps" $storage >> "$csv"
+		# A warm restart is once per process: one process per repetition.
+		for r in $(seq "$reps"); do
+			"$sp" --sp-store="$dir/store" "$bench" sp-load "$s" "$n" $(( r == 1 ? reps : 0 )) $storage \
+				| awk -F, -v r="$r" 'BEGIN { OFS = "," } $4 == "restore-cold" { $6 = r } { print }' >> "$csv"
+		done
+	done
+	for barrier in annotating marking-v2 marking; do
+		"$sp" --sp-store=null: --sp-mode=incremental --sp-barrier=$barrier --sp-pause=500 --sp-period=3000 \
+			"$bench" sp-cycle "$s" "$n" "$reps" "SP incremental ($barrier)" >> "$csv"
+	done
+}
+for n in $tree_sizes; do serializers rbtree "$n"; done
+for n in $int_sizes; do serializers ints "$n"; done
+
+# ---- Tables 1 and 2, pauses, barrier cost (their own scripts and checks) -----
+bash "$here/run-table1.sh" "$table1_runs" > "$out/table1.txt"
+bash "$here/run-table2.sh" "$table1_runs" > "$out/table2.txt"
+bash "$here/run-pause.sh" "${pause_args[@]}" > "$out/pause.txt"
+bash "$here/run-barrier.sh" "${barrier_args[@]}" > "$out/barrier.txt"
+
+# ---- the machine, the runtimes --------------------------------------------------
+{
+	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "run: $([ $smoke = 1 ] && echo smoke || echo full), $reps repetitions per figure (rep 0, the JIT's warm-up, not counted)"
+	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+	echo "memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
+	echo "mono (stock): $(mono --version | head -1)"
+	echo "spmono: $("$sp" --version | head -1) (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+	echo "mcs: $(mcs --version)"
+	echo "Newtonsoft.Json: $(dpkg-query -W -f '${Version}' libnewtonsoft-json-cil-dev 2>/dev/null || echo unknown)"
+	echo "storage: tmpfs $(df -h /dev/shm | awk 'NR == 2 { print $1 }'), disk $(df -h "$out" | awk 'NR == 2 { print $1 " (" $2 ")" }')"
+} > "$out/machine.txt"
+
+"$python" "$here/report.py" "$out"
+echo "report: $out/report.md"
