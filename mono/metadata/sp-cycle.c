@@ -369,13 +369,14 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	if (sp_options.stats)
 		fprintf (stderr, "spmono: cycle %llu: %llu increments (%llu marking, %.3f ms), pause max %.1f us avg %.1f us "
 			 "(start %.1f us, of which stopping the world %.1f us), cycle %.3f ms, %llu objects (%llu by barriers, "
-			 "%llu barrier calls, %llu unreferenced), %zu bytes, %llu writer waits\n",
+			 "%llu barrier calls, %llu unreferenced), %zu bytes, %llu writer waits, %u stores through pointers logged%s\n",
 			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments,
 			 (unsigned long long)c->marking_increments, c->marking_ns / 1e6, c->max_pause_ns / 1e3,
 			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3, c->stop_ns / 1e3,
 			 (end_ns - c->started_ns) / 1e6, (unsigned long long)sp_ser.objects_written,
 			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls,
-			 (unsigned long long)sp_ser.unreached_written, sp_out.len, (unsigned long long)c->writer_waits);
+			 (unsigned long long)sp_ser.unreached_written, sp_out.len, (unsigned long long)c->writer_waits,
+			 sp_unseen.log.count, sp_unseen.log.overflowed ? " (overflowed)" : "");
 }
 
 /*
