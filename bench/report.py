@@ -106,25 +106,23 @@ def plot_bytes(data, structure, path):
 
 
 def times_table(data, structure, operation):
-    lines = figure_lines(data, structure, operation)
-    sizes = sorted({n for _, s in lines for n in s})
-    out = ["| size | " + " | ".join(label for label, _ in lines) + " |",
-           "| ---: | " + " | ".join("---:" for _ in lines) + " |"]
+    return markdown_table(figure_lines(data, structure, operation), lambda v: fmt_ms(v[0]))
+
+
+def markdown_table(cols, cell):
+    """cols: [(heading, {size: ...})]; a row per size any column has, cell(value) for each."""
+    cols = [(name, s) for name, s in cols if s]
+    sizes = sorted({n for _, s in cols for n in s})
+    out = ["| size | " + " | ".join(name for name, _ in cols) + " |", "| ---: |" + " ---: |" * len(cols)]
     for n in sizes:
-        cells = [fmt_ms(s[n][0]) if n in s else "-" for _, s in lines]
-        out.append("| %d | %s |" % (n, " | ".join(cells)))
+        out.append("| %d | %s |" % (n, " | ".join(cell(s[n]) if n in s else "-" for _, s in cols)))
     return out
 
 
 def bytes_table(data, structure):
-    mechs = [(m, series(data, structure, m, "serialize", "memory")) for m in OTHERS] + \
+    cols = [(m, series(data, structure, m, "serialize", "memory")) for m in OTHERS] + \
         [("SP", series(data, structure, "SP", "serialize", "null"))]
-    mechs = [(m, s) for m, s in mechs if s]
-    sizes = sorted({n for _, s in mechs for n in s})
-    out = ["| size | " + " | ".join(m for m, _ in mechs) + " |", "| ---: |" + " ---: |" * len(mechs)]
-    for n in sizes:
-        out.append("| %d | %s |" % (n, " | ".join("%d" % s[n][1] if n in s else "-" for _, s in mechs)))
-    return out
+    return markdown_table(cols, lambda v: "%d" % v[1])
 
 
 def storage_table(data, structure):
@@ -134,13 +132,7 @@ def storage_table(data, structure):
             ("decode from memory", ("SP", "restore", "memory")),
             ("warm restart, tmpfs", ("SP", "restore-cold", "tmpfs")),
             ("warm restart, disk", ("SP", "restore-cold", "disk"))]
-    cols = [(name, series(data, structure, *key)) for name, key in cols]
-    cols = [(name, s) for name, s in cols if s]
-    sizes = sorted({n for _, s in cols for n in s})
-    out = ["| size | " + " | ".join(name for name, _ in cols) + " |", "| ---: |" + " ---: |" * len(cols)]
-    for n in sizes:
-        out.append("| %d | %s |" % (n, " | ".join(fmt_ms(s[n][0]) if n in s else "-" for _, s in cols)))
-    return out
+    return markdown_table([(name, series(data, structure, *key)) for name, key in cols], lambda v: fmt_ms(v[0]))
 
 
 def plot_pauses(results, path):

@@ -12,19 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
 runs=${1:-40}
 out=$here/results; mkdir -p "$out"
-work=$(mktemp -d /dev/shm/sptable2.XXXXXX); trap 'rm -rf "$work"' EXIT
-mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/GraphBench.exe" "$here/GraphBench.cs"
+source "$here/graph-runs.sh"
 csv=$out/table2.csv
 echo "config,run,serialized,barrier_calls,barrier_writes,objects_total" > "$csv"
-sp=$build/bin/spmono
-for run in $(seq "$runs"); do
-	for config in stw annotating marking marking-v2; do
-		opts=()
-		[ "$config" = stw ] || opts=(--sp-mode=incremental --sp-barrier="$config" --sp-pause=500 --sp-period=3000)
-		rm -rf "$work/store"
-		row=$("$sp" --sp-store="$work/store" "${opts[@]}" "$work/GraphBench.exe" three "$run")
-		"$sp" --sp-store="$work/store" "$work/GraphBench.exe" check "$run" || { echo "run $run, $config: check failed" >&2; exit 1; }
-		echo "$config,$run,$row" >> "$csv"
-	done
-done
+graph_runs three "$runs" "$csv"
 python3 "$here/summarize-table2.py" "$csv"
