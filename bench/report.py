@@ -74,32 +74,31 @@ def plot_times(data, structure, operation, path):
         lo = [m - ms(min(s[n][0])) for m, n in zip(mid, sizes)]
         hi = [ms(max(s[n][0])) - m for m, n in zip(mid, sizes)]
         ax.errorbar(sizes, mid, yerr=[lo, hi], marker="o", capsize=3, label=label)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(STRUCTURES[structure])
-    ax.set_ylabel(operation + " time, ms (median; bars: min-max)")
-    ax.set_title("%s: %s" % (structure, operation))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_loglog(fig, ax, structure, operation + " time, ms (median; bars: min-max)", "%s: %s" % (structure, operation), path)
+
+
+def bytes_lines(data, structure):
+    return [(m, series(data, structure, m, "serialize", "memory")) for m in OTHERS] + \
+        [("SP", series(data, structure, "SP", "serialize", "null"))]
 
 
 def plot_bytes(data, structure, path):
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label, s in [(m, series(data, structure, m, "serialize", "memory")) for m in OTHERS] + \
-            [("SP", series(data, structure, "SP", "serialize", "null"))]:
+    for label, s in bytes_lines(data, structure):
         if s:
             sizes = sorted(s)
             ax.plot(sizes, [s[n][1] for n in sizes], marker="o", label=label)
+    save_loglog(fig, ax, structure, "output bytes", "%s: output size" % structure, path)
+
+
+def save_loglog(fig, ax, structure, ylabel, title, path):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(STRUCTURES[structure])
-    ax.set_ylabel("output bytes")
-    ax.set_title("%s: output size" % structure)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -120,9 +119,7 @@ def markdown_table(cols, cell):
 
 
 def bytes_table(data, structure):
-    cols = [(m, series(data, structure, m, "serialize", "memory")) for m in OTHERS] + \
-        [("SP", series(data, structure, "SP", "serialize", "null"))]
-    return markdown_table(cols, lambda v: "%d" % v[1])
+    return markdown_table(bytes_lines(data, structure), lambda v: "%d" % v[1])
 
 
 def storage_table(data, structure):
