@@ -234,20 +234,21 @@ static class SerBench
 		public object Read (Stream s) { return dcs.ReadObject (s); }
 	}
 
+	// A serializer per call: one reused keeps its reference ids from call to call ($id grows).
 	class Json : IMechanism
 	{
-		readonly JsonSerializer js = JsonSerializer.Create (new JsonSerializerSettings {
-			PreserveReferencesHandling = PreserveReferencesHandling.Objects });
+		readonly JsonSerializerSettings settings = new JsonSerializerSettings {
+			PreserveReferencesHandling = PreserveReferencesHandling.Objects };
 		readonly Type type;
 		public Json (Type t) { type = t; }
 		public string Name { get { return "Newtonsoft.Json"; } }
 		public void Write (Stream s, object graph)
 		{
 			var w = new StreamWriter (s);
-			js.Serialize (w, graph);
+			JsonSerializer.Create (settings).Serialize (w, graph);
 			w.Flush ();
 		}
-		public object Read (Stream s) { return js.Deserialize (new StreamReader (s), type); }
+		public object Read (Stream s) { return JsonSerializer.Create (settings).Deserialize (new StreamReader (s), type); }
 	}
 
 	// ---- measuring --------------------------------------------------------------

@@ -1,0 +1,44 @@
+#!/bin/bash
+# run-control.sh [PERIODS] [REPS] [SIZES...]: a control loop at 1 kHz updating
+# N persistent objects and persisting them every period (bench/ControlBench.cs),
+# with SP incremental, SP stop-the-world, BinaryFormatter in the loop, and no
+# persistence (the loop's own cost); pinned to one CPU
+# (taskset -c 0, as in the paper) and on two.  The loop runs under
+# SCHED_FIFO 60 (chrt), the SP and writer tasks under SCHED_FIFO 50
+# (--sp-priority), so the loop preempts them; SP incremental: --sp-pause=200
+# --sp-period=1000.  Stores and files on tmpfs.  Each run's persisted state is
+# checked (the last period's) before its row counts.  Writes
+# bench/results/control.csv and prints deadline misses and latency p50/p99/max.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD:-$here/../build}
+periods=${1:-5000}; reps=${2:-3}; shift $(( $# < 2 ? $# : 2 ))
+sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000 100000)
+out=$here/results; mkdir -p "$out"
+work=$(mktemp -d /dev/shm/spcontrol.XXXXXX); trap 'rm -rf "$work"' EXIT
+mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/ControlBench.exe" "$here/ControlBench.cs"
+sp=$build/bin/spmono
+rt=(); chrt -f 60 true 2>/dev/null && rt=(chrt -f 60)
+csv=$out/control.csv
+echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns" > "$csv"
+for cpus in 0 0,1; do
+	for n in "${sizes[@]}"; do
+		for mech in none sp-incremental sp-stw bf; do
+			for rep in $(seq "$reps"); do
+				opts=(--sp-store="$work/store" --sp-keep=1)
+				case $mech in
+				sp-incremental) opts+=(--sp-mode=incremental --sp-pause=200 --sp-period=1000 --sp-priority=50) ;;
+				esac
+				rm -rf "$work/store" "$work/state.bf"
+				prog=${mech%%-*}
+				row=$(taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf")
+				if [ "$prog" != none ]; then
+					"$sp" --sp-store="$work/store" "$work/ControlBench.exe" check "$prog" "$n" "$periods" "$work/state.bf" \
+						|| { echo "$mech, $n objects, cpus $cpus: check failed" >&2; exit 1; }
+				fi
+				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row" >> "$csv"
+			done
+		done
+	done
+done
+python3 "$here/summarize-control.py" "$csv" "$([ ${#rt[@]} -gt 0 ] && echo "SCHED_FIFO 60" || echo "normal policy (chrt refused)")"

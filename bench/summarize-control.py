@@ -1,0 +1,21 @@
+#!/usr/bin/env python3
+"""summarize-control.py CSV POLICY: deadline misses and latency percentiles of
+the 1 kHz control loop, per mechanism, CPU count and object count (min /
+median / max over the repetitions)."""
+import csv, statistics, sys
+from collections import defaultdict
+
+runs = defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    runs[(r["cpus"], int(r["n"]), r["mechanism"])].append({k: int(v) for k, v in r.items() if k not in ("mechanism", "cpus")})
+
+def spread(values, scale=1.0):
+    vals = [v / scale for v in values]
+    return f"{min(vals):.0f} / {statistics.median(vals):.0f} / {max(vals):.0f}"
+
+print(f"Control loop at 1 kHz, loop under {sys.argv[2]}; min / median / max over the repetitions")
+print("| CPUs | objects | mechanism | periods | deadline misses | p50 latency (us) | p99 latency (us) | max latency (us) |")
+print("|---:|---:|---|---:|---:|---:|---:|---:|")
+for (cpus, n, mech), rs in sorted(runs.items()):
+    print(f"| {cpus} | {n} | {mech} | {rs[0]['periods']} | {spread([r['misses'] for r in rs])} | "
+          f"{spread([r['p50_ns'] for r in rs], 1e3)} | {spread([r['p99_ns'] for r in rs], 1e3)} | {spread([r['max_ns'] for r in rs], 1e3)} |")
