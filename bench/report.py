@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
 files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
-summaries table1.txt, table2.txt, pause.txt, barrier.txt.  Every figure is given as
+summaries table1.txt, table2.txt, control.txt, pause.txt, barrier.txt.  Every figure is given as
 min / median / max over its repetitions, with its conditions."""
 import collections
 import csv
@@ -198,6 +198,12 @@ def main():
            "Objects serialized beyond the 1326 are the second thread's, written by a barrier while marking ran",
            "(marking is incremental here, so a barrier cannot yet tell them from the snapshot's).", ""]
     md += verbatim(results, "table2.txt") + [""]
+    md += ["## Control loop at 1 kHz (bench/run-control.sh)", "",
+           "A loop released every millisecond at absolute times updates N persistent objects and persists them",
+           "every period: SP incremental (200 us / 1 ms), SP stop-the-world, BinaryFormatter into a file on tmpfs,",
+           "or nothing (the loop's own cost); pinned to one CPU and on two. Latency: from the period's release to",
+           "the end of its work; a deadline miss: a latency over the period. Each run's persisted state is checked.", ""]
+    md += verbatim(results, "control.txt") + [""]
     md += ["## Increment pauses (bench/run-pause.sh)", ""]
     if plot_pauses(results, os.path.join(results, "pauses.png")):
         md += ["![pauses](pauses.png)", ""]

@@ -33,7 +33,8 @@ for cpus in 0 0,1; do
 				prog=${mech%%-*}
 				row=$(taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf")
 				if [ "$prog" != none ]; then
-					"$sp" --sp-store="$work/store" "$work/ControlBench.exe" check "$prog" "$n" "$periods" "$work/state.bf" \
+					last=last; [ "$mech" = sp-incremental ] && last=any
+					"$sp" --sp-store="$work/store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \
 						|| { echo "$mech, $n objects, cpus $cpus: check failed" >&2; exit 1; }
 				fi
 				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row" >> "$csv"

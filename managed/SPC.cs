@@ -151,7 +151,7 @@ namespace SPersistence
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>
 	public sealed class SPStats
 	{
-		internal const int Count = 22;
+		internal const int Count = 23;
 
 		/// <summary>Snapshots committed by this process.</summary>
 		public readonly long Snapshots;
@@ -173,6 +173,9 @@ namespace SPersistence
 		/// <summary>Incremental mode, since the start: SendPData calls that had to wait for the
 		/// previous cycle to be written before starting theirs, and their total wait.</summary>
 		public readonly long SendPDataWaits, SendPDataWaitNs;
+		/// <summary>Incremental mode, since the start, with --sp-busy=skip (the default): SendPData
+		/// calls made while a cycle was being written, which took no snapshot.</summary>
+		public readonly long SendPDataSkips;
 
 		internal SPStats (long [] v)
 		{
@@ -181,7 +184,7 @@ namespace SPersistence
 			RestoredSequence = v [7]; RestoredObjects = v [8]; RestoredBytes = v [9]; RestoreNs = v [10]; RestoreDecodeNs = v [11];
 			CycleIncrements = v [12]; CycleMaxPauseNs = v [13]; CycleAvgPauseNs = v [14]; CycleStartPauseNs = v [15];
 			CycleNs = v [16]; CycleBarrierCalls = v [17]; CycleBarrierWrites = v [18]; CycleWriterWaits = v [19];
-			SendPDataWaits = v [20]; SendPDataWaitNs = v [21];
+			SendPDataWaits = v [20]; SendPDataWaitNs = v [21]; SendPDataSkips = v [22];
 		}
 	}
 

@@ -564,15 +564,24 @@ sp_tasks_start (SpError *err)
 /*
  * SendPData, incremental: start a cycle at this instant.  While the previous
  * cycle is still being written (the program asks faster than its snapshots
- * can be written), it first waits until that one is written, counted in the
- * statistics: a snapshot always holds the state of a SendPData instant,
- * never a state the program was in the middle of changing.  Under sp_lock.
+ * can be written): by default (--sp-busy=skip) take no snapshot and return
+ * at once, counted -- a periodic control loop keeps its deadlines, and the
+ * running cycle's snapshot, of an earlier SendPData instant, is the newest;
+ * with --sp-busy=wait, wait until that one is written, counted with the
+ * time, then start this one.  Either way a snapshot always holds the state
+ * of a SendPData instant, never a state the program was in the middle of
+ * changing.  The short hand-over after a cycle is written (its objects
+ * forgotten) is always waited for.  Under sp_lock.
  */
 static int
 sp_cycle_request (SpError *err)
 {
 	if (sp_tasks_start (err) < 0)
 		return -1;
+	if (sp_cycle.running && !sp_options.busy_wait) {
+		sp_stats [SP_STAT_SEND_SKIPS]++;
+		return 0;
+	}
 	if (sp_cycle.running || sp_cycle.handing_over) {
 		uint64_t t0 = sp_mono_monotonic_ns ();
 		while (sp_cycle.running || sp_cycle.handing_over)
@@ -617,7 +626,8 @@ sp_cycle_pause_histogram (MonoArray *out, gboolean reset)
 void
 sp_barrier_store (MonoObject *obj)
 {
-	if (!obj)
+	/* Handled by this thread in this cycle already (written, or not in the snapshot): nothing to do, no lock. */
+	if (!obj || sp_unseen_in_safe_object ((uintptr_t)obj, (uintptr_t)obj + 1))
 		return;
 	mono_coop_mutex_lock (&sp_lock);
 	if (sp_cycle.running) {

@@ -106,6 +106,14 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 		o->barrier = (SpBarrier)b;
 		return 0;
 	}
+	if (SP_IS ("--sp-busy")) {
+		static const char *const busy_names [] = { "skip", "wait" };
+		int b = sp_parse_choice (value, busy_names, 2);
+		if (b < 0)
+			return sp_error_set (err, "--sp-busy takes skip or wait, not '%s'", value ? value : "");
+		o->busy_wait = b == 1;
+		return 0;
+	}
 	if (SP_IS ("--sp-pause")) {
 		if (!value || sp_parse_unsigned (value, 10, 1000000, &o->pause_us) < 0)
 			return sp_error_set (err, "--sp-pause takes the target pause of an increment in microseconds, 10 to 1000000, not '%s'", value ? value : "");
@@ -178,6 +186,10 @@ sp_options_usage (FILE *out)
 		"    --sp-period=US         The SP task's period, microseconds (default %d).\n"
 		"    --sp-priority=N        SCHED_FIFO priority 1-99 of the SP and writer tasks\n"
 		"                           (0, the default: the normal policy).\n"
+		"    --sp-busy=WHAT         Incremental: SendPData while a cycle is being written\n"
+		"                           skip (default): takes no snapshot and returns at once\n"
+		"                           (the running cycle's snapshot is the newest); wait:\n"
+		"                           waits for that cycle, then starts its own.\n"
 		"    --sp-barrier=KIND      Methods whose stores are guarded during a cycle:\n"
 		"                           marking (all, default), marking-v2 (methods of\n"
 		"                           [SPersistent] classes), annotating ([SPersistentUpdate]).\n"

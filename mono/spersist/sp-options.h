@@ -41,12 +41,13 @@ typedef struct SpOptions {
 	unsigned pause_us;      /* target pause of one increment */
 	unsigned period_us;     /* release period of the SP task */
 	unsigned priority;      /* SCHED_FIFO priority of the SP and writer tasks, 0: the default policy */
+	bool busy_wait;         /* SendPData during a cycle: wait for it, then start one (else: skip, return at once) */
 } SpOptions;
 
 /* Defaults, usable as a static initializer (options are parsed before any init runs). */
 #define SP_OPTIONS_DEFAULT { .store = NULL, .keep = SP_DEFAULT_KEEP, .verbose = false, .stats = false, \
 	.mode = SP_MODE_STW, .barrier = SP_BARRIER_MARKING, .pause_us = SP_DEFAULT_PAUSE_US, \
-	.period_us = SP_DEFAULT_PERIOD_US, .priority = 0 }
+	.period_us = SP_DEFAULT_PERIOD_US, .priority = 0, .busy_wait = false }
 
 void sp_options_init (SpOptions *o);
 void sp_options_free (SpOptions *o);

@@ -196,6 +196,27 @@ static class Program
 		return 0;
 	}
 
+	// --sp-busy=skip (the default): a SendPData while a cycle is being written
+	// takes no snapshot, returns at once and is counted; the running cycle's
+	// snapshot (generation 1, the first call's instant) is the newest.
+	static int Busy (int n)
+	{
+		Grid grid = Make (n);
+		SetGeneration (grid, 1);
+		SPC.AddRoot (grid);
+		SPStats before = SPC.GetStats ();
+		SPC.SendPData ();                   // a long cycle
+		SetGeneration (grid, 2);            // during it (the barriers keep generation 1)
+		SPC.SendPData ();                   // skipped
+		SPC.WaitPersisted ();
+		SPStats after = SPC.GetStats ();
+		T.Eq (before.SendPDataSkips + 1, after.SendPDataSkips, "skips counted");
+		T.Eq (before.SendPDataWaits, after.SendPDataWaits, "no wait");
+		T.Eq (before.Snapshots + 1, after.Snapshots, "one snapshot for two calls");
+		Console.WriteLine ("busy ok");
+		return 0;
+	}
+
 	// The SP and writer tasks, by name, with their scheduling policy and
 	// real-time priority (/proc/self/task/TID/stat fields 41 and 40).
 	static int Priority ()
@@ -220,6 +241,8 @@ static class Program
 			return Errors (int.Parse (args [1]));
 		if (args [0] == "priority")
 			return Priority ();
+		if (args [0] == "busy")
+			return Busy (int.Parse (args [1]));
 		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
 		if (args [0] == "write") {
 			bool inside = args [3] == "inside";

@@ -58,7 +58,12 @@ spm --sp-store=store --sp-mode=incremental --sp-pause=10 --sp-period=100 inc.exe
 spm --sp-store=store inc.exe check 3000 2 || fail "torn snapshot with --sp-pause=10"
 # An object that cannot be persisted: the cycle's marking meets it and
 # WaitPersisted names it, also for a SendPData that waited for the previous cycle.
-expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe errors 20000
+expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-busy=wait --sp-pause=50 --sp-period=2000 inc.exe errors 20000
+# --sp-busy=skip (the default): the second SendPData, during the first's cycle,
+# takes no snapshot; the restart holds the first call's state.
+rm -rf busystore
+expect_out "busy ok" spm --sp-store=busystore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe busy 20000
+spm --sp-store=busystore inc.exe check 20000 1 || fail "--sp-busy=skip: the restart is not the first SendPData's state"
 # The options come from MONO_ENV_OPTIONS too: the cycle runs in increments.
 rm -rf store
 MONO_ENV_OPTIONS="--sp-mode=incremental --sp-pause=50 --sp-period=500" spm --sp-store=store inc.exe write 5000 1 inside > write.txt \

@@ -29,6 +29,7 @@ test_defaults (void **state)
 	assert_int_equal (o.pause_us, SP_DEFAULT_PAUSE_US);
 	assert_int_equal (o.period_us, SP_DEFAULT_PERIOD_US);
 	assert_int_equal (o.priority, 0);
+	assert_false (o.busy_wait);
 	SpError err = { 0 };
 	assert_ok (sp_options_check (&o, &err), &err);
 	sp_options_free (&o);
@@ -60,6 +61,11 @@ test_cycle_options (void **state)
 	assert_int_equal (o.priority, 80);
 	assert_ok (sp_options_parse (&o, "--sp-stats", &err), &err);
 	assert_true (o.stats);
+	assert_ok (sp_options_parse (&o, "--sp-busy=wait", &err), &err);
+	assert_true (o.busy_wait);
+	assert_ok (sp_options_parse (&o, "--sp-busy=skip", &err), &err);
+	assert_false (o.busy_wait);
+	assert_ok (sp_options_parse (&o, "--sp-busy=wait", &err), &err);
 	assert_string_equal (sp_mode_name (o.mode), "stw");
 	assert_string_equal (sp_barrier_name (SP_BARRIER_MARKING_V2), "marking-v2");
 	const char *const bad [] = {
@@ -68,7 +74,7 @@ test_cycle_options (void **state)
 		"--sp-pause=9", "--sp-pause=0", "--sp-pause=-5", "--sp-pause=1000001", "--sp-pause=5ms", "--sp-pause",
 		"--sp-period=99", "--sp-period=10000001", "--sp-period=x",
 		"--sp-priority=100", "--sp-priority=-1", "--sp-priority=high",
-		"--sp-stats=1",
+		"--sp-stats=1", "--sp-busy", "--sp-busy=", "--sp-busy=block", "--sp-busy=Wait",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
 		err.msg [0] = '\0';
@@ -85,6 +91,7 @@ test_cycle_options (void **state)
 	assert_int_equal (o.period_us, 1000);
 	assert_int_equal (o.priority, 80);
 	assert_int_equal (o.barrier, SP_BARRIER_MARKING);
+	assert_true (o.busy_wait);
 	sp_options_free (&o);
 }
 
@@ -263,6 +270,7 @@ test_usage_lists_every_option (void **state)
 	assert_contains (text, "--sp-period");
 	assert_contains (text, "--sp-priority");
 	assert_contains (text, "--sp-barrier");
+	assert_contains (text, "--sp-busy");
 	assert_contains (text, "--sp-stats");
 	assert_contains (text, "SPMONO_STORE");
 	free (text);
