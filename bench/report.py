@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
 files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
-summaries table1.txt, table2.txt, control.txt, pause.txt, barrier.txt.  Every figure is given as
+summaries table1.txt, table2.txt, control.txt, recovery.txt, pause.txt, barrier.txt.  Every figure is given as
 min / median / max over its repetitions, with its conditions."""
 import collections
 import csv
@@ -204,6 +204,12 @@ def main():
            "or nothing (the loop's own cost); pinned to one CPU and on two. Latency: from the period's release to",
            "the end of its work; a deadline miss: a latency over the period. Each run's persisted state is checked.", ""]
     md += verbatim(results, "control.txt") + [""]
+    md += ["## Recovery after SIGKILL (bench/run-recovery.sh)", "",
+           "An application serving 1 ms periods (a ring of N accounts; each period moves money and persists) is",
+           "killed with SIGKILL and restarted: its restore, and the time from the restart's exec to its first",
+           "completed period (JIT and runtime start included). SP stop-the-world against BinaryFormatter; the",
+           "state after each kill is checked whole (money conserved).", ""]
+    md += verbatim(results, "recovery.txt") + [""]
     md += ["## Increment pauses (bench/run-pause.sh)", ""]
     if plot_pauses(results, os.path.join(results, "pauses.png")):
         md += ["![pauses](pauses.png)", ""]

@@ -15,6 +15,8 @@
 #   table2.csv        the paper's Table 2 (bench/run-table2.sh)
 #   control.csv       a 1 kHz control loop persisting every period: deadline
 #                     misses, latency percentiles (bench/run-control.sh)
+#   recovery.csv      restore time and time to serve again after SIGKILL
+#                     against object count (bench/run-recovery.sh)
 #   pause-*.csv       increment pause histograms, targets 50, 100, 500 us
 #                     (bench/run-pause.sh)
 #   barrier.csv       the barrier's cost with no cycle (bench/run-barrier.sh)
@@ -33,12 +35,12 @@ python=/usr/bin/python3; [ -x "$python" ] || python=python3
 if [ $smoke = 1 ]; then
 	tree_sizes="5000 25000"; int_sizes="5000 25000 1000000"; reps=2
 	table1_runs=2; pause_args=(300 20000 1000000 50 100 500); barrier_args=(2000000 1)
-	control_args=(200 1 1000 10000)
+	control_args=(200 1 1000 10000); recovery_args=(1 10000 100000)
 else
 	tree_sizes="5000 10000 15000 20000 25000 100000 1000000"
 	int_sizes="5000 10000 15000 20000 25000 100000 1000000 10000000"; reps=5
 	table1_runs=40; pause_args=(10000 100000 10000000 50 100 500); barrier_args=(100000000 5)
-	control_args=(5000 3 1000 10000 100000)
+	control_args=(5000 3 1000 10000 100000); recovery_args=(3 10000 100000 1000000 10000000)
 fi
 
 # Storage for SP: none (null:), tmpfs, and the disk the results are written on.
@@ -84,6 +86,7 @@ for n in $int_sizes; do serializers ints "$n"; done
 bash "$here/run-table1.sh" "$table1_runs" > "$out/table1.txt"
 bash "$here/run-table2.sh" "$table1_runs" > "$out/table2.txt"
 bash "$here/run-control.sh" "${control_args[@]}" > "$out/control.txt"
+bash "$here/run-recovery.sh" "${recovery_args[@]}" > "$out/recovery.txt"
 bash "$here/run-pause.sh" "${pause_args[@]}" > "$out/pause.txt"
 bash "$here/run-barrier.sh" "${barrier_args[@]}" > "$out/barrier.txt"
 
