@@ -154,6 +154,28 @@ def plot_pauses(results, path):
     return True
 
 
+SECTIONS = [
+    ("The paper's Table 1", "run-table1.sh", "table1.txt", []),
+    ("The paper's Table 2", "run-table2.sh", "table2.txt", [
+        "Three threads, one persistent graph of 1326 objects, one of the same classes that is not persistent,",
+        "one of other classes; the other two threads keep rewiring their graphs until the snapshot is durable.",
+        "Objects serialized beyond the 1326 are the second thread's, written by a barrier while marking ran",
+        "(marking is incremental here, so a barrier cannot yet tell them from the snapshot's)."]),
+    ("Control loop at 1 kHz", "run-control.sh", "control.txt", [
+        "A loop released every millisecond at absolute times updates N persistent objects and persists them",
+        "every period: SP incremental (200 us / 1 ms), SP stop-the-world, BinaryFormatter into a file on tmpfs,",
+        "or nothing (the loop's own cost); pinned to one CPU and on two. Latency: from the period's release to",
+        "the end of its work; a deadline miss: a latency over the period. Each run's persisted state is checked."]),
+    ("Recovery after SIGKILL", "run-recovery.sh", "recovery.txt", [
+        "An application serving 1 ms periods (a ring of N accounts; each period moves money and persists) is",
+        "killed with SIGKILL and restarted: its restore, and the time from the restart's exec to its first",
+        "completed period (JIT and runtime start included). SP stop-the-world against BinaryFormatter; the",
+        "state after each kill is checked whole (money conserved)."]),
+    ("Increment pauses", "run-pause.sh", "pause.txt", []),
+    ("The barrier's cost with no cycle", "run-barrier.sh", "barrier.txt", []),
+]
+
+
 def verbatim(results, name):
     path = os.path.join(results, name)
     if not os.path.exists(path):
@@ -191,30 +213,12 @@ def main():
            "to the disk holding the results, decoding from memory, and warm restarts from each.", ""]
     for structure in STRUCTURES:
         md += ["### %s" % structure, ""] + storage_table(data, structure) + [""]
-    md += ["## The paper's Table 1 (bench/run-table1.sh)", ""] + verbatim(results, "table1.txt") + [""]
-    md += ["## The paper's Table 2 (bench/run-table2.sh)", "",
-           "Three threads, one persistent graph of 1326 objects, one of the same classes that is not persistent,",
-           "one of other classes; the other two threads keep rewiring their graphs until the snapshot is durable.",
-           "Objects serialized beyond the 1326 are the second thread's, written by a barrier while marking ran",
-           "(marking is incremental here, so a barrier cannot yet tell them from the snapshot's).", ""]
-    md += verbatim(results, "table2.txt") + [""]
-    md += ["## Control loop at 1 kHz (bench/run-control.sh)", "",
-           "A loop released every millisecond at absolute times updates N persistent objects and persists them",
-           "every period: SP incremental (200 us / 1 ms), SP stop-the-world, BinaryFormatter into a file on tmpfs,",
-           "or nothing (the loop's own cost); pinned to one CPU and on two. Latency: from the period's release to",
-           "the end of its work; a deadline miss: a latency over the period. Each run's persisted state is checked.", ""]
-    md += verbatim(results, "control.txt") + [""]
-    md += ["## Recovery after SIGKILL (bench/run-recovery.sh)", "",
-           "An application serving 1 ms periods (a ring of N accounts; each period moves money and persists) is",
-           "killed with SIGKILL and restarted: its restore, and the time from the restart's exec to its first",
-           "completed period (JIT and runtime start included). SP stop-the-world against BinaryFormatter; the",
-           "state after each kill is checked whole (money conserved).", ""]
-    md += verbatim(results, "recovery.txt") + [""]
-    md += ["## Increment pauses (bench/run-pause.sh)", ""]
-    if plot_pauses(results, os.path.join(results, "pauses.png")):
-        md += ["![pauses](pauses.png)", ""]
-    md += verbatim(results, "pause.txt") + [""]
-    md += ["## The barrier's cost with no cycle (bench/run-barrier.sh)", ""] + verbatim(results, "barrier.txt") + [""]
+    # The other benchmarks print their own tables: each a section of its own, with how to read it.
+    for title, script, text, intro in SECTIONS:
+        md += ["## %s (bench/%s)" % (title, script), ""] + intro + ([""] if intro else [])
+        if text == "pause.txt" and plot_pauses(results, os.path.join(results, "pauses.png")):
+            md += ["![pauses](pauses.png)", ""]
+        md += verbatim(results, text) + [""]
     with open(os.path.join(results, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 
