@@ -1,7 +1,13 @@
 // BarrierBench: the cost of the store barrier when no cycle runs (issue 3:
 // annotating within 1%, marking within 5% of Debian's stock mono).
 //
-//   mono|spmono [options] BarrierBench.exe LABEL ITERATIONS REPS
+//   mono|spmono [options] BarrierBench.exe LABEL ITERATIONS REPS [cycles]
+//
+// "cycles" (spmono, incremental): every array, collection and Item the
+// kernels store into is part of a persistent root, and a thread persists it
+// cycle after cycle (SendPData, WaitPersisted) while the kernels run, so
+// their stores meet the barrier's slow path: the cost with cycles running
+// back to back.
 //
 // Each kernel is a store-heavy loop; it runs twice, as code in an ordinary
 // class (what `annotating` leaves alone and `marking` guards) and as an
@@ -153,6 +159,16 @@ public class Guarded {
 	}
 }
 
+[SPersistent]
+public class Everything {
+	[SPersistentField] public Item [] Items, Refs;
+	[SPersistentField] public int [] Ints;
+	[SPersistentField] public double [] Doubles;
+	[SPersistentField] public byte [] Bytes;
+	[SPersistentField] public List<int> List;
+	[SPersistentField] public Dictionary<int, int> Dict;
+}
+
 public static class BarrierBench {
 	const int Size = 1024;      // power of two: stay in L1/L2, measure the stores, not the misses
 
@@ -172,8 +188,8 @@ public static class BarrierBench {
 
 	static int Main (string [] args)
 	{
-		if (args.Length != 3) {
-			Console.Error.WriteLine ("usage: BarrierBench.exe LABEL ITERATIONS REPS");
+		if (args.Length != 3 && !(args.Length == 4 && args [3] == "cycles")) {
+			Console.Error.WriteLine ("usage: BarrierBench.exe LABEL ITERATIONS REPS [cycles]");
 			return 2;
 		}
 		string label = args [0];
@@ -189,6 +205,8 @@ public static class BarrierBench {
 		var dict = new Dictionary<int, int> ();
 		for (int i = 0; i < 1024; i++)
 			dict [i] = 0;
+		var persister = args.Length == 4 ? PersistBackToBack (new Everything {
+			Items = items, Refs = refs, Ints = ints, Doubles = doubles, Bytes = bytes, List = list, Dict = dict }) : null;
 		Measure (label, "stfld i4+r8", "plain", reps, n, k => Plain.Fields (items, k));
 		Measure (label, "stfld i4+r8", "guarded", reps, n, k => Guarded.Fields (items, k));
 		Measure (label, "stfld ref", "plain", reps, n, k => Plain.RefFields (items, k));
@@ -203,6 +221,28 @@ public static class BarrierBench {
 		Measure (label, "stelem ref", "guarded", reps, n, k => Guarded.Refs (refs, items, k));
 		Measure (label, "List<int> set", "plain", reps, n / 4, k => Plain.ListUpdates (list, k));
 		Measure (label, "Dictionary set", "plain", reps, n / 8, k => Plain.DictionaryUpdates (dict, k));
+		if (persister != null) {
+			stop = true;
+			persister.Join ();
+			Console.Error.WriteLine ("{0}: {1} cycles while measuring", label, cycles);
+		}
 		return sink == 42 ? 1 : 0;
+	}
+
+	static volatile bool stop;
+	static long cycles;
+
+	static System.Threading.Thread PersistBackToBack (Everything root)
+	{
+		SPC.AddRoot (root);
+		var t = new System.Threading.Thread (() => {
+			while (!stop) {
+				SPC.SendPData ();
+				SPC.WaitPersisted ();
+				cycles++;
+			}
+		});
+		t.Start ();
+		return t;
 	}
 }

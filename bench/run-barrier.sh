@@ -1,7 +1,9 @@
 #!/bin/bash
 # run-barrier.sh [ITERATIONS] [ROUNDS]: the store barrier's cost with no cycle
 # running, Debian's stock mono against spmono without barriers (stw) and with
-# each barrier mode, in one run: the runtimes take turns, ROUNDS times, each
+# each barrier mode, and in each mode again with persistence cycles running
+# back to back over everything the kernels store into, in one run: the
+# runtimes take turns, ROUNDS times, each
 # measuring every kernel 3 times.  Writes bench/results/barrier.csv and prints
 # min/median/max ns per iteration and each median's ratio to stock mono's.
 set -euo pipefail
@@ -20,6 +22,10 @@ for round in $(seq "$rounds"); do
 	"$sp" "$work/BarrierBench.exe" "spmono stw (no barriers)" "$iterations" 3 >> "$csv"
 	for mode in annotating marking-v2 marking; do
 		"$sp" --sp-mode=incremental --sp-barrier=$mode "$work/BarrierBench.exe" "spmono $mode" "$iterations" 3 >> "$csv"
+		# The same with cycles back to back over everything the kernels store into (null store: no I/O).
+		"$sp" --sp-mode=incremental --sp-barrier=$mode --sp-store=null: "$work/BarrierBench.exe" "spmono $mode + cycles" \
+			"$iterations" 3 cycles >> "$csv" 2> "$work/cycles.txt"
+		grep -q " [1-9][0-9]* cycles while measuring" "$work/cycles.txt" || { echo "no cycle ran during $mode: $(cat "$work/cycles.txt")" >&2; exit 1; }
 	done
 done
 python3 "$here/summarize-barrier.py" "$csv"

@@ -10,7 +10,7 @@ for r in csv.DictReader(open(sys.argv[1])):
     if r["runtime"] not in runtimes:
         runtimes.append(r["runtime"])
 kernels = sorted({(k, w) for k, w, _ in ns})
-print(f"{'kernel':16} {'where':8} {'runtime':26} {'n':>3} {'min ns':>8} {'median':>8} {'max':>8} {'vs stock':>9} {'vs stw':>8}")
+print(f"{'kernel':16} {'where':8} {'runtime':34} {'n':>3} {'min ns':>8} {'median':>8} {'max':>8} {'vs stock':>9} {'vs stw':>8}")
 for k, w in kernels:
     stock = ns.get((k, w, "stock mono"))
     stw = ns.get((k, w, "spmono stw (no barriers)"))
@@ -21,7 +21,7 @@ for k, w in kernels:
         med = statistics.median(v)
         vs_stock = f"{(med / statistics.median(stock) - 1) * 100:+8.1f}%" if stock else ""
         vs_stw = f"{(med / statistics.median(stw) - 1) * 100:+7.1f}%" if stw else ""
-        print(f"{k:16} {w:8} {rt:26} {len(v):3} {min(v):8.3f} {med:8.3f} {max(v):8.3f} {vs_stock:>9} {vs_stw:>8}")
+        print(f"{k:16} {w:8} {rt:34} {len(v):3} {min(v):8.3f} {med:8.3f} {max(v):8.3f} {vs_stock:>9} {vs_stw:>8}")
 # One figure per runtime and kind of kernel (plain: stores in ordinary methods,
 # which `annotating` leaves alone; guarded: in [SPersistentUpdate] methods of an
 # [SPersistent] class, which every mode guards): the geometric mean of its ratios to
