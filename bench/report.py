@@ -133,8 +133,9 @@ def storage_table(data, structure):
 
 
 def plot_pauses(results, path):
-    files = sorted(glob.glob(os.path.join(results, "pause-[0-9]*.csv")), key=lambda p: int(os.path.basename(p)[6:-4].split("-")[0]))
-    files = [p for p in files if "ideal" not in p]
+    targets = sorted(int(os.path.basename(p)[6:-4]) for p in glob.glob(os.path.join(results, "pause-[0-9]*.csv"))
+                     if "ideal" not in p)
+    files = [os.path.join(results, "pause-%d.csv" % t) for t in targets]
     if not files:
         return False
     fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -162,8 +162,13 @@ sp_barrier_store_range (gpointer dest, gsize len)
 bool
 sp_client_changed_unseen (void *obj, const void *from, const void *to)
 {
-	/* Order the record's reads of obj before the reads of the log (see the top of this file). */
-	__atomic_thread_fence (__ATOMIC_SEQ_CST);
+	/*
+	 * Order the record's reads of obj before the reads of the log (see the
+	 * top of this file).  An acquire fence is enough: the storing thread's
+	 * full fence between its log entry and its store pairs with it.  (Once
+	 * per record: on x86 it costs no instruction, where a full fence would.)
+	 */
+	__atomic_thread_fence (__ATOMIC_ACQUIRE);
 	if (!__atomic_load_n (&sp_unseen.log.count, __ATOMIC_RELAXED) && !__atomic_load_n (&sp_unseen.log.overflowed, __ATOMIC_RELAXED))
 		return false;
 	uintptr_t lo = (uintptr_t)obj, hi = lo + mono_object_get_size_internal ((MonoObject *)obj);
