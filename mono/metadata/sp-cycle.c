@@ -52,6 +52,14 @@
 #include <sched.h>
 #include <sys/resource.h>
 
+/*
+ * Objects that need nothing more in the running cycle, for barriers to find
+ * without sp_lock (spersist/sp-wset.h).  2^17 slots (1 MiB): room for 65,536
+ * objects a cycle at half load; past that, later objects just take the lock.
+ */
+#define SP_WRITTEN_SET_LOG2 17
+static SpWrittenSet sp_written;
+
 static volatile gint32 sp_barrier_flag_fallback;
 volatile gint32 *sp_barrier_flag = &sp_barrier_flag_fallback;
 
@@ -266,6 +274,7 @@ sp_cycle_fail (SpError *err)
 {
 	sp_error_prefix (err, "snapshot %llu", (unsigned long long)sp_cycle.seq);
 	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
+	sp_wset_close (&sp_written, sp_client_gc_epoch ());
 	sp_unseen_clear ();
 	sp_cycle.running = FALSE;
 	sp_client_lid_reset ();
@@ -298,8 +307,10 @@ sp_cycle_start_stopped (SpError *err)
 		SpRoot *root = sp_mono_root_at (i);
 		rc = sp_ser_root (&sp_ser, root->id, mono_gchandle_get_target_internal (root->handle), err);
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		sp_wset_open (&sp_written, sp_client_gc_epoch ());
 		__atomic_store_n (&sp_barrier_active, 1, __ATOMIC_RELEASE);
+	}
 	sp_lid_table_frozen = FALSE;
 	sp_class_maps_frozen = FALSE;
 	sgen_restart_world (0, FALSE);
@@ -409,6 +420,7 @@ sp_cycle_finish (void)
 		return;
 	}
 	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
+	sp_wset_close (&sp_written, sp_client_gc_epoch ());
 	sp_cycle.running = FALSE;
 	sp_cycle.handing_over = TRUE;
 	sp_cycle_publish_stats (sp_mono_monotonic_ns ());
@@ -544,6 +556,9 @@ sp_tasks_start (SpError *err)
 	sp_buf_init (&sp_writer.buf);
 	sp_cycle.next_seq = sp_store_next_sequence (sp_store);
 	sp_unseen_init ();
+	if (sp_wset_init (&sp_written, SP_WRITTEN_SET_LOG2) < 0)
+		return sp_error_set (err, "out of memory for the set of written objects");
+	sp_ser.written = &sp_written;
 	gpointer mains [2] = { (gpointer)sp_writer_main, (gpointer)sp_task_main };
 	for (int i = 0; i < 2; i++) {
 		ERROR_DECL (error);
@@ -629,6 +644,15 @@ sp_barrier_store (MonoObject *obj)
 	/* Handled by this thread in this cycle already (written, or not in the snapshot): nothing to do, no lock. */
 	if (!obj || sp_unseen_in_safe_object ((uintptr_t)obj, (uintptr_t)obj + 1))
 		return;
+	/*
+	 * Handled by anyone: no lock either.  The GC epoch is read here with obj
+	 * in hand: this path has no safepoint, so obj cannot move in between, and
+	 * no cycle can end and another start (that needs the world stopped).
+	 */
+	if (sp_wset_has (&sp_written, obj, sp_client_gc_epoch ())) {
+		sp_unseen_object_handled (obj);
+		return;
+	}
 	mono_coop_mutex_lock (&sp_lock);
 	if (sp_cycle.running) {
 		sp_cycle.stats.barrier_calls++;
@@ -636,10 +660,12 @@ sp_barrier_store (MonoObject *obj)
 		int rc = sp_ser_write_now (&sp_ser, obj, &err);
 		if (rc > 0)
 			sp_cycle.stats.barrier_writes++;
-		if (rc < 0)
+		if (rc < 0) {
 			sp_cycle_fail (&err);
-		else
+		} else {
+			sp_wset_add (&sp_written, obj, sp_client_gc_epoch ());
 			sp_unseen_object_handled (obj);
+		}
 	}
 	mono_coop_mutex_unlock (&sp_lock);
 }

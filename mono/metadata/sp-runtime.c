@@ -18,6 +18,7 @@
 #include "../spersist/sp-lidmap.c"
 #include "../spersist/sp-queue.c"
 #include "../spersist/sp-storelog.c"
+#include "../spersist/sp-wset.c"
 #include "../spersist/sp-serialize.c"
 #include "../spersist/sp-snapshot.c"
 #include "../spersist/sp-decode.c"

@@ -129,6 +129,105 @@ sp_jit_amd64_emit_barrier (guint8 *code, int reg, gboolean address)
 	skip [1] = (guint8)(code - (skip + 2));
 	return code;
 }
+
+/* Can this instruction reach a safepoint, or change registers the spec does not name? */
+static gboolean
+sp_jit_amd64_may_pause (MonoInst *ins, const char *spec)
+{
+	return MONO_IS_CALL (ins) || spec [MONO_INST_CLOB] == 'c' || ins->opcode == OP_GC_SAFE_POINT ||
+		ins->opcode == OP_SEQ_POINT || ins->opcode == OP_GENERIC_CLASS_INIT || ins->opcode == OP_CALL_HANDLER ||
+		ins->opcode == OP_SP_BARRIER;      /* an address barrier (the object ones are handled by the caller) */
+}
+
+/*
+ * What sp_jit_amd64_elide_barriers knows at a point of a basic block: the
+ * integer registers holding an object a barrier handled since the last
+ * pause, and which register each one was last copied from (the allocator
+ * often passes an object to the barrier in a copy).
+ */
+typedef struct {
+	guint32 handled;
+	gint8 copy_of [32];
+} SpElide;
+
+static void
+sp_elide_forget_all (SpElide *e)
+{
+	e->handled = 0;
+	memset (e->copy_of, -1, sizeof e->copy_of);
+}
+
+/* Register reg now holds something else. */
+static void
+sp_elide_kill (SpElide *e, int reg)
+{
+	e->handled &= ~(1u << reg);
+	e->copy_of [reg] = -1;
+	for (int r = 0; r < 32; r++)
+		if (e->copy_of [r] == reg)
+			e->copy_of [r] = -1;
+}
+
+/* A barrier handled the object in reg, and so in every register known to hold a copy of it. */
+static void
+sp_elide_handled (SpElide *e, int reg)
+{
+	e->handled |= 1u << reg;
+	if (e->copy_of [reg] >= 0)
+		e->handled |= 1u << e->copy_of [reg];
+	for (int r = 0; r < 32; r++)
+		if (e->copy_of [r] == reg)
+			e->handled |= 1u << r;
+}
+
+static gboolean
+sp_elide_is_int_reg (int reg)
+{
+	return reg >= 0 && reg < 32;
+}
+
+void
+sp_jit_amd64_elide_barriers (MonoCompile *cfg, MonoBasicBlock *bb)
+{
+	SpElide e;
+	MonoInst *ins;
+	sp_elide_forget_all (&e);
+	MONO_BB_FOR_EACH_INS (bb, ins) {
+		if (ins->opcode == OP_SP_BARRIER && !ins->inst_c0 && sp_elide_is_int_reg (ins->sreg1)) {
+			if (e.handled & (1u << ins->sreg1))
+				NULLIFY_INS (ins);
+			else
+				sp_elide_handled (&e, ins->sreg1);
+			continue;
+		}
+		if (ins->opcode == OP_NOP || ins->opcode == OP_IL_SEQ_POINT)
+			continue;
+		const char *spec = ins_get_spec (ins->opcode);
+		if (sp_jit_amd64_may_pause (ins, spec)) {
+			sp_elide_forget_all (&e);
+			continue;
+		}
+		/* Absent fields are 0 in the CPU description; 'b' is a store's base register (read), 'f' and 'x' are xmm registers. */
+		char dest = spec [MONO_INST_DEST];
+		if (dest && dest != 'b' && dest != 'f' && dest != 'x' && sp_elide_is_int_reg (ins->dreg)) {
+			sp_elide_kill (&e, ins->dreg);
+			if (ins->opcode == OP_MOVE && sp_elide_is_int_reg (ins->sreg1) && ins->sreg1 != ins->dreg) {
+				e.copy_of [ins->dreg] = (gint8)ins->sreg1;
+				if (e.handled & (1u << ins->sreg1))
+					e.handled |= 1u << ins->dreg;
+			}
+		}
+		/* A fixed register the instruction clobbers ('1': its destination is its first source, done above). */
+		char clob = spec [MONO_INST_CLOB];
+		if (clob && clob != '1') {
+			int reg = MONO_ARCH_INST_FIXED_REG (clob);
+			if (reg >= 0)
+				sp_elide_kill (&e, reg);
+			else
+				sp_elide_forget_all (&e);
+		}
+	}
+}
 #endif
 
 /* The method whose IL is being converted: the inlined one when inlining. */

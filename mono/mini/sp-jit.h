@@ -64,6 +64,18 @@ void sp_jit_emit_range_barrier (MonoCompile *cfg, MonoInst *addr, MonoInst *len)
 #ifdef TARGET_AMD64
 /* OP_SP_BARRIER's code, for mono_arch_output_basic_block (at most 29 bytes: cpu-amd64.md says 32). */
 guint8 *sp_jit_amd64_emit_barrier (guint8 *code, int reg, gboolean address);
+/*
+ * Before a basic block's code is emitted (registers allocated): drop every
+ * object barrier on a register that holds an object a barrier earlier in
+ * the block handled, when nothing in between can reach a safepoint (a call,
+ * a safepoint poll, a class initialization, an address barrier) or put
+ * something else in that register.  s.A = 1; s.B = 2; s.C++ keeps one
+ * barrier.  Sound because a cycle starts, and the GC moves objects, only
+ * with every thread at a safepoint (--sp-mode=incremental refuses
+ * preemptive suspension): the object the first barrier handled stays
+ * handled, at the same address, until this thread next reaches one.
+ */
+void sp_jit_amd64_elide_barriers (MonoCompile *cfg, MonoBasicBlock *bb);
 #endif
 /* Before mini_init (options parsed, corlib not loaded): JIT settings the barrier mode needs. */
 void sp_jit_before_init (void);

@@ -437,6 +437,18 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 }
 
 /* The next piece of the string or array being written in pieces. */
+/*
+ * Object obj's record is complete: tell the written set, so that barriers
+ * find out without a lock.  The GC epoch is read with obj in hand and no
+ * safepoint between (the SP task's increment, or a barrier's slow path).
+ */
+static void
+sp_ser_complete (SpSerializer *s, const void *obj)
+{
+	if (s->written)
+		sp_wset_add (s->written, obj, sp_client_gc_epoch ());
+}
+
 static int
 sp_ser_continue (SpSerializer *s, SpError *err)
 {
@@ -455,7 +467,11 @@ sp_ser_continue (SpSerializer *s, SpError *err)
 		s->partial_lid = 0;
 	if (sp_ser_piece (s, obj, c, lid, start, count, err) < 0)
 		return -1;
-	return s->out->oom ? sp_ser_oom (err) : 0;
+	if (s->out->oom)
+		return sp_ser_oom (err);
+	if (!s->partial_lid)
+		sp_ser_complete (s, obj);
+	return 0;
 }
 
 /* Mark object `lid` written: 1, or 0 when it already was (a barrier or a step got there first). */
@@ -516,6 +532,8 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			return sp_error_set (err, "internal error: queued object %u lost its class", lid);
 		if (sp_ser_write (s, obj, c, lid, false, err) < 0)
 			return -1;
+		if (s->partial_lid != lid)
+			sp_ser_complete (s, obj);
 	}
 	return sp_queue_count (&s->queue) || s->partial_lid ? 1 : 0;
 }

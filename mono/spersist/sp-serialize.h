@@ -21,6 +21,7 @@
 #include "sp-format.h"
 #include "sp-lidmap.h"
 #include "sp-queue.h"
+#include "sp-wset.h"
 
 /* What the serializer knows of object lid in this snapshot (SpSerializer.state [lid]). */
 enum {
@@ -50,6 +51,7 @@ typedef struct SpSerializer {
 	struct SpPoison *poison; /* why each poisoned object could not be written */
 	size_t npoison;
 	bool clean;              /* sp_ser_reset ran since the last snapshot */
+	SpWrittenSet *written;   /* if set, every object whose record a step completes is added (sp-wset.h) */
 } SpSerializer;
 
 int sp_ser_init (SpSerializer *s);

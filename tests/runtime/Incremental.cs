@@ -217,6 +217,33 @@ static class Program
 		return 0;
 	}
 
+	// A store before SendPData and stores right after it, in one basic block
+	// (the JIT drops a barrier that repeats one on the same object with no
+	// call in between; SendPData is a call, so the stores after it keep
+	// theirs).  The snapshot has the first store and none of the others.
+	[SPersistentUpdate, System.Runtime.CompilerServices.MethodImpl (System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+	static void StoreAroundSendPData (Cell c, int g)
+	{
+		c.Value = g;
+		SPC.SendPData ();
+		c.Stamp = -g;
+		c.Value = -g;
+		c.Next = null;
+	}
+
+	static int Around (int n)
+	{
+		Grid grid = Make (n);
+		SetGeneration (grid, 1);
+		SPC.AddRoot (grid);
+		Cell last = grid.Cells [n - 1];
+		last.Value = 0;
+		StoreAroundSendPData (last, 1);
+		SPC.WaitPersisted ();
+		Console.WriteLine ("around ok");
+		return 0;
+	}
+
 	// The SP and writer tasks, by name, with their scheduling policy and
 	// real-time priority (/proc/self/task/TID/stat fields 41 and 40).
 	static int Priority ()
@@ -243,6 +270,8 @@ static class Program
 			return Priority ();
 		if (args [0] == "busy")
 			return Busy (int.Parse (args [1]));
+		if (args [0] == "around")
+			return Around (int.Parse (args [1]));
 		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
 		if (args [0] == "write") {
 			bool inside = args [3] == "inside";

@@ -64,6 +64,14 @@ expect_out "errors ok" spm --sp-store=errstore --sp-mode=incremental --sp-busy=w
 rm -rf busystore
 expect_out "busy ok" spm --sp-store=busystore --sp-mode=incremental --sp-pause=50 --sp-period=2000 inc.exe busy 20000
 spm --sp-store=busystore inc.exe check 20000 1 || fail "--sp-busy=skip: the restart is not the first SendPData's state"
+# Stores into one object just before and just after SendPData, in one basic
+# block: the barriers after the call are kept (the JIT drops only repeats with
+# no call between), so the snapshot holds the first store and not the others.
+for barrier in marking annotating; do
+	rm -rf aroundstore
+	expect_out "around ok" spm --sp-store=aroundstore --sp-mode=incremental --sp-barrier=$barrier --sp-pause=50 --sp-period=2000 inc.exe around 20000
+	spm --sp-store=aroundstore inc.exe check 20000 1 || fail "--sp-barrier=$barrier: a store right after SendPData is in the snapshot"
+done
 # The options come from MONO_ENV_OPTIONS too: the cycle runs in increments.
 rm -rf store
 MONO_ENV_OPTIONS="--sp-mode=incremental --sp-pause=50 --sp-period=500" spm --sp-store=store inc.exe write 5000 1 inside > write.txt \
