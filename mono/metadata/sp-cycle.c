@@ -54,8 +54,9 @@
 
 /*
  * Objects that need nothing more in the running cycle, for barriers to find
- * without sp_lock (spersist/sp-wset.h).  2^17 slots (1 MiB): room for 65,536
- * objects a cycle at half load; past that, later objects just take the lock.
+ * without sp_lock (spersist/sp-wset.h).  2^17 slots (1 MiB): about 100,000
+ * objects a cycle before adds start finding their 16 probe slots full; the
+ * objects not added then just take the lock.
  */
 #define SP_WRITTEN_SET_LOG2 17
 static SpWrittenSet sp_written;
@@ -642,7 +643,7 @@ void
 sp_barrier_store (MonoObject *obj)
 {
 	/* Handled by this thread in this cycle already (written, or not in the snapshot): nothing to do, no lock. */
-	if (!obj || sp_unseen_in_safe_object ((uintptr_t)obj, (uintptr_t)obj + 1))
+	if (!obj || sp_unseen_object_known (obj))
 		return;
 	/*
 	 * Handled by anyone: no lock either.  The GC epoch is read here with obj

@@ -39,6 +39,16 @@ gboolean sp_mono_method_needs_barrier (MonoMethod *method);
 /* Does every method get them (class libraries included: their AOT code must not be used)? */
 gboolean sp_mono_barriers_everywhere (void);
 void sp_barrier_store (MonoObject *obj);
+#if defined(__x86_64__) && defined(__GNUC__)
+/*
+ * The amd64 thunk's check before it saves any register: is obj the object
+ * the barrier last handled on this thread, in this cycle and GC epoch?  (A
+ * loop storing into one array, or into one object's fields across blocks.)
+ * It preserves every register but rax (its result) and the flags.
+ */
+__attribute__ ((no_caller_saved_registers, target ("general-regs-only")))
+int sp_barrier_quick (uintptr_t obj);
+#endif
 /* The address barrier's slow path (mini/sp-jit.h): a store at addr, or of len bytes at dest ((gsize)-1: to the end of its object). */
 void sp_barrier_store_addr (gpointer addr);
 void sp_barrier_store_range (gpointer dest, gsize len);

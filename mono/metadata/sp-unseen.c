@@ -55,6 +55,28 @@ static __thread struct {
 	uintptr_t stack_lo, stack_hi;
 } sp_thread_safe;
 
+/*
+ * The object the barrier last handled on this thread (sp_barrier_quick), with
+ * the GC epoch and the log's generation it was handled in: a collection, a
+ * cycle's start (it stops the world) and its end make it stale.  Initial-exec
+ * TLS: reading it is one %fs-relative load, no call.
+ */
+static __thread struct {
+	uintptr_t obj;
+	guint32 epoch;
+	gint32 gen;
+} sp_barrier_last __attribute__ ((tls_model ("initial-exec")));
+
+#if defined(__x86_64__) && defined(__GNUC__)
+int
+sp_barrier_quick (uintptr_t obj)
+{
+	/* sp_world_stops is sp_client_gc_epoch (), read here without a call: a call could clobber xmm registers. */
+	return sp_barrier_last.obj == obj && sp_barrier_last.epoch == __atomic_load_n ((guint32 *)&sp_world_stops, __ATOMIC_RELAXED) &&
+		sp_barrier_last.gen == __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE);
+}
+#endif
+
 /* Incremental mode, at startup: the log, pinned as a conservative GC root (sp-storelog.h). */
 static void
 sp_unseen_init (void)
@@ -95,6 +117,9 @@ sp_unseen_object_handled (MonoObject *obj)
 		sp_thread_safe.gen = gen;
 		sp_thread_safe.epoch = epoch;
 	}
+	sp_barrier_last.obj = (uintptr_t)obj;
+	sp_barrier_last.epoch = epoch;
+	sp_barrier_last.gen = gen;
 	unsigned way = sp_thread_safe.next++ % SP_SAFE_WAYS;
 	sp_thread_safe.lo [way] = (uintptr_t)obj;
 	sp_thread_safe.hi [way] = (uintptr_t)obj + mono_object_get_size_internal (obj);
@@ -122,6 +147,18 @@ sp_unseen_in_safe_object (uintptr_t lo, uintptr_t hi)
 		if (lo >= sp_thread_safe.lo [i] && hi <= sp_thread_safe.hi [i])
 			return TRUE;
 	return FALSE;
+}
+
+/* The object barrier met obj, which this thread handled in this cycle: the thunk's check will know it next time. */
+static gboolean
+sp_unseen_object_known (MonoObject *obj)
+{
+	if (!sp_unseen_in_safe_object ((uintptr_t)obj, (uintptr_t)obj + 1))
+		return FALSE;
+	sp_barrier_last.obj = (uintptr_t)obj;
+	sp_barrier_last.epoch = sp_thread_safe.epoch;
+	sp_barrier_last.gen = sp_thread_safe.gen;
+	return TRUE;
 }
 
 /* A store of len bytes at lo (SP_STORELOG_REST: to the end of its object) is about to happen. */

@@ -51,10 +51,26 @@ sp_jit_before_init (void)
 	SP_THUNK (prefix, r9) SP_THUNK (prefix, r10) SP_THUNK (prefix, r12) SP_THUNK (prefix, r13) \
 	SP_THUNK (prefix, r14) SP_THUNK (prefix, r15)
 
+/*
+ * The object thunk first asks sp_barrier_quick, which preserves every
+ * register but rax: for the object this thread's barrier handled last (a
+ * loop storing into one array) nothing more is saved or called.
+ */
+#define SP_THUNK_QUICK \
+	"	push %rax\n" \
+	"	call sp_barrier_quick@PLT\n" \
+	"	test %eax, %eax\n" \
+	"	pop %rax\n" \
+	"	jz 1f\n" \
+	"	pop %rdi\n" \
+	"	ret\n" \
+	"1:\n"
+
 /* Entered from a thunk with the argument in rdi and the caller's rdi pushed. */
-#define SP_THUNK_COMMON(prefix, target) \
+#define SP_THUNK_COMMON(prefix, target, quick) \
 	".p2align 4\n" \
 	#prefix "_common:\n" \
+	quick \
 	"	push %rbp\n" \
 	"	mov %rsp, %rbp\n" \
 	"	and $-16, %rsp\n" \
@@ -80,9 +96,9 @@ sp_jit_before_init (void)
 
 __asm__ (
 	".text\n"
-	SP_THUNK_COMMON (sp_barrier_thunk, sp_barrier_store)
+	SP_THUNK_COMMON (sp_barrier_thunk, sp_barrier_store, SP_THUNK_QUICK)
 	SP_THUNKS (sp_barrier_thunk)
-	SP_THUNK_COMMON (sp_addr_thunk, sp_barrier_store_addr)
+	SP_THUNK_COMMON (sp_addr_thunk, sp_barrier_store_addr, "")
 	SP_THUNKS (sp_addr_thunk)
 );
 

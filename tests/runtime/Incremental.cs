@@ -231,6 +231,13 @@ static class Program
 		c.Next = null;
 	}
 
+	[SPersistentUpdate, System.Runtime.CompilerServices.MethodImpl (System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+	static void StoreAfterSendPData (Cell c)
+	{
+		c.Value = -1;
+		c.Stamp = -1;
+	}
+
 	static int Around (int n)
 	{
 		Grid grid = Make (n);
@@ -239,6 +246,13 @@ static class Program
 		Cell last = grid.Cells [n - 1];
 		last.Value = 0;
 		StoreAroundSendPData (last, 1);
+		SPC.WaitPersisted ();
+		// Again, in the next cycle: the object this thread's barrier handled
+		// last in the previous cycle must meet the barrier again (the thunk's
+		// quick check is per cycle and GC epoch).
+		last.Set (1, grid.Cells [0]);
+		SPC.SendPData ();
+		StoreAfterSendPData (last);
 		SPC.WaitPersisted ();
 		Console.WriteLine ("around ok");
 		return 0;
