@@ -1,5 +1,7 @@
 // ControlBench: a control loop at 1 kHz that updates N persistent objects and
-// persists them every period (issue 4, item 5).
+// persists them every period (issue 4, item 5).  N may be written N/K: the
+// state is N objects, of which each period updates K (a window that moves
+// round the sensors by K a period), as a loop that touches part of its state.
 //
 //   ControlBench.exe run MECH N PERIODS FILE   MECH: sp (SendPData, in whatever
 //       --sp-mode the runtime was given), bf (BinaryFormatter into FILE, written
@@ -11,8 +13,9 @@
 //       further behind), and says how many periods ran.  Prints one CSV row:
 //       periods,misses,p50_ns,p99_ns,max_ns,mean_ns.
 //   ControlBench.exe check MECH N PERIODS FILE [last]   the persisted state is
-//       one period's, whole: every object updated as often as the period's
-//       number says (sp: a warm restart; bf: FILE deserialized); with "last",
+//       one period's, whole: every object updated as often, and last in the
+//       period, that the period's number says (sp: a warm restart; bf: FILE
+//       deserialized); with "last",
 //       the last period's (stop-the-world SP and BinaryFormatter persist every
 //       period; incremental SP skips a SendPData made while a cycle is being
 //       written).  Exits 1 otherwise.
@@ -78,10 +81,12 @@ static class ControlBench
 		return p;
 	}
 
-	// The control law, such as it is: every sensor's value follows the period.
-	static void Update (Plant p, int period)
+	// The control law, such as it is: every sensor in the period's window follows the period.
+	static void Update (Plant p, int period, int from, int count)
 	{
-		foreach (Sensor s in p.Sensors) {
+		Sensor [] sensors = p.Sensors;
+		for (int j = 0, i = from; j < count; j++, i = i + 1 == sensors.Length ? 0 : i + 1) {
+			Sensor s = sensors [i];
 			s.Value = s.Value * 0.5 + period;
 			s.Stamp = period;
 			s.Count++;
@@ -89,14 +94,20 @@ static class ControlBench
 		p.Period = period;
 	}
 
-	static int Run (string mech, int n, int periods, string file)
+	// The first sensor period k (1, 2, ...) updates, K a period.
+	static int WindowStart (int k, int n, int touched)
+	{
+		return (int)((long)(k - 1) * touched % n);
+	}
+
+	static int Run (string mech, int n, int touched, int periods, string file)
 	{
 		Plant plant = Build (n);
 		var bf = new BinaryFormatter ();
 		if (mech == "sp")
 			SPC.AddRoot (plant);
 		var latencies = new long [periods];
-		Update (plant, 0);                                   // the JIT, before the first release
+		Update (plant, 0, 0, n);                             // the JIT, before the first release
 		for (int s = 0; s < plant.Sensors.Length; s++)
 			plant.Sensors [s].Count = 0;
 		long start = NowNs () + 10 * PeriodNs;
@@ -106,7 +117,7 @@ static class ControlBench
 			if (NowNs () - start > 10000000000L)
 				break;
 			SleepUntil (release);
-			Update (plant, k);
+			Update (plant, k, WindowStart (k, n, touched), touched);
 			if (mech == "sp") {
 				SPC.SendPData ();
 			} else if (mech == "bf") {
@@ -132,7 +143,7 @@ static class ControlBench
 		return 0;
 	}
 
-	static int Check (string mech, int n, int periods, string file, bool last)
+	static int Check (string mech, int n, int touched, int periods, string file, bool last)
 	{
 		Plant p;
 		if (mech == "sp") {
@@ -146,11 +157,22 @@ static class ControlBench
 			Console.Error.WriteLine ("CHECK FAILED: period {0} of {1}, {2} sensors of {3}", p.Period, periods, p.Sensors.Length, n);
 			return 1;
 		}
-		foreach (Sensor s in p.Sensors)
-			if (s.Count != p.Period || s.Stamp != p.Period) {
-				Console.Error.WriteLine ("CHECK FAILED: period {0}, but a sensor updated {1} times, stamp {2}", p.Period, s.Count, s.Stamp);
+		// Replay the windows up to the persisted period.
+		var count = new int [n];
+		var stamp = new long [n];
+		for (int k = 1; k <= p.Period; k++)
+			for (int j = 0, i = WindowStart (k, n, touched); j < touched; j++, i = i + 1 == n ? 0 : i + 1) {
+				count [i]++;
+				stamp [i] = k;
+			}
+		for (int i = 0; i < n; i++) {
+			Sensor s = p.Sensors [i];
+			if (s.Count != count [i] || s.Stamp != stamp [i]) {
+				Console.Error.WriteLine ("CHECK FAILED: period {0}, but sensor {1} updated {2} times (not {3}), stamp {4} (not {5})",
+					p.Period, i, s.Count, count [i], s.Stamp, stamp [i]);
 				return 1;
 			}
+		}
 		Console.WriteLine ("persisted period {0} of {1}", p.Period, periods);
 		return 0;
 	}
@@ -158,11 +180,16 @@ static class ControlBench
 	static int Main (string [] args)
 	{
 		string mech = args [1];
-		int n = int.Parse (args [2]), periods = int.Parse (args [3]);
+		string [] size = args [2].Split ('/');
+		int n = int.Parse (size [0]), touched = size.Length > 1 ? int.Parse (size [1]) : n, periods = int.Parse (args [3]);
+		if (touched < 1 || touched > n) {
+			Console.Error.WriteLine ("N/K: K must be 1 to N");
+			return 2;
+		}
 		if (args [0] == "run")
-			return Run (mech, n, periods, args [4]);
+			return Run (mech, n, touched, periods, args [4]);
 		if (args [0] == "check")
-			return Check (mech, n, periods, args [4], args.Length > 5 && args [5] == "last");
+			return Check (mech, n, touched, periods, args [4], args.Length > 5 && args [5] == "last");
 		return 2;
 	}
 }

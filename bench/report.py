@@ -163,17 +163,18 @@ SECTIONS = [
         "Objects serialized beyond the 1326 are the second thread's, written by a barrier while marking ran",
         "(marking is incremental here, so a barrier cannot yet tell them from the snapshot's)."]),
     ("Control loop at 1 kHz", "run-control.sh", "control.txt", [
-        "A loop released every millisecond at absolute times updates N persistent objects and persists them",
-        "every period: SP incremental (200 us / 1 ms), SP stop-the-world, BinaryFormatter into a file on tmpfs,",
-        "or nothing (the loop's own cost); pinned to one CPU and on two. Latency: from the period's release to",
-        "the end of its work; a deadline miss: a latency over the period. Each run's persisted state is checked."]),
+        "A loop released every millisecond at absolute times updates N persistent objects (N/K: K of the N, a",
+        "window moving round them) and persists them every period: SP incremental (200 us / 1 ms), SP",
+        "stop-the-world, BinaryFormatter into a file on tmpfs, or nothing (the loop's own cost); pinned to one",
+        "CPU and on two. Latency: from the period's release to the end of its work; a deadline miss: a latency",
+        "over the period. Each run's persisted state is checked."]),
     ("Recovery after SIGKILL", "run-recovery.sh", "recovery.txt", [
         "An application serving 1 ms periods (a ring of N accounts; each period moves money and persists) is",
         "killed with SIGKILL and restarted: its restore, and the time from the restart's exec to its first",
         "completed period (JIT and runtime start included). SP stop-the-world against BinaryFormatter; the",
         "state after each kill is checked whole (money conserved)."]),
     ("Increment pauses", "run-pause.sh", "pause.txt", []),
-    ("The barrier's cost with no cycle", "run-barrier.sh", "barrier.txt", []),
+    ("The barrier's cost, with no cycle and with cycles back to back", "run-barrier.sh", "barrier.txt", []),
 ]
 
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # run-control.sh [PERIODS] [REPS] [SIZES...]: a control loop at 1 kHz updating
-# N persistent objects and persisting them every period (bench/ControlBench.cs),
+# N persistent objects (a size N/K: N objects, K of them updated a period) and
+# persisting them every period (bench/ControlBench.cs),
 # with SP incremental, SP stop-the-world, BinaryFormatter in the loop, and no
 # persistence (the loop's own cost); pinned to one CPU
 # (taskset -c 0, as in the paper) and on two.  The loop runs under
@@ -13,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
 periods=${1:-5000}; reps=${2:-3}; shift $(( $# < 2 ? $# : 2 ))
-sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000 100000)
+sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000 100000 100000/1000)
 out=$here/results; mkdir -p "$out"
 work=$(mktemp -d /dev/shm/spcontrol.XXXXXX); trap 'rm -rf "$work"' EXIT
 mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/ControlBench.exe" "$here/ControlBench.cs"

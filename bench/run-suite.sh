@@ -35,12 +35,12 @@ python=/usr/bin/python3; [ -x "$python" ] || python=python3
 if [ $smoke = 1 ]; then
 	tree_sizes="5000 25000"; int_sizes="5000 25000 1000000"; reps=2
 	table1_runs=2; pause_args=(300 20000 1000000 50 100 500); barrier_args=(2000000 1)
-	control_args=(200 1 1000 10000); recovery_args=(1 10000 100000)
+	control_args=(200 1 1000 10000 10000/1000); recovery_args=(1 10000 100000)
 else
 	tree_sizes="5000 10000 15000 20000 25000 100000 1000000"
 	int_sizes="5000 10000 15000 20000 25000 100000 1000000 10000000"; reps=5
 	table1_runs=40; pause_args=(10000 100000 10000000 50 100 500); barrier_args=(100000000 5)
-	control_args=(5000 3 1000 10000 100000); recovery_args=(3 10000 100000 1000000 10000000)
+	control_args=(5000 3 1000 10000 100000 100000/1000); recovery_args=(3 10000 100000 1000000 10000000)
 fi
 
 # Storage for SP: none (null:), tmpfs, and the disk the results are written on.

@@ -226,6 +226,16 @@ sp_writer_main (gpointer arg)
 {
 	(void)arg;
 	sp_task_set_priority ("writer", "sp-writer");
+	/*
+	 * The writer never touches a managed object (its buffer is native memory),
+	 * so the world stops without it, as without an idle finalizer thread.
+	 * Otherwise every stop (SendPData's start, every collection) would
+	 * suspend it with a signal, which waits until the system call it is in
+	 * ends: a write of a whole snapshot, or an fsync to disk.  Measured with
+	 * a 1 kHz loop at 100,000 objects on one CPU: half the starts took
+	 * 0.7-1.2 ms to stop the world, against 55 us.
+	 */
+	mono_thread_info_set_flags (MONO_THREAD_INFO_FLAGS_NO_GC);
 	mono_coop_mutex_lock (&sp_lock);
 	for (;;) {
 		while (!sp_writer.busy)
