@@ -478,6 +478,8 @@ sp_cycle_next_unit (void)
 static void
 sp_cycle_increment (void)
 {
+	/* Back in the world before touching an object (sp_task_outside_the_world): a collection would not wait for us. */
+	g_assert (!(mono_atomic_load_i32 ((gint32 *)&mono_thread_info_current ()->flags) & MONO_THREAD_INFO_FLAGS_NO_GC));
 	SpError err = { 0 };
 	uint64_t t0 = sp_mono_monotonic_ns (), budget = (uint64_t)sp_options.pause_us * 1000, t = t0;
 	int more = 1;
@@ -530,6 +532,21 @@ sp_task_sleep_until (const struct timespec *release)
 	MONO_EXIT_GC_SAFE;
 }
 
+/*
+ * While the SP task waits (for a cycle, or for its next increment) it holds
+ * no managed object, on its stack or in handles: the world stops without it,
+ * as without Mono's idle finalizer.  Otherwise hybrid suspension suspends it
+ * with a signal at every stop; measured at 100,000 objects on one CPU, about
+ * half of SendPData's starts then took 0.7-2.3 ms to stop the world (none
+ * with this).  Leaving the state takes the GC lock, so the task never touches
+ * an object while a collection runs.
+ */
+static void
+sp_task_outside_the_world (gboolean outside)
+{
+	mono_thread_info_set_flags (outside ? MONO_THREAD_INFO_FLAGS_NO_GC : MONO_THREAD_INFO_FLAGS_NONE);
+}
+
 static gsize
 sp_task_main (gpointer arg)
 {
@@ -537,8 +554,10 @@ sp_task_main (gpointer arg)
 	sp_task_set_priority ("SP", "sp-task");
 	mono_coop_mutex_lock (&sp_lock);
 	for (;;) {
+		sp_task_outside_the_world (TRUE);
 		while (!sp_cycle.running)
 			mono_coop_cond_wait (&sp_cycle.wake, &sp_lock);
+		sp_task_outside_the_world (FALSE);
 		struct timespec release;
 		clock_gettime (CLOCK_MONOTONIC, &release);
 		while (sp_cycle.running) {
@@ -547,7 +566,9 @@ sp_task_main (gpointer arg)
 				break;
 			mono_coop_mutex_unlock (&sp_lock);
 			sp_timespec_add_ns (&release, (uint64_t)sp_options.period_us * 1000);
+			sp_task_outside_the_world (TRUE);
 			sp_task_sleep_until (&release);
+			sp_task_outside_the_world (FALSE);
 			mono_coop_mutex_lock (&sp_lock);
 		}
 	}
