@@ -474,6 +474,17 @@ sp_cycle_next_unit (void)
 	return !sp_ser.mark_done ? SP_UNIT_MARK : sp_ser.partial_lid ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
 }
 
+/*
+ * Barriers waiting for sp_lock (sp_barrier_store).  When one waits, the SP
+ * task ends its increment after the unit in hand and leaves the lock to the
+ * program until its next release: a store then waits for a unit
+ * (microseconds), not for the rest of the increment, and the barriers'
+ * writes advance the cycle meanwhile.  (Handing the lock over after every
+ * unit instead made the SP task and a storing thread take turns object by
+ * object, each turn a futex wake-up: slower for both.)
+ */
+static gint32 sp_lock_waiters;
+
 /* One increment: mark or write until the target pause is used up. */
 static void
 sp_cycle_increment (void)
@@ -499,6 +510,8 @@ sp_cycle_increment (void)
 		more = sp_cycle_work (&err);
 		t = sp_mono_monotonic_ns ();
 		sp_unit_avg_ns [kind] += ((int64_t)(t - u0) - (int64_t)sp_unit_avg_ns [kind]) / 16;
+		if (more == 1 && __atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE))
+			break;
 	}
 	SpCycleStats *c = &sp_cycle.stats;
 	sp_pause_histogram [MIN ((t - t0) / 1000, SP_PAUSE_BUCKETS - 1)]++;
@@ -685,7 +698,12 @@ sp_barrier_store (MonoObject *obj)
 		sp_unseen_object_handled (obj);
 		return;
 	}
-	mono_coop_mutex_lock (&sp_lock);
+	if (mono_coop_mutex_trylock (&sp_lock) != 0) {
+		/* The SP task ends its increment after its current unit when someone waits (sp_lock_waiters). */
+		__atomic_add_fetch (&sp_lock_waiters, 1, __ATOMIC_ACQ_REL);
+		mono_coop_mutex_lock (&sp_lock);
+		__atomic_sub_fetch (&sp_lock_waiters, 1, __ATOMIC_RELEASE);
+	}
 	if (sp_cycle.running) {
 		sp_cycle.stats.barrier_calls++;
 		SpError err = { 0 };
