@@ -1150,6 +1150,9 @@ sp_mono_preload (MonoAssemblyLoadContext *alc, MonoAssemblyName *aname, char **p
 	return assembly;
 }
 
+/* The SP and writer tasks park when the runtime shuts down (sp-cycle.c). */
+static void sp_cycle_shutdown_begin (MonoProfiler *prof);
+
 void
 sp_mono_init (const char *program)
 {
@@ -1166,7 +1169,9 @@ sp_mono_init (const char *program)
 	sp_ser_init (&sp_ser);
 	sp_buf_init (&sp_out);
 	mono_install_assembly_preload_hook_v2 (sp_mono_preload, NULL, FALSE);
-	mono_profiler_set_gc_event_callback (mono_profiler_create (NULL), sp_mono_gc_event);
+	MonoProfilerHandle profiler = mono_profiler_create (NULL);
+	mono_profiler_set_gc_event_callback (profiler, sp_mono_gc_event);
+	mono_profiler_set_runtime_shutdown_begin_callback (profiler, sp_cycle_shutdown_begin);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_add_root", sp_icall_add_root);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_remove_root", sp_icall_remove_root);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_recv", sp_icall_recv);

@@ -29,6 +29,7 @@
  * (sp_client_changed_unseen fences before it looks).
  */
 #include <mono/metadata/gc-internals.h>
+#include <mono/sgen/sgen-gc.h>
 #include <mono/metadata/object-internals.h>
 #include <mono/utils/mono-os-mutex.h>
 #include <mono/utils/mono-threads.h>
@@ -66,6 +67,14 @@ static __thread struct {
 	guint32 epoch;
 	gint32 gen;
 } sp_barrier_last __attribute__ ((tls_model ("initial-exec")));
+
+static void
+sp_barrier_remember (MonoObject *obj, guint32 epoch, gint32 gen)
+{
+	sp_barrier_last.obj = (uintptr_t)obj;
+	sp_barrier_last.epoch = epoch;
+	sp_barrier_last.gen = gen;
+}
 
 #if defined(__x86_64__) && defined(__GNUC__)
 int
@@ -117,9 +126,7 @@ sp_unseen_object_handled (MonoObject *obj)
 		sp_thread_safe.gen = gen;
 		sp_thread_safe.epoch = epoch;
 	}
-	sp_barrier_last.obj = (uintptr_t)obj;
-	sp_barrier_last.epoch = epoch;
-	sp_barrier_last.gen = gen;
+	sp_barrier_remember (obj, epoch, gen);
 	unsigned way = sp_thread_safe.next++ % SP_SAFE_WAYS;
 	sp_thread_safe.lo [way] = (uintptr_t)obj;
 	sp_thread_safe.hi [way] = (uintptr_t)obj + mono_object_get_size_internal (obj);
@@ -155,10 +162,46 @@ sp_unseen_object_known (MonoObject *obj)
 {
 	if (!sp_unseen_in_safe_object ((uintptr_t)obj, (uintptr_t)obj + 1))
 		return FALSE;
-	sp_barrier_last.obj = (uintptr_t)obj;
-	sp_barrier_last.epoch = sp_thread_safe.epoch;
-	sp_barrier_last.gen = sp_thread_safe.gen;
+	sp_barrier_remember (obj, sp_thread_safe.epoch, sp_thread_safe.gen);
 	return TRUE;
+}
+
+/*
+ * The thread's allocation area (SGen's TLAB) as its first address barrier of
+ * this GC epoch found it.  Every cycle starts with the world stopped, which
+ * starts a new epoch, so the record is taken after the cycle's start: the
+ * objects this thread allocated above `mark` in that TLAB, and all of any
+ * TLAB it took since, are younger than the snapshot and not part of it.
+ * That is where the class library builds strings and buffers through
+ * pointers (int.ToString, string.Concat, StringBuilder fill a new string by
+ * address, with no object barrier): without this, a program formatting text
+ * during a long cycle filled the log and had its snapshot refused.  The
+ * object barrier asks too: a store into a young object needs no lock, and
+ * while marking runs, nothing written (it used to write every persistable
+ * object it met, young ones included, as unreferenced records).
+ */
+static __thread struct {
+	guint32 epoch;
+	char *tlab_start;
+	char *mark;
+} sp_thread_young;
+
+static gboolean
+sp_unseen_in_young_object (uintptr_t lo, uintptr_t hi)
+{
+	SgenThreadInfo *info = (SgenThreadInfo *)mono_thread_info_current ();
+	guint32 epoch = sp_client_gc_epoch ();
+	if (!info)
+		return FALSE;
+	if (sp_thread_young.epoch != epoch || !sp_thread_young.mark) {
+		sp_thread_young.epoch = epoch;
+		sp_thread_young.tlab_start = info->tlab_start;
+		sp_thread_young.mark = info->tlab_next;
+		return FALSE;
+	}
+	/* A byte above the mark belongs to an object that starts above it: objects are allocated whole. */
+	char *young = info->tlab_start == sp_thread_young.tlab_start ? sp_thread_young.mark : info->tlab_start;
+	return young && lo >= (uintptr_t)young && hi <= (uintptr_t)info->tlab_next;
 }
 
 /* A store of len bytes at lo (SP_STORELOG_REST: to the end of its object) is about to happen. */
@@ -169,7 +212,7 @@ sp_unseen_store (uintptr_t lo, uintptr_t len)
 		return;
 	/* For the harmless tests a REST store is its first byte: it stays inside that byte's object. */
 	uintptr_t hi = len == SP_STORELOG_REST || len > UINTPTR_MAX - lo ? lo + 1 : lo + len;
-	if (sp_unseen_on_own_stack (lo, hi) || sp_unseen_in_safe_object (lo, hi))
+	if (sp_unseen_on_own_stack (lo, hi) || sp_unseen_in_safe_object (lo, hi) || sp_unseen_in_young_object (lo, hi))
 		return;
 	gboolean report = FALSE;
 	mono_os_mutex_lock (&sp_unseen.lock);

@@ -47,7 +47,7 @@ sp_wset_clear (SpWrittenSet *ws)
 void
 sp_wset_close (SpWrittenSet *ws, uint32_t epoch)
 {
-	if (!ws->open)
+	if (!__atomic_load_n (&ws->open, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n (&ws->open, false, __ATOMIC_RELEASE);
 	uint32_t used = epoch - ws->epoch_base;

@@ -11,6 +11,7 @@
  *   eio      write fails with EIO
  *   short    write writes half of what it was given, then fails with ENOSPC
  *   fsync    fsync (and msync) fail with EIO
+ *   slow     fsync (and msync) take 300 ms, then go through (a slow disk)
  *   (other, or no file)   nothing: the call goes through
  *
  * The program under test rewrites FILE to turn faults on and off.  Only these
@@ -96,6 +97,8 @@ fsync (int fd)
 			errno = EIO;
 			return -1;
 		}
+		if (strcmp (mode, "slow") == 0)
+			usleep (300000);
 	}
 	return real (fd);
 }
@@ -112,5 +115,7 @@ msync (void *addr, size_t length, int flags)
 		errno = EIO;
 		return -1;
 	}
+	if (strcmp (mode, "slow") == 0)
+		usleep (300000);
 	return real (addr, length, flags);
 }

@@ -4,6 +4,10 @@
 // the program goes on, and once the fault clears persisting works again.
 //   faults.exe run CONTROL MODE,MODE...   value 1, each fault in turn, then value 7
 //   faults.exe fail CONTROL MODE          value 1, then value 2 under the fault, and stop
+//   faults.exe exit CONTROL               value 1, then value 3 persisted on a slow disk
+//                                         (CONTROL: slow), and the program ends while
+//                                         the writer commits it: the end waits for
+//                                         the commit, and exits cleanly
 //   faults.exe check                      print the restored value
 using System;
 using System.IO;
@@ -58,6 +62,13 @@ static class Program {
 		Persist ();
 		if (args [0] == "fail") {
 			UnderFault (s, control, args [2], 2);
+			return 0;
+		}
+		if (args [0] == "exit") {
+			File.WriteAllText (control, "slow");
+			s.Value = 3;
+			SPC.SendPData ();
+			System.Threading.Thread.Sleep (100);   // the writer is in its 300 ms fsync now
 			return 0;
 		}
 		int k = 100;

@@ -258,6 +258,30 @@ static class Program
 		return 0;
 	}
 
+	// Objects allocated between two cycles, on the thread that stored during
+	// the first (the barrier then noted where this thread's allocations stood),
+	// are part of the second snapshot: a store into one during the second cycle
+	// meets the barrier like any other.  (Objects allocated during a cycle are
+	// not part of its snapshot, and the barrier skips them.)
+	static int Young (int n)
+	{
+		Grid grid = Make (n);
+		SetGeneration (grid, 1);
+		SPC.AddRoot (grid);
+		SPC.SendPData ();
+		StoreAfterSendPData (grid.Cells [0]);
+		SPC.WaitPersisted ();
+		for (int i = 0; i < n; i++)
+			grid.Cells [i] = new Cell { Data = new int [4] };
+		SetGeneration (grid, 1);
+		SPC.SendPData ();
+		for (int i = n - 1; i >= n - 100; i--)
+			StoreAfterSendPData (grid.Cells [i]);
+		SPC.WaitPersisted ();
+		Console.WriteLine ("young ok");
+		return 0;
+	}
+
 	// The SP and writer tasks, by name, with their scheduling policy and
 	// real-time priority (/proc/self/task/TID/stat fields 41 and 40).
 	static int Priority ()
@@ -286,6 +310,8 @@ static class Program
 			return Busy (int.Parse (args [1]));
 		if (args [0] == "around")
 			return Around (int.Parse (args [1]));
+		if (args [0] == "young")
+			return Young (int.Parse (args [1]));
 		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
 		if (args [0] == "write") {
 			bool inside = args [3] == "inside";

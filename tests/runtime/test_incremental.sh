@@ -71,6 +71,10 @@ for barrier in marking annotating; do
 	rm -rf aroundstore
 	expect_out "around ok" spm --sp-store=aroundstore --sp-mode=incremental --sp-barrier=$barrier --sp-pause=50 --sp-period=2000 inc.exe around 20000
 	spm --sp-store=aroundstore inc.exe check 20000 1 || fail "--sp-barrier=$barrier: a store right after SendPData is in the snapshot"
+	# Objects allocated between two cycles are the second snapshot's, however young.
+	rm -rf youngstore
+	expect_out "young ok" spm --sp-store=youngstore --sp-mode=incremental --sp-barrier=$barrier --sp-pause=50 --sp-period=2000 inc.exe young 20000
+	spm --sp-store=youngstore inc.exe check 20000 1 || fail "--sp-barrier=$barrier: a store into an object allocated before SendPData is in the snapshot"
 done
 # The options come from MONO_ENV_OPTIONS too: the cycle runs in increments.
 rm -rf store

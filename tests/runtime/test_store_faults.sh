@@ -20,6 +20,12 @@ for mode in stw incremental; do
 	expect_out "value 1" spm --sp-store=store faults.exe check
 	[ -z "$(ls store | grep '\.tmp$')" ] || fail "$mode: a failed commit left its temporary file"
 done
+# The program ends while the writer commits on a slow disk: the end waits for
+# that commit (the runtime must not tear down under the SP and writer tasks),
+# exits cleanly, and the restart finds it.
+rm -rf store
+faulty --sp-store=store --sp-mode=incremental faults.exe exit "$PWD/control" > out.txt 2>&1 || fail "exit during a commit: $(cat out.txt)"
+expect_out "value 3" spm --sp-store=store faults.exe check
 faulty --sp-store="pmem:$pm" faults.exe run "$PWD/control" fsync > out.txt 2>&1 || fail "pmem: $(cat out.txt)"
 grep -q "faults ok" out.txt || fail "pmem: $(cat out.txt)"
 expect_out "value 7" spm --sp-store="pmem:$pm" faults.exe check
