@@ -738,15 +738,14 @@ sp_barrier_store (MonoObject *obj)
 	/* Handled by this thread in this cycle already (written, or not in the snapshot): nothing to do, no lock. */
 	if (!obj || sp_unseen_object_known (obj))
 		return;
-	/* Allocated by this thread since the cycle started: not part of the snapshot (no lock, nothing written). */
-	if (sp_unseen_in_young_object ((uintptr_t)obj, (uintptr_t)obj + 1))
-		return;
 	/*
-	 * Handled by anyone: no lock either.  The GC epoch is read here with obj
-	 * in hand: this path has no safepoint, so obj cannot move in between, and
-	 * no cycle can end and another start (that needs the world stopped).
+	 * Handled by anyone, or allocated by this thread since the cycle started
+	 * (not part of the snapshot): no lock either, and the thread remembers it.
+	 * The GC epoch is read here with obj in hand: this path has no safepoint,
+	 * so obj cannot move in between, and no cycle can end and another start
+	 * (that needs the world stopped).
 	 */
-	if (sp_wset_has (&sp_written, obj, sp_client_gc_epoch ())) {
+	if (sp_wset_has (&sp_written, obj, sp_client_gc_epoch ()) || sp_unseen_in_young_object ((uintptr_t)obj, (uintptr_t)obj + 1)) {
 		sp_unseen_object_handled (obj);
 		return;
 	}

@@ -181,15 +181,18 @@ sp_unseen_object_known (MonoObject *obj)
  * object it met, young ones included, as unreferenced records).
  */
 static __thread struct {
+	SgenThreadInfo *info;   /* this thread's, kept: reading it through the runtime's TLS key is a call */
 	guint32 epoch;
 	char *tlab_start;
 	char *mark;
-} sp_thread_young;
+} sp_thread_young __attribute__ ((tls_model ("initial-exec")));
 
 static gboolean
 sp_unseen_in_young_object (uintptr_t lo, uintptr_t hi)
 {
-	SgenThreadInfo *info = (SgenThreadInfo *)mono_thread_info_current ();
+	if (!sp_thread_young.info)
+		sp_thread_young.info = (SgenThreadInfo *)mono_thread_info_current ();
+	SgenThreadInfo *info = sp_thread_young.info;
 	guint32 epoch = sp_client_gc_epoch ();
 	if (!info)
 		return FALSE;
