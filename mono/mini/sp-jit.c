@@ -118,13 +118,45 @@ SP_THUNK_DECLS (sp_addr_thunk)
 	[AMD64_R14] = prefix##_r14, [AMD64_R15] = prefix##_r15, }
 static char *const sp_barrier_thunks [2][16] = { SP_THUNK_TABLE (sp_barrier_thunk), SP_THUNK_TABLE (sp_addr_thunk) };
 
+/*
+ * The slow paths of the method being emitted, out of line: each barrier's
+ * call sits after the method's code (sp_jit_amd64_emit_barrier_stubs), so
+ * the inline test falls through when no cycle runs.  A taken branch on every
+ * guarded store cost tight store loops up to half their speed: a core starts
+ * few taken branches a cycle, and the loop's back edge is one already.
+ * Offsets, not pointers: the code buffer may move as it grows.  Kept per
+ * thread for the method this thread is emitting (a JIT thread emits one
+ * method at a time), in its mempool, and reset at its first basic block.
+ */
+typedef struct SpBarrierStub {
+	struct SpBarrierStub *next;
+	guint32 rel32_offset;           /* of the inline jne's displacement */
+	char *thunk;
+} SpBarrierStub;
+
+static __thread MonoCompile *sp_stubs_cfg;
+static __thread SpBarrierStub *sp_stubs;
+static __thread guint32 sp_stubs_count;
+
+static void
+sp_jit_amd64_stubs_reset (MonoCompile *cfg)
+{
+	sp_stubs_cfg = cfg;
+	sp_stubs = NULL;
+	sp_stubs_count = 0;
+}
+
+/* A stub: movabs $thunk, %r11 (10 bytes); call *%r11 (3); jmp back (5). */
+#define SP_STUB_BYTES 18
+
 guint8 *
-sp_jit_amd64_emit_barrier (guint8 *code, int reg, gboolean address)
+sp_jit_amd64_emit_barrier (MonoCompile *cfg, guint8 *code, int reg, gboolean address)
 {
 	/* An address the allocator put in rsp itself is on the stack: nothing to guard. */
 	if (address && reg == AMD64_RSP)
 		return code;
 	g_assert (reg >= 0 && reg < 16 && sp_barrier_thunks [address][reg]);
+	g_assert (sp_stubs_cfg == cfg);
 	if ((gsize)sp_barrier_flag < 0x80000000u) {
 		/* cmpl $0, flag: a 32-bit absolute address (ModRM /7 with SIB, no base, no index) */
 		guint32 flag = (guint32)(gsize)sp_barrier_flag;
@@ -138,12 +170,44 @@ sp_jit_amd64_emit_barrier (guint8 *code, int reg, gboolean address)
 		amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)sp_barrier_flag, 8);
 		amd64_alu_membase_imm_size (code, X86_CMP, AMD64_R11, 0, 0, 4);
 	}
-	guint8 *skip = code;
-	x86_branch8 (code, X86_CC_EQ, 0, FALSE);
-	amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)sp_barrier_thunks [address][reg], 8);
-	amd64_call_reg (code, AMD64_R11);
-	skip [1] = (guint8)(code - (skip + 2));
+	/* jne rel32, to the stub; the displacement is filled in when the stub is emitted */
+	*code++ = 0x0f;
+	*code++ = 0x85;
+	SpBarrierStub *stub = (SpBarrierStub *)mono_mempool_alloc (cfg->mempool, sizeof *stub);
+	stub->rel32_offset = (guint32)(code - cfg->native_code);
+	stub->thunk = sp_barrier_thunks [address][reg];
+	stub->next = sp_stubs;
+	sp_stubs = stub;
+	sp_stubs_count++;
+	memset (code, 0, 4);
+	code += 4;
 	return code;
+}
+
+static void
+sp_jit_amd64_patch_rel32 (guint8 *at, const guint8 *target)
+{
+	gint32 rel = (gint32)(target - (at + 4));
+	memcpy (at, &rel, 4);
+}
+
+void
+sp_jit_amd64_emit_barrier_stubs (MonoCompile *cfg)
+{
+	if (sp_stubs_cfg != cfg || !sp_stubs)
+		return;
+	guint8 *code = realloc_code (cfg, sp_stubs_count * SP_STUB_BYTES);
+	for (SpBarrierStub *stub = sp_stubs; stub; stub = stub->next) {
+		guint8 *jne_rel32 = cfg->native_code + stub->rel32_offset;
+		sp_jit_amd64_patch_rel32 (jne_rel32, code);
+		amd64_mov_reg_imm_size (code, AMD64_R11, (gsize)stub->thunk, 8);
+		amd64_call_reg (code, AMD64_R11);
+		*code++ = 0xe9;                 /* jmp rel32, back after the jne */
+		sp_jit_amd64_patch_rel32 (code, jne_rel32 + 4);
+		code += 4;
+	}
+	set_code_cursor (cfg, code);
+	sp_jit_amd64_stubs_reset (NULL);
 }
 
 /* Can this instruction reach a safepoint, or change registers the spec does not name? */
@@ -207,6 +271,8 @@ sp_jit_amd64_elide_barriers (MonoCompile *cfg, MonoBasicBlock *bb)
 {
 	SpElide e;
 	MonoInst *ins;
+	if (bb == cfg->bb_entry)
+		sp_jit_amd64_stubs_reset (cfg);      /* a new method: no slow paths yet */
 	sp_elide_forget_all (&e);
 	MONO_BB_FOR_EACH_INS (bb, ins) {
 		if (ins->opcode == OP_SP_BARRIER && !ins->inst_c0 && sp_elide_is_int_reg (ins->sreg1)) {

@@ -16,13 +16,20 @@
  * C ABI lets a callee clobber: the instruction clobbers nothing and does not
  * end its basic block, so the register allocator keeps values in registers
  * across it (the portable version above splits the block, and values live
- * across the split go through the stack).  Its fast path is
+ * across the split go through the stack).  Its code is
  *
  *     cmpl   $0, sp_barrier_active       -- a 32-bit absolute address
- *     je     1f
- *     movabs $thunk_for_obj_reg, %r11    -- r11: the backend's scratch
- *     call   *%r11
- *  1:
+ *     jne    2f                          -- not taken while no cycle runs
+ *  1: ...the store...
+ *
+ *  2: movabs $thunk_for_obj_reg, %r11    -- after the method's code (with
+ *     call   *%r11                       -- Mono's exception throws); r11:
+ *     jmp    1b                          -- the backend's scratch register
+ *
+ * Out of line, the fast path is one compare and a branch not taken: inline,
+ * the branch around the call was taken on every guarded store, and a core
+ * starts few taken branches a cycle, so a tight store loop (whose back edge
+ * is one already) ran at up to two thirds of its speed.
  *
  * The flag's page is mapped in the lowest 2 GB (sp_barrier_flag_init), so
  * the test is one instruction; should that mapping fail, the address is
@@ -62,8 +69,10 @@ void sp_jit_emit_address_barrier (MonoCompile *cfg, MonoInst *addr);
 /* The same for a block of len bytes at addr (cpblk, initblk, memmove); len NULL: to the end of the object. */
 void sp_jit_emit_range_barrier (MonoCompile *cfg, MonoInst *addr, MonoInst *len);
 #ifdef TARGET_AMD64
-/* OP_SP_BARRIER's code, for mono_arch_output_basic_block (at most 29 bytes: cpu-amd64.md says 32). */
-guint8 *sp_jit_amd64_emit_barrier (guint8 *code, int reg, gboolean address);
+/* OP_SP_BARRIER's code, for mono_arch_output_basic_block (at most 21 bytes: cpu-amd64.md says 32). */
+guint8 *sp_jit_amd64_emit_barrier (MonoCompile *cfg, guint8 *code, int reg, gboolean address);
+/* The barriers' out-of-line slow paths, after the method's code: for mono_arch_emit_exceptions. */
+void sp_jit_amd64_emit_barrier_stubs (MonoCompile *cfg);
 /*
  * Before a basic block's code is emitted (registers allocated): drop every
  * object barrier on a register that holds an object a barrier earlier in
