@@ -19,6 +19,7 @@
 #include "../spersist/sp-queue.c"
 #include "../spersist/sp-storelog.c"
 #include "../spersist/sp-wset.c"
+#include "../spersist/sp-kids.c"
 #include "../spersist/sp-serialize.c"
 #include "../spersist/sp-snapshot.c"
 #include "../spersist/sp-decode.c"

@@ -18,6 +18,7 @@ sp_ser_init (SpSerializer *s)
 {
 	memset (s, 0, sizeof *s);
 	sp_queue_init (&s->queue);
+	sp_kids_init (&s->kids);
 	return sp_lidmap_init (&s->lids, 1024);
 }
 
@@ -44,6 +45,7 @@ sp_ser_free (SpSerializer *s)
 	free (s->state);
 	sp_lidmap_free (&s->lids);
 	sp_queue_free (&s->queue);
+	sp_kids_free (&s->kids);
 }
 
 static int
@@ -126,6 +128,7 @@ sp_ser_reset (SpSerializer *s)
 	sp_ser_forget_poison (s);
 	sp_lidmap_clear (&s->lids);
 	sp_queue_clear (&s->queue);
+	sp_kids_reset (&s->kids);
 	s->clean = true;
 }
 
@@ -251,10 +254,11 @@ sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
  * then its references (sp-format.h: primitives first, so a reader skips or
  * copies them as one block).  Room for the largest encoding is reserved once,
  * so the loops write without further checks: nothing in them touches the output
- * buffer but these loops.
+ * buffer but these loops.  `kids`: the references' LIDs as marking recorded
+ * them (sp-kids.h), or NULL to look each one up.
  */
 static int
-sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *err)
+sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t *kids, SpError *err)
 {
 	uint8_t *start = sp_buf_reserve (s->out, c->wire_max);
 	if (!start)
@@ -264,7 +268,7 @@ sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *
 		const SpField *f = &c->fields [i];
 		if (f->kind != SP_KIND_REF) {
 			dst = sp_put_primitive_raw (dst, base + f->offset, f->kind);
-		} else {
+		} else if (!kids) {
 			/* Its header is read for its identity hash below: start the load now. */
 			void *child;
 			memcpy (&child, base + f->offset, sizeof child);
@@ -276,7 +280,9 @@ sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *
 		uint32_t lid;
 		if (c->fields [i].kind != SP_KIND_REF)
 			continue;
-		if (sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
+		if (kids)
+			lid = *kids++;
+		else if (sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
 			return -1;
 		dst = sp_put_varint_raw (dst, lid);
 	}
@@ -320,7 +326,7 @@ sp_ser_object (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *er
 	dst = sp_put_varint_raw (dst, lid);
 	dst = sp_put_varint_raw (dst, class_id);
 	s->out->len += (size_t)(dst - start);
-	if (sp_ser_leaves (s, c, obj, err) < 0)
+	if (sp_ser_leaves (s, c, obj, sp_kids_of (&s->kids, lid), err) < 0)
 		return -1;
 	return sp_ser_check_unseen (s, obj, c, lid, NULL, NULL, err);
 }
@@ -376,7 +382,7 @@ sp_ser_array_elements (SpSerializer *s, const SpClass *c, const uint8_t *data, u
 	}
 #endif
 	for (uint64_t i = 0; i < n; i++)
-		if (sp_ser_leaves (s, c, data + i * c->elem_size, err) < 0)
+		if (sp_ser_leaves (s, c, data + i * c->elem_size, NULL, err) < 0)
 			return -1;
 	return 0;
 }
@@ -551,16 +557,50 @@ sp_ser_mark_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpEr
 }
 
 /*
+ * Give LIDs to the children of object lid (class c, at obj), and record them
+ * for its record (sp-kids.h; when they cannot be recorded, the record looks
+ * them up again).
+ */
+static int
+sp_ser_mark_fields (SpSerializer *s, uint32_t lid, const SpClass *c, const uint8_t *obj, SpError *err)
+{
+	uint32_t nrefs = 0;
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		if (c->fields [i].kind != SP_KIND_REF)
+			continue;
+		/* Its header is read for its identity hash below: start the load now. */
+		void *child;
+		memcpy (&child, obj + c->fields [i].offset, sizeof child);
+		if (child)
+			__builtin_prefetch (child);
+		nrefs++;
+	}
+	uint32_t *kids = sp_kids_reserve (&s->kids, nrefs);
+	for (uint32_t i = 0, k = 0; i < c->nfields; i++) {
+		uint32_t child_lid;
+		if (c->fields [i].kind != SP_KIND_REF)
+			continue;
+		if (sp_ser_child_lid (s, c, &c->fields [i], obj, &child_lid, err) < 0)
+			return -1;
+		if (kids)
+			kids [k++] = child_lid;
+	}
+	if (kids)
+		(void)sp_kids_commit (&s->kids, lid, nrefs);     /* failing: not recorded */
+	return 0;
+}
+
+/*
  * Give LIDs to the children of object lid (obj, class c) not looked at yet;
  * returns the work done, in objects: 1, or SP_SER_PIECE_COST for a piece of
  * a long array of references (mark_next remembers where the next one starts).
  */
 static int
-sp_ser_mark_object (SpSerializer *s, void *obj, const SpClass *c, size_t *work, SpError *err)
+sp_ser_mark_object (SpSerializer *s, uint32_t lid, void *obj, const SpClass *c, size_t *work, SpError *err)
 {
 	*work = 1;
 	if (c->kind == SP_CLASS_OBJECT)
-		return sp_ser_mark_leaves (s, c, obj, err);
+		return sp_ser_mark_fields (s, lid, c, obj, err);
 	if (c->kind != SP_CLASS_ARRAY || sp_class_is_primitive_array (c))
 		return 0;
 	const uint8_t *data = sp_client_array_data (obj);
@@ -588,11 +628,14 @@ sp_ser_mark (SpSerializer *s, size_t max_objects, SpError *err)
 	for (size_t done = 0; done < max_objects && s->marked < s->nobjects;) {
 		uint32_t lid = s->marked + 1;
 		size_t work = 1;
+		/* Objects are marked in LID order: fetch one a few turns before its turn. */
+		if (s->mark_next == 0 && lid + SP_SER_PREFETCH_DISTANCE <= s->nobjects)
+			__builtin_prefetch (sp_client_lid_object (lid + SP_SER_PREFETCH_DISTANCE));
 		/* A written object's children got their LIDs when its record was; a poisoned one is not (yet) in the snapshot. */
 		if (!(s->state [lid] & (SP_SER_WRITTEN | SP_SER_POISONED))) {
 			void *obj = sp_client_lid_object (lid);
 			SpClass *c = sp_client_class_of (obj, err);
-			int rc = c ? sp_ser_mark_object (s, obj, c, &work, err) : -1;
+			int rc = c ? sp_ser_mark_object (s, lid, obj, c, &work, err) : -1;
 			if (rc < 0)
 				return -1;
 			if (rc == 1) {        /* more pieces of this array */

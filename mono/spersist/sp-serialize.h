@@ -19,6 +19,7 @@
 #include "sp-buf.h"
 #include "sp-error.h"
 #include "sp-format.h"
+#include "sp-kids.h"
 #include "sp-lidmap.h"
 #include "sp-queue.h"
 #include "sp-wset.h"
@@ -52,6 +53,7 @@ typedef struct SpSerializer {
 	size_t npoison;
 	bool clean;              /* sp_ser_reset ran since the last snapshot */
 	SpWrittenSet *written;   /* if set, every object whose record a step completes is added (sp-wset.h) */
+	SpKids kids;             /* marking: each marked object's children's LIDs, for its record (sp-kids.h) */
 } SpSerializer;
 
 int sp_ser_init (SpSerializer *s);
