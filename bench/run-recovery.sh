@@ -7,13 +7,14 @@
 # restore alone is reported too (SP: SPStats.RestoreNs of the warm restart;
 # BinaryFormatter: reading and deserializing its file).  Then it is killed
 # again and the persisted state checked whole (money conserved).  SP stop-the-
-# world and BinaryFormatter (up to 1,000,000 objects: beyond, it takes
-# minutes), store and file on tmpfs.  Writes bench/results/recovery.csv and
-# prints min/median/max.
+# world and BinaryFormatter (up to BF_MAX objects, 1,000,000 unless set:
+# beyond, one repetition takes most of an hour), store and file on tmpfs.
+# Writes bench/results/recovery.csv and prints min/median/max.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
 reps=${1:-3}; shift $(( $# < 1 ? $# : 1 ))
+bf_max=${BF_MAX:-1000000}
 sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000 10000000)
 out=$here/results; mkdir -p "$out"
 work=$(mktemp -d /dev/shm/sprecovery.XXXXXX); trap 'rm -rf "$work"' EXIT
@@ -38,7 +39,7 @@ stop () { kill -9 "$pid"; wait "$pid" 2>/dev/null || true; exec 3<&-; }
 
 for n in "${sizes[@]}"; do
 	for mech in sp bf; do
-		[ $mech = bf ] && [ "$n" -gt 1000000 ] && continue
+		[ $mech = bf ] && [ "$n" -gt "$bf_max" ] && continue
 		for rep in $(seq "$reps"); do
 			rm -rf "$work/store" "$work/state.bf"
 			serve $mech "$n"; expect_line "start cold"; expect_line served; stop
