@@ -74,6 +74,13 @@ sp_wset_key (const SpWrittenSet *ws, const void *addr, uint32_t epoch, uint64_t 
 	return true;
 }
 
+/* Does slot value v hold an entry of key's stamp (not empty, not stale)? */
+static inline bool
+sp_wset_same_stamp (uint64_t v, uint64_t key)
+{
+	return v != 0 && (v >> SP_WSET_ADDR_BITS) == (key >> SP_WSET_ADDR_BITS);
+}
+
 /*
  * An entry's home slot.  As in the LID map (sp-lidmap.c): the address's 4 KiB
  * page, scrambled, chooses a window of 512 slots, its offset in the page the
@@ -95,20 +102,19 @@ sp_wset_add (SpWrittenSet *ws, const void *addr, uint32_t epoch)
 	uint64_t key;
 	if (!sp_wset_key (ws, addr, epoch, &key))
 		return;
-	size_t home = sp_wset_home (ws, key), free_slot = SIZE_MAX;
+	size_t home = sp_wset_home (ws, key);
 	for (size_t i = 0; i < SP_WSET_PROBES; i++) {
 		size_t slot = (home + i) & ws->mask;
 		uint64_t v = __atomic_load_n (&ws->slots [slot], __ATOMIC_RELAXED);
 		if (v == key)
 			return;
-		bool stale = v == 0 || (v >> SP_WSET_ADDR_BITS) != (key >> SP_WSET_ADDR_BITS);
-		if (stale && free_slot == SIZE_MAX)
-			free_slot = slot;
-		if (v == 0)
-			break;          /* the key is not further on: nothing after an empty slot was added since the clear */
+		/* Empty or stale: the key is not further on (sp-wset.h, the probe invariant), and this slot is free. */
+		if (!sp_wset_same_stamp (v, key)) {
+			__atomic_store_n (&ws->slots [slot], key, __ATOMIC_RELEASE);
+			return;
+		}
 	}
-	if (free_slot != SIZE_MAX)
-		__atomic_store_n (&ws->slots [free_slot], key, __ATOMIC_RELEASE);
+	/* SP_WSET_PROBES entries of this stamp in a row: dropped (the object takes the locked path). */
 }
 
 bool
@@ -122,7 +128,7 @@ sp_wset_has (const SpWrittenSet *ws, const void *addr, uint32_t epoch)
 		uint64_t v = __atomic_load_n (&ws->slots [(home + i) & ws->mask], __ATOMIC_ACQUIRE);
 		if (v == key)
 			return true;
-		if (v == 0)
+		if (!sp_wset_same_stamp (v, key))
 			return false;
 	}
 	return false;

@@ -28,8 +28,13 @@
  *     of the object for its record is read before a reader can see the
  *     entry and store);
  *   - an entry sits within SP_WSET_PROBES slots of its home, and the slots
- *     between are never empty (slots empty only when the table is cleared),
- *     so a lookup stops at the first empty slot or after SP_WSET_PROBES;
+ *     between hold entries of its own stamp: an add takes the first slot
+ *     from home that is empty or stale, and an entry is never removed nor
+ *     overwritten while its stamp is current (slots empty only when the
+ *     table is cleared).  So a lookup or an add stops at the first slot that
+ *     is empty or of another stamp, or after SP_WSET_PROBES: the key is not
+ *     further on.  (Looking past stale slots, as the first version did, cost
+ *     each add two cache lines of a table that stale entries fill.)
  *   - the stamps in the table span fewer than 65,536 values since the last
  *     clear (a cycle uses at most SP_WSET_MAX_EPOCHS + 1 of them; the table
  *     is cleared, between cycles, before the window would wrap), so a 16-bit

@@ -17,11 +17,13 @@ for t in $(seq "$trials"); do
 	pid=$!
 	# Wait for the first durable snapshot of this run, then a random 0-400 ms more.
 	for i in $(seq 300); do grep -q durable run.$t && break; sleep 0.05; done
+	# Not even restored after 15 s: a thread dump first (Mono prints one on SIGQUIT), for the failure below.
+	grep -q "^restored" run.$t || { kill -QUIT $pid; sleep 2; }
 	sleep "0.$(printf '%03d' $((RANDOM % 400)))"
 	kill -9 $pid; wait $pid 2>/dev/null || true
 	grep -q "CHECK FAILED" run.$t && fail "trial $t: inconsistent restore: $(grep CHECK run.$t)"
 	restored=$(sed -n 's/^restored //p' run.$t)
-	[ -n "$restored" ] || fail "trial $t: did not start: $(head -5 run.$t)"
+	[ -n "$restored" ] || fail "trial $t ($store, $mode): not restored after 15 s; its output and thread dump: $(head -c 6000 run.$t)"
 	if [ "$t" -gt 1 ]; then
 		[ "$restored" -ge "$prev_durable" ] || fail "trial $t restored $restored, but $prev_durable was durable"
 	fi
