@@ -7,8 +7,9 @@
 # restore alone is reported too (SP: SPStats.RestoreNs of the warm restart;
 # BinaryFormatter: reading and deserializing its file).  Then it is killed
 # again and the persisted state checked whole (money conserved).  SP stop-the-
-# world and BinaryFormatter (up to BF_MAX objects, 1,000,000 unless set:
-# beyond, one repetition takes most of an hour), store and file on tmpfs.
+# world and BinaryFormatter (up to BF_MAX objects, 1,000,000 unless set: at
+# 10,000,000 its first persist alone had not finished after 11.5 minutes),
+# store and file on tmpfs.
 # Writes bench/results/recovery.csv and prints min/median/max.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
