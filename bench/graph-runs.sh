@@ -1,24 +1,31 @@
 # graph-runs.sh: sourced by run-table1.sh and run-table2.sh.
-# graph_runs COMMAND RUNS CSV: RUNS processes of "GraphBench.exe COMMAND RUN"
-# for stop-the-world and each barrier mode (500 us / 3 ms), on tmpfs; each
-# run's snapshot is restored in a fresh process and checked against the
-# graph at SendPData before its row ("config,run,<the program's row>") is
-# appended to CSV.  Needs here= and build= set.
+# graph_runs COMMAND RUNS CSV [STORES]: RUNS processes of "GraphBench.exe
+# COMMAND RUN" for stop-the-world and each barrier mode (500 us / 3 ms), for
+# each of STORES ("tmpfs", the default, and/or "null"); each tmpfs run's
+# snapshot is restored in a fresh process and checked against the graph at
+# SendPData before its row ("config,run,<the program's row>") is appended to
+# CSV.  A null-store run (nothing written: the storage's share shows) has
+# nothing to check; its config is suffixed "@null".  Needs here= and build= set.
 graph_runs () {
-	local command=$1 runs=$2 csv=$3
+	local command=$1 runs=$2 csv=$3 stores=${4:-tmpfs}
 	local work sp=$build/bin/spmono
 	work=$(mktemp -d /dev/shm/spgraph.XXXXXX)
 	mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/GraphBench.exe" "$here/GraphBench.cs"
 	for run in $(seq "$runs"); do
 		for config in stw annotating marking marking-v2; do
+		for store in $stores; do
 			local opts=()
 			[ "$config" = stw ] || opts=(--sp-mode=incremental --sp-barrier="$config" --sp-pause=500 --sp-period=3000)
 			rm -rf "$work/store"
-			local row
-			row=$("$sp" --sp-store="$work/store" "${opts[@]}" "$work/GraphBench.exe" "$command" "$run")
-			"$sp" --sp-store="$work/store" "$work/GraphBench.exe" check "$run" \
-				|| { echo "$command, run $run, $config: check failed" >&2; rm -rf "$work"; return 1; }
-			echo "$config,$run,$row" >> "$csv"
+			local row at=$work/store label=$config
+			[ "$store" = null ] && at=null: label=$config@null
+			row=$("$sp" --sp-store="$at" "${opts[@]}" "$work/GraphBench.exe" "$command" "$run")
+			if [ "$store" != null ]; then
+				"$sp" --sp-store="$work/store" "$work/GraphBench.exe" check "$run" \
+					|| { echo "$command, run $run, $config: check failed" >&2; rm -rf "$work"; return 1; }
+			fi
+			echo "$label,$run,$row" >> "$csv"
+		done
 		done
 	done
 	rm -rf "$work"

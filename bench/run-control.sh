@@ -7,8 +7,10 @@
 # (taskset -c 0, as in the paper) and on two.  The loop runs under
 # SCHED_FIFO 60 (chrt), the SP and writer tasks under SCHED_FIFO 50
 # (--sp-priority), so the loop preempts them; SP incremental: --sp-pause=200
-# --sp-period=1000.  Stores and files on tmpfs.  Each run's persisted state is
-# checked (the last period's) before its row counts.  Writes
+# --sp-period=1000.  Stores and files on tmpfs; SP also with the null store
+# (sp-stw-null, sp-incremental-null: nothing written, so the storage's share
+# shows; nothing to check either, their tmpfs twins are).  Each run's
+# persisted state is checked (the last period's) before its row counts.  Writes
 # bench/results/control.csv and prints deadline misses and latency p50/p99/max.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,16 +26,17 @@ csv=$out/control.csv
 echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns" > "$csv"
 for cpus in 0 0,1; do
 	for n in "${sizes[@]}"; do
-		for mech in none sp-incremental sp-stw bf; do
+		for mech in none sp-incremental sp-stw sp-incremental-null sp-stw-null bf; do
 			for rep in $(seq "$reps"); do
 				opts=(--sp-store="$work/store" --sp-keep=1)
 				case $mech in
-				sp-incremental) opts+=(--sp-mode=incremental --sp-pause=200 --sp-period=1000 --sp-priority=50) ;;
+				sp-incremental*) opts+=(--sp-mode=incremental --sp-pause=200 --sp-period=1000 --sp-priority=50) ;;
 				esac
+				case $mech in *-null) opts[0]=--sp-store=null: ;; esac
 				rm -rf "$work/store" "$work/state.bf"
 				prog=${mech%%-*}
 				row=$(taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf")
-				if [ "$prog" != none ]; then
+				if [ "$prog" != none ] && [ "${mech%-null}" = "$mech" ]; then
 					last=last; [ "$mech" = sp-incremental ] && last=any
 					"$sp" --sp-store="$work/store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \
 						|| { echo "$mech, $n objects, cpus $cpus: check failed" >&2; exit 1; }

@@ -9,6 +9,9 @@
 # a fresh process and compared with the replayed updates) before any figure
 # counts.  Writes bench/results/pause-<target>.csv (histogram: pause_us,count)
 # and prints count, min, median, p99, p99.99, max and max/target.
+# Then the same run with the null store (--sp-store=null:, nothing written:
+# pause-<target>-null.csv), so that the writer's share shows; it has no
+# snapshot to check, its twin above is checked.
 # Beside each, the machine's floor: bench/ideal-increments.c runs as many
 # increments of a perfectly divisible workload with the same target, period
 # and policy, computing only, then also touching a 256 MB buffer at random
@@ -38,6 +41,13 @@ for target in "${targets[@]}"; do
 	awk -F, '$1 == "pause_us" { print $2 "," $3 }' "$work/run.txt" | { echo "pause_us,count"; cat; } > "$out/pause-$target.csv"
 	cycles=$(grep -c '^cycle,' "$work/run.txt")
 	python3 "$here/summarize-pause.py" "$out/pause-$target.csv" "$target" "$period" "$nodes" "$length" "$policy" "$cycles"
+	"$sp" --sp-store=null: --sp-mode=incremental --sp-pause="$target" --sp-period="$period" \
+		--sp-priority=50 "$work/PauseBench.exe" run "$nodes" "$length" "$increments" > "$work/run.txt" 2> "$work/err.txt" \
+		|| { cat "$work/err.txt" >&2; exit 1; }
+	awk -F, '$1 == "pause_us" { print $2 "," $3 }' "$work/run.txt" | { echo "pause_us,count"; cat; } > "$out/pause-$target-null.csv"
+	echo -n "  the same with the null store: "
+	python3 "$here/summarize-pause.py" "$out/pause-$target-null.csv" "$target" "$period" "$nodes" "$length" "$policy" \
+		"$(grep -c '^cycle,' "$work/run.txt")" | sed 's/^target [0-9]* us, period [0-9]* us, [0-9]* nodes + int\[[0-9]*\], SP task [^:]*: //'
 	count=$(awk -F, 'NR > 1 { n += $2 } END { print n }' "$out/pause-$target.csv")
 	for mb in 0 256; do
 		"$work/ideal-increments" "$target" "$period" "$count" "$mb" 2> /dev/null | awk -F, '{ print $2 "," $3 }' \

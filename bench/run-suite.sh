@@ -22,7 +22,9 @@
 #   barrier.csv       the barrier's cost with no cycle (bench/run-barrier.sh)
 #
 # Every workload checks its own result before its figures count; a failed
-# check stops the suite.
+# check stops the suite.  Table 1, the control loop and the pauses also run
+# with the null store (nothing written, so nothing to check: their tmpfs
+# twins are), which separates the serializer's cost from the storage's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}

@@ -13,7 +13,7 @@ for r in csv.DictReader(open(sys.argv[1])):
 configs = [c for c in ("stw", "annotating", "marking", "marking-v2") if c in runs]
 
 def col(config, row):
-    rs, stw = runs[config], config == "stw"
+    rs, stw = runs[config], config.split("@")[0] == "stw"
     mean = lambda k: statistics.mean(r[k] for r in rs)
     if row == "Max. pause time per increment (us)":
         return max(r["serialize_ns"] if stw else r["max_pause_ns"] for r in rs) / 1e3
@@ -44,12 +44,20 @@ rows = ["Max. pause time per increment (us)", "Avg. pause time per increment (us
         "Max. serialization time (us)", "Avg. serialization time (us)", "Max. application exec. time (ms)",
         "Avg. application exec. time (ms)", "Avg. No. of Increments", "Avg. No. of WB invocations",
         "Avg. No. of WB Serializations", "Objects / bytes persisted", "Avg. commit (write, fsync, rename) (us)"]
-n = min(len(runs[c]) for c in configs)
-print(f"| Properties ({n} runs each) | " + " | ".join(("stop-the-world" if c == "stw" else c + " 500us/3ms") for c in configs) + " |")
-print("|---|" + "---:|" * len(configs))
-for row in rows:
-    cells = []
-    for c in configs:
-        v = col(c, row)
-        cells.append("NA" if v is None else v if isinstance(v, str) else f"{v:.1f}" if isinstance(v, float) else str(v))
-    print(f"| {row} | " + " | ".join(cells) + " |")
+def print_table(configs, store):
+    n = min(len(runs[c]) for c in configs)
+    name = lambda c: c.split("@")[0]
+    print(f"| Properties ({n} runs each{store}) | " + " | ".join(("stop-the-world" if name(c) == "stw" else name(c) + " 500us/3ms") for c in configs) + " |")
+    print("|---|" + "---:|" * len(configs))
+    for row in rows:
+        cells = []
+        for c in configs:
+            v = col(c, row)
+            cells.append("NA" if v is None else v if isinstance(v, str) else f"{v:.1f}" if isinstance(v, float) else str(v))
+        print(f"| {row} | " + " | ".join(cells) + " |")
+
+print_table(configs, "")
+null_configs = [c + "@null" for c in ("stw", "annotating", "marking", "marking-v2") if c + "@null" in runs]
+if null_configs:
+    print()
+    print_table(null_configs, ", null store: nothing written")
