@@ -8,7 +8,7 @@
 # 2.5 ms.  The store is on tmpfs.  The final snapshot is checked (restored in
 # a fresh process and compared with the replayed updates) before any figure
 # counts.  Writes bench/results/pause-<target>.csv (histogram: pause_us,count)
-# and prints count, min, median, p99, p99.99, max and max/target.
+# and prints count, min, average, median, p99, p99.99, max and max/target.
 # Then the same run with the null store (--sp-store=null:, nothing written:
 # pause-<target>-null.csv), so that the writer's share shows; it has no
 # snapshot to check, its twin above is checked.
