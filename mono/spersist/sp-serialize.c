@@ -544,14 +544,21 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 	return sp_queue_count (&s->queue) || s->partial_lid ? 1 : 0;
 }
 
-/* Give LIDs to the objects the reference leaves of one instance/element at `base` point to. */
+/*
+ * Give LIDs to the objects the reference leaves of one instance/element at
+ * `base` point to; `kids`, if not NULL, receives their LIDs in field order.
+ */
 static int
-sp_ser_mark_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, SpError *err)
+sp_ser_mark_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, uint32_t *kids, SpError *err)
 {
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		uint32_t lid;
-		if (c->fields [i].kind == SP_KIND_REF && sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
+		if (c->fields [i].kind != SP_KIND_REF)
+			continue;
+		if (sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
 			return -1;
+		if (kids)
+			*kids++ = lid;
 	}
 	return 0;
 }
@@ -576,15 +583,8 @@ sp_ser_mark_fields (SpSerializer *s, uint32_t lid, const SpClass *c, const uint8
 		nrefs++;
 	}
 	uint32_t *kids = sp_kids_reserve (&s->kids, nrefs);
-	for (uint32_t i = 0, k = 0; i < c->nfields; i++) {
-		uint32_t child_lid;
-		if (c->fields [i].kind != SP_KIND_REF)
-			continue;
-		if (sp_ser_child_lid (s, c, &c->fields [i], obj, &child_lid, err) < 0)
-			return -1;
-		if (kids)
-			kids [k++] = child_lid;
-	}
+	if (sp_ser_mark_leaves (s, c, obj, kids, err) < 0)
+		return -1;
 	if (kids)
 		(void)sp_kids_commit (&s->kids, lid, nrefs);     /* failing: not recorded */
 	return 0;
@@ -612,7 +612,7 @@ sp_ser_mark_object (SpSerializer *s, uint32_t lid, void *obj, const SpClass *c, 
 	uint64_t n = sp_client_array_length (obj), i = s->mark_next;
 	uint64_t end = n - i > piece ? i + piece : n;
 	for (; i < end; i++)
-		if (sp_ser_mark_leaves (s, c, data + i * c->elem_size, err) < 0)
+		if (sp_ser_mark_leaves (s, c, data + i * c->elem_size, NULL, err) < 0)
 			return -1;
 	if (end < n) {
 		*work = SP_SER_PIECE_COST;
