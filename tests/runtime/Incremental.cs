@@ -282,6 +282,37 @@ static class Program
 		return 0;
 	}
 
+	// A program that stores into the snapshot's objects right after
+	// SendPData makes the SP task yield its first increment to the barriers;
+	// the rest of that period's budget is still the SP task's (a deferrable
+	// server): once the stores stop, it resumes and the cycle ends within the
+	// period, not a whole period later.  Tries until a cycle did yield
+	// (several increments and barrier writes), then its length must be well
+	// under the period.
+	static int Resume (int n, long periodUs)
+	{
+		Grid grid = Make (n);
+		SPC.AddRoot (grid);
+		for (int attempt = 1; attempt <= 20; attempt++) {
+			SetGeneration (grid, 1);
+			SPC.SendPData ();
+			for (int i = 0; i < n; i++)
+				grid.Rewrite (-attempt, i);
+			SPC.WaitPersisted ();
+			SPStats s = SPC.GetStats ();
+			if (s.CycleIncrements < 2 || s.CycleBarrierWrites == 0)
+				continue;
+			T.Check (s.CycleNs < periodUs * 1000 / 2, "the cycle ended within its first period after yielding: " + s.CycleIncrements
+				 + " increments, " + s.CycleBarrierWrites + " barrier writes, " + s.CycleNs / 1000 + " us, period " + periodUs + " us");
+			SetGeneration (grid, 1);
+			Console.WriteLine ("resume ok ({0} increments, {1} barrier writes, cycle {2} us, attempt {3})", s.CycleIncrements,
+					   s.CycleBarrierWrites, s.CycleNs / 1000, attempt);
+			return 0;
+		}
+		Console.WriteLine ("no cycle yielded to a barrier in 20 attempts");
+		return 1;
+	}
+
 	// The SP and writer tasks, by name, with their scheduling policy and
 	// real-time priority (/proc/self/task/TID/stat fields 41 and 40).
 	static int Priority ()
@@ -312,6 +343,8 @@ static class Program
 			return Around (int.Parse (args [1]));
 		if (args [0] == "young")
 			return Young (int.Parse (args [1]));
+		if (args [0] == "resume")
+			return Resume (int.Parse (args [1]), long.Parse (args [2]));
 		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
 		if (args [0] == "write") {
 			bool inside = args [3] == "inside";

@@ -76,6 +76,13 @@ for barrier in marking annotating; do
 	expect_out "young ok" spm --sp-store=youngstore --sp-mode=incremental --sp-barrier=$barrier --sp-pause=50 --sp-period=2000 inc.exe young 20000
 	spm --sp-store=youngstore inc.exe check 20000 1 || fail "--sp-barrier=$barrier: a store into an object allocated before SendPData is in the snapshot"
 done
+# Stores right after SendPData make the first increment yield to the
+# barriers; the SP task resumes in the same period once they stop, so the
+# cycle (a few ms of work) ends well within the 1 s period.  The last
+# snapshot is exact.
+rm -rf resumestore
+expect_out "resume ok" spm --sp-store=resumestore --sp-mode=incremental --sp-pause=100000 --sp-period=1000000 inc.exe resume 20000 1000000
+spm --sp-store=resumestore inc.exe check 20000 1 || fail "a cycle resumed after yielding is not the state at SendPData"
 # The options come from MONO_ENV_OPTIONS too: the cycle runs in increments.
 rm -rf store
 MONO_ENV_OPTIONS="--sp-mode=incremental --sp-pause=50 --sp-period=500" spm --sp-store=store inc.exe write 5000 1 inside > write.txt \
