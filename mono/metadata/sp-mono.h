@@ -41,9 +41,9 @@ gboolean sp_mono_barriers_everywhere (void);
 void sp_barrier_store (MonoObject *obj);
 #if defined(__x86_64__) && defined(__GNUC__)
 /*
- * The amd64 thunk's check before it saves any register: is obj the object
- * the barrier last handled on this thread, in this cycle and GC epoch?  (A
- * loop storing into one array, or into one object's fields across blocks.)
+ * The amd64 thunk's check before it saves any register: is obj one of the
+ * last few objects the barrier handled on this thread, in this cycle and GC
+ * epoch?  (A loop storing into one array, or into a few objects in turn.)
  * It preserves every register but rax (its result) and the flags.
  */
 __attribute__ ((no_caller_saved_registers, target ("general-regs-only")))

@@ -48,41 +48,38 @@ static struct {
 	gboolean ready;
 } sp_unseen;
 
+/*
+ * The thread's handled objects, [lo, hi) each, valid in one GC epoch and log
+ * generation (a collection, a cycle's start (it stops the world) and its end
+ * make them stale).  Initial-exec TLS: the thunk's check (sp_barrier_quick)
+ * reads it with %fs-relative loads, no call.
+ */
 static __thread struct {
 	uintptr_t lo [SP_SAFE_WAYS], hi [SP_SAFE_WAYS];
 	guint32 epoch;
 	gint32 gen;
 	unsigned next;
 	uintptr_t stack_lo, stack_hi;
-} sp_thread_safe;
-
-/*
- * The object the barrier last handled on this thread (sp_barrier_quick), with
- * the GC epoch and the log's generation it was handled in: a collection, a
- * cycle's start (it stops the world) and its end make it stale.  Initial-exec
- * TLS: reading it is one %fs-relative load, no call.
- */
-static __thread struct {
-	uintptr_t obj;
-	guint32 epoch;
-	gint32 gen;
-} sp_barrier_last __attribute__ ((tls_model ("initial-exec")));
-
-static void
-sp_barrier_remember (MonoObject *obj, guint32 epoch, gint32 gen)
-{
-	sp_barrier_last.obj = (uintptr_t)obj;
-	sp_barrier_last.epoch = epoch;
-	sp_barrier_last.gen = gen;
-}
+} sp_thread_safe __attribute__ ((tls_model ("initial-exec")));
 
 #if defined(__x86_64__) && defined(__GNUC__)
+/*
+ * Is obj one of the objects this thread's barrier handled in this cycle and
+ * GC epoch?  Then nothing more is saved or called: a loop storing into one
+ * array, or into a few objects in turn (List<T>'s indexer stores into the
+ * list and into its array, Dictionary's into three objects), stays on the
+ * thunk's short path.
+ */
 int
 sp_barrier_quick (uintptr_t obj)
 {
 	/* sp_world_stops is sp_client_gc_epoch (), read here without a call: a call could clobber xmm registers. */
-	return sp_barrier_last.obj == obj && sp_barrier_last.epoch == __atomic_load_n ((guint32 *)&sp_world_stops, __ATOMIC_RELAXED) &&
-		sp_barrier_last.gen == __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE);
+	if (sp_thread_safe.epoch != __atomic_load_n ((guint32 *)&sp_world_stops, __ATOMIC_RELAXED) ||
+	    sp_thread_safe.gen != __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE))
+		return 0;
+	_Static_assert (SP_SAFE_WAYS == 4, "sp_barrier_quick compares four ways without a loop");
+	return (sp_thread_safe.lo [0] == obj) | (sp_thread_safe.lo [1] == obj) | (sp_thread_safe.lo [2] == obj) |
+	       (sp_thread_safe.lo [3] == obj);
 }
 #endif
 
@@ -122,11 +119,11 @@ sp_unseen_object_handled (MonoObject *obj)
 	gint32 gen = __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE);
 	guint32 epoch = sp_client_gc_epoch ();
 	if (sp_thread_safe.gen != gen || sp_thread_safe.epoch != epoch) {
+		memset (sp_thread_safe.lo, 0, sizeof sp_thread_safe.lo);
 		memset (sp_thread_safe.hi, 0, sizeof sp_thread_safe.hi);
 		sp_thread_safe.gen = gen;
 		sp_thread_safe.epoch = epoch;
 	}
-	sp_barrier_remember (obj, epoch, gen);
 	unsigned way = sp_thread_safe.next++ % SP_SAFE_WAYS;
 	sp_thread_safe.lo [way] = (uintptr_t)obj;
 	sp_thread_safe.hi [way] = (uintptr_t)obj + mono_object_get_size_internal (obj);
@@ -156,14 +153,11 @@ sp_unseen_in_safe_object (uintptr_t lo, uintptr_t hi)
 	return FALSE;
 }
 
-/* The object barrier met obj, which this thread handled in this cycle: the thunk's check will know it next time. */
+/* Did this thread's barrier handle obj in this cycle?  (On amd64 the thunk asked first: sp_barrier_quick.) */
 static gboolean
 sp_unseen_object_known (MonoObject *obj)
 {
-	if (!sp_unseen_in_safe_object ((uintptr_t)obj, (uintptr_t)obj + 1))
-		return FALSE;
-	sp_barrier_remember (obj, sp_thread_safe.epoch, sp_thread_safe.gen);
-	return TRUE;
+	return sp_unseen_in_safe_object ((uintptr_t)obj, (uintptr_t)obj + 1);
 }
 
 /*

@@ -53,8 +53,9 @@ sp_jit_before_init (void)
 
 /*
  * The object thunk first asks sp_barrier_quick, which preserves every
- * register but rax: for the object this thread's barrier handled last (a
- * loop storing into one array) nothing more is saved or called.
+ * register but rax: for the objects this thread's barrier handled last (a
+ * loop storing into one array, or into a few objects in turn) nothing more
+ * is saved or called.
  */
 #define SP_THUNK_QUICK \
 	"	push %rax\n" \
