@@ -840,7 +840,8 @@ sp_barrier_store (MonoObject *obj)
 	}
 	if (sp_cycle.running) {
 		sp_cycle.stats.barrier_calls++;
-		SpError err = { 0 };
+		SpError err;
+		sp_error_clear (&err);   /* not "= { 0 }": zeroing its 512-byte message cost every barrier write */
 		int rc = sp_ser_write_now (&sp_ser, obj, &err);
 		if (rc > 0)
 			sp_cycle.stats.barrier_writes++;
