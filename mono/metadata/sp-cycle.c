@@ -550,7 +550,7 @@ typedef enum { SP_INCREMENT_BUDGET_USED, SP_INCREMENT_YIELDED, SP_INCREMENT_CYCL
 
 /*
  * One increment: mark or write until `budget_ns` is used up, or until a
- * barrier waits for the lock.  Adds its length to *used_ns.
+ * barrier waits for the lock.  Its length goes to *used_ns.
  */
 static SpIncrementEnd
 sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
@@ -588,7 +588,7 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 	c->total_pause_ns += t - t0;
 	if (t - t0 > c->max_pause_ns)
 		c->max_pause_ns = t - t0;
-	*used_ns += t - t0;
+	*used_ns = t - t0;
 	if (more < 0)
 		sp_cycle_fail (&err);
 	else if (more == 0)
@@ -655,14 +655,21 @@ sp_task_sleep_until (const struct timespec *until)
 #define SP_RESUME_STEP_NS 50000
 #define SP_RESUME_MIN_NS 10000
 
+/* The latest a resumed run may end: a target before the next release. */
+static uint64_t
+sp_task_resume_deadline (uint64_t next_release_ns)
+{
+	return next_release_ns - (uint64_t)sp_options.pause_us * 1000;
+}
+
 /* Under sp_lock: the budget of a resumed run in the period ending at `next_release_ns`, 0 for none. */
 static uint64_t
 sp_task_await_quiet (uint64_t next_release_ns, uint64_t budget_left_ns)
 {
-	uint64_t target = (uint64_t)sp_options.pause_us * 1000;
+	uint64_t deadline = sp_task_resume_deadline (next_release_ns);
 	for (uint64_t step = SP_RESUME_STEP_NS; budget_left_ns >= SP_RESUME_MIN_NS; step *= 2) {
 		uint64_t wake = sp_mono_monotonic_ns () + step;
-		if (wake + SP_RESUME_MIN_NS + target > next_release_ns)
+		if (wake + SP_RESUME_MIN_NS > deadline)
 			return 0;
 		struct timespec until = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
 		uint64_t writes = sp_cycle.stats.barrier_writes;
@@ -670,10 +677,10 @@ sp_task_await_quiet (uint64_t next_release_ns, uint64_t budget_left_ns)
 		if (!sp_cycle.running)
 			return 0;
 		uint64_t now = sp_mono_monotonic_ns ();
-		if (now + SP_RESUME_MIN_NS + target > next_release_ns)
+		if (now + SP_RESUME_MIN_NS > deadline)
 			return 0;
 		if (sp_cycle.stats.barrier_writes == writes && !__atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE))
-			return MIN (budget_left_ns, next_release_ns - target - now);
+			return MIN (budget_left_ns, deadline - now);
 	}
 	return 0;
 }
@@ -685,7 +692,7 @@ sp_task_run_period (const struct timespec *release)
 	uint64_t left = (uint64_t)sp_options.pause_us * 1000;
 	uint64_t next_release_ns = sp_timespec_ns (release) + (uint64_t)sp_options.period_us * 1000;
 	for (uint64_t run = left; run > 0 && sp_cycle.running; run = sp_task_await_quiet (next_release_ns, left)) {
-		uint64_t used = 0;
+		uint64_t used;
 		if (sp_cycle_increment (run, &used) != SP_INCREMENT_YIELDED)
 			return;
 		left = left > used ? left - used : 0;
