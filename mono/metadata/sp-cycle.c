@@ -360,6 +360,10 @@ sp_cycle_fail (SpError *err)
  * (the caller makes room or builds the map, then tries again), or -1.
  */
 #define SP_START_RETRY 1
+#define SP_START_BARRIERS_WAIT 2
+
+/* Barriers waiting for sp_lock (sp_barrier_store); see sp_cycle_increment. */
+static gint32 sp_lock_waiters;
 
 static int
 sp_cycle_start_stopped (SpError *err)
@@ -369,6 +373,20 @@ sp_cycle_start_stopped (SpError *err)
 	sgen_gc_lock ();
 	sgen_stop_world (0, FALSE);
 	sp_cycle.stats.stop_ns = sp_mono_monotonic_ns () - t0;
+	/*
+	 * A barrier waiting for sp_lock waits in GC-safe mode, so its thread
+	 * did not hold up the stop: it came in under the cycle before, and the
+	 * code after it trusts barriers that ran then (the JIT drops repeats
+	 * and moves loop-invariant ones out of loops, sp-jit.h), which would
+	 * not guard this snapshot.  It goes first.  Read with the world stopped:
+	 * a barrier not waiting yet is in managed code's GC-unsafe mode, and
+	 * counts itself before it waits.
+	 */
+	if (__atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE)) {
+		sgen_restart_world (0, FALSE);
+		sgen_gc_unlock ();
+		return SP_START_BARRIERS_WAIT;
+	}
 	sp_lid_table_frozen = TRUE;
 	sp_lid_table_needed = 0;
 	sp_class_maps_frozen = TRUE;
@@ -411,6 +429,8 @@ sp_cycle_start (SpError *err)
 			return -1;
 		t0 = sp_mono_monotonic_ns ();
 		rc = sp_cycle_start_stopped (err);
+		if (rc == SP_START_BARRIERS_WAIT)
+			return rc;
 		if (sp_lid_table_needed)
 			room = sp_lid_table_needed * 2;
 		/* A class met for the first time: its map now; the next try finds it (or why it cannot be persisted). */
@@ -543,7 +563,6 @@ sp_cycle_next_unit (void)
  * slower for both.)  The rest of the period's budget is not lost: the SP task
  * resumes once the barriers are quiet (sp_task_await_quiet).
  */
-static gint32 sp_lock_waiters;
 
 /* Why an increment ended. */
 typedef enum { SP_INCREMENT_BUDGET_USED, SP_INCREMENT_YIELDED, SP_INCREMENT_CYCLE_ENDED } SpIncrementEnd;
@@ -777,18 +796,27 @@ sp_cycle_request (SpError *err)
 		return sp_error_set (err, "SendPData: the runtime is shutting down");
 	if (sp_tasks_start (err) < 0)
 		return -1;
-	if (sp_cycle.running && !sp_options.busy_wait) {
-		sp_stats [SP_STAT_SEND_SKIPS]++;
-		return 0;
+	int rc;
+	for (;;) {
+		if (sp_cycle.running && !sp_options.busy_wait) {
+			sp_stats [SP_STAT_SEND_SKIPS]++;
+			return 0;
+		}
+		if (sp_cycle.running || sp_cycle.handing_over) {
+			uint64_t t0 = sp_mono_monotonic_ns ();
+			while (sp_cycle.running || sp_cycle.handing_over)
+				mono_coop_cond_wait (&sp_cycle.idle, &sp_lock);
+			sp_stats [SP_STAT_SEND_WAITS]++;
+			sp_stats [SP_STAT_SEND_WAIT_NS] += (gint64)(sp_mono_monotonic_ns () - t0);
+		}
+		if ((rc = sp_cycle_start (err)) != SP_START_BARRIERS_WAIT)
+			break;
+		/* sp_lock is a priority-inheritance mutex: unlocking hands it to the waiting barrier. */
+		mono_coop_mutex_unlock (&sp_lock);
+		sched_yield ();
+		mono_coop_mutex_lock (&sp_lock);
 	}
-	if (sp_cycle.running || sp_cycle.handing_over) {
-		uint64_t t0 = sp_mono_monotonic_ns ();
-		while (sp_cycle.running || sp_cycle.handing_over)
-			mono_coop_cond_wait (&sp_cycle.idle, &sp_lock);
-		sp_stats [SP_STAT_SEND_WAITS]++;
-		sp_stats [SP_STAT_SEND_WAIT_NS] += (gint64)(sp_mono_monotonic_ns () - t0);
-	}
-	if (sp_cycle_start (err) < 0) {
+	if (rc < 0) {
 		sp_stats [SP_STAT_FAILURES]++;
 		return sp_error_prefix (err, "SendPData");
 	}

@@ -267,13 +267,11 @@ sp_elide_is_int_reg (int reg)
 	return reg >= 0 && reg < 32;
 }
 
-void
-sp_jit_amd64_elide_barriers (MonoCompile *cfg, MonoBasicBlock *bb)
+static void
+sp_jit_amd64_elide_barriers (MonoBasicBlock *bb)
 {
 	SpElide e;
 	MonoInst *ins;
-	if (bb == cfg->bb_entry)
-		sp_jit_amd64_stubs_reset (cfg);      /* a new method: no slow paths yet */
 	sp_elide_forget_all (&e);
 	MONO_BB_FOR_EACH_INS (bb, ins) {
 		if (ins->opcode == OP_SP_BARRIER && !ins->inst_c0 && sp_elide_is_int_reg (ins->sreg1)) {
@@ -310,6 +308,334 @@ sp_jit_amd64_elide_barriers (MonoCompile *cfg, MonoBasicBlock *bb)
 				sp_elide_forget_all (&e);
 		}
 	}
+}
+
+/* ---- Barriers out of loops -------------------------------------------------- */
+
+/*
+ * The callee-saved registers the global allocator gives variables.  The local
+ * allocator never uses them, and a call preserves them: a barrier on one of
+ * them, in a loop where no instruction writes it, is on the same object all
+ * through the loop, and at the loop's entries (the variable is live there).
+ */
+#define SP_HOIST_REGS ((1u << AMD64_RBX) | (1u << AMD64_R12) | (1u << AMD64_R13) | (1u << AMD64_R14) | (1u << AMD64_R15))
+
+/* The integer registers an instruction may write: its destination, a fixed clobber; a call, all but SP_HOIST_REGS. */
+static guint32
+sp_jit_amd64_regs_written (MonoInst *ins, const char *spec)
+{
+	guint32 written = 0;
+	char dest = spec [MONO_INST_DEST];
+	if (dest && dest != 'b' && dest != 'f' && dest != 'x' && sp_elide_is_int_reg (ins->dreg))
+		written |= 1u << ins->dreg;
+	char clob = spec [MONO_INST_CLOB];
+	if (clob == 'c' || MONO_IS_CALL (ins))
+		written |= ~SP_HOIST_REGS;
+	else if (clob && clob != '1') {
+		int reg = MONO_ARCH_INST_FIXED_REG (clob);
+		written |= reg >= 0 ? 1u << reg : ~0u;
+	}
+	return written;
+}
+
+typedef enum {
+	SP_LOOP_PLAIN,          /* cannot reach a safepoint */
+	SP_LOOP_OBJECT_BARRIER,
+	SP_LOOP_POLL,           /* OP_GC_SAFE_POINT: a safepoint only on its slow path */
+	SP_LOOP_PAUSE,          /* a call, or anything else that may reach a safepoint */
+	SP_LOOP_REFUSE          /* exception handling, debugger sequence points: leave the loop alone */
+} SpLoopIns;
+
+static SpLoopIns
+sp_jit_amd64_loop_ins (MonoInst *ins, const char *spec)
+{
+	switch (ins->opcode) {
+	case OP_SP_BARRIER:
+		return ins->inst_c0 ? SP_LOOP_PAUSE : SP_LOOP_OBJECT_BARRIER;
+	case OP_GC_SAFE_POINT:
+		return SP_LOOP_POLL;
+	case OP_SEQ_POINT: case OP_CALL_HANDLER: case OP_START_HANDLER: case OP_ENDFINALLY: case OP_ENDFILTER:
+		return SP_LOOP_REFUSE;
+	default:
+		return sp_jit_amd64_may_pause (ins, spec) ? SP_LOOP_PAUSE : SP_LOOP_PLAIN;
+	}
+}
+
+static gboolean
+sp_jit_amd64_is_compare (MonoInst *ins)
+{
+	switch (ins->opcode) {
+	case OP_COMPARE: case OP_LCOMPARE: case OP_ICOMPARE: case OP_COMPARE_IMM: case OP_ICOMPARE_IMM:
+	case OP_LCOMPARE_IMM: case OP_FCOMPARE: case OP_RCOMPARE: case OP_X86_TEST_NULL: case OP_AMD64_TEST_NULL:
+	case OP_X86_COMPARE_MEMBASE_REG: case OP_X86_COMPARE_MEMBASE_IMM: case OP_X86_COMPARE_REG_MEMBASE:
+	case OP_X86_COMPARE_MEMBASE8_IMM: case OP_AMD64_ICOMPARE_MEMBASE_REG: case OP_AMD64_ICOMPARE_MEMBASE_IMM:
+	case OP_AMD64_ICOMPARE_REG_MEMBASE: case OP_AMD64_COMPARE_MEMBASE_REG: case OP_AMD64_COMPARE_MEMBASE_IMM:
+	case OP_AMD64_COMPARE_REG_MEMBASE:
+		return TRUE;
+	default:
+		return FALSE;
+	}
+}
+
+/*
+ * Where barriers go at the end of a block that enters a loop: before its
+ * branch, and before the compare a conditional branch tests (a barrier
+ * changes the flags); *before NULL: after its last instruction (it falls
+ * through).  FALSE for an end not understood (a switch, a branch not right
+ * after its compare).
+ */
+static gboolean
+sp_jit_amd64_loop_entry_point (MonoBasicBlock *bb, MonoInst **before)
+{
+	MonoInst *last = bb->last_ins;
+	*before = NULL;
+	if (!last || !MONO_IS_BRANCH_OP (last))
+		return TRUE;
+	if (last->opcode == OP_BR) {
+		*before = last;
+		return TRUE;
+	}
+	if (MONO_IS_COND_BRANCH_OP (last) && last->prev && sp_jit_amd64_is_compare (last->prev)) {
+		*before = last->prev;
+		return TRUE;
+	}
+	return FALSE;
+}
+
+/* Object barriers on the registers in regs: after `after`, or before `before` when after is NULL; the last one made. */
+static MonoInst *
+sp_jit_amd64_insert_barriers (MonoCompile *cfg, MonoBasicBlock *bb, MonoInst *after, MonoInst *before, guint32 regs)
+{
+	MonoInst *last = after;
+	for (int reg = 0; reg < 16; reg++) {
+		if (!(regs & (1u << reg)))
+			continue;
+		MonoInst *barrier;
+		MONO_INST_NEW (cfg, barrier, OP_SP_BARRIER);
+		barrier->sreg1 = reg;
+		barrier->inst_c0 = 0;
+		if (last)
+			mono_bblock_insert_after_ins (bb, last, barrier);
+		else if (before)
+			mono_bblock_insert_before_ins (bb, before, barrier);
+		else
+			mono_bblock_insert_after_ins (bb, bb->last_ins, barrier);
+		last = barrier;
+		bb->max_length += ins_get_size (OP_SP_BARRIER);
+	}
+	return last;
+}
+
+/*
+ * One loop: the blocks of a strongly connected component of the control-flow
+ * graph (loops nested in each other are one).  Returns how many barriers it
+ * dropped from the loop.
+ */
+typedef struct {
+	MonoCompile *cfg;
+	MonoBasicBlock **by_num;        /* the method's blocks, by block_num */
+	int *comp;                      /* the component of each block, by block_num */
+	int *entry_done;                /* by block_num: the component + 1 whose barriers a block entering it has */
+	int n;                          /* the size of these: the highest block_num + 1 */
+} SpLoops;
+
+static gboolean
+sp_loops_is_entry (SpLoops *l, MonoBasicBlock *pred, int c)
+{
+	return pred->block_num >= 0 && pred->block_num < l->n && l->by_num [pred->block_num] == pred && l->comp [pred->block_num] != c;
+}
+
+static gboolean sp_jit_trace (void);
+static int
+sp_jit_amd64_hoist_from_loop (SpLoops *l, MonoBasicBlock **blocks, int count, int c)
+{
+	guint32 written = 0, barriered = 0;
+	MonoInst *ins, *before;
+	for (int i = 0; i < count; i++) {
+		/* A handler is entered by the runtime, the first block by the call: neither has an entry to guard. */
+		if ((blocks [i]->flags & BB_EXCEPTION_HANDLER) || blocks [i] == l->cfg->bb_entry)
+			return 0;
+		MONO_BB_FOR_EACH_INS (blocks [i], ins) {
+			const char *spec = ins_get_spec (ins->opcode);
+			SpLoopIns kind = sp_jit_amd64_loop_ins (ins, spec);
+			if (kind == SP_LOOP_REFUSE)
+				return 0;
+			if (kind == SP_LOOP_OBJECT_BARRIER && sp_elide_is_int_reg (ins->sreg1))
+				barriered |= 1u << ins->sreg1;
+			else if (kind != SP_LOOP_OBJECT_BARRIER)
+				written |= sp_jit_amd64_regs_written (ins, spec);
+		}
+	}
+	guint32 hoist = barriered & SP_HOIST_REGS & ~written;
+	if (!hoist)
+		return 0;
+	for (int i = 0; i < count; i++)
+		for (int k = 0; k < blocks [i]->in_count; k++)
+			if (sp_loops_is_entry (l, blocks [i]->in_bb [k], c) && !sp_jit_amd64_loop_entry_point (blocks [i]->in_bb [k], &before))
+				return 0;
+	/* On the way in: after whatever safepoint came before the loop. */
+	for (int i = 0; i < count; i++)
+		for (int k = 0; k < blocks [i]->in_count; k++) {
+			MonoBasicBlock *pred = blocks [i]->in_bb [k];
+			if (!sp_loops_is_entry (l, pred, c) || l->entry_done [pred->block_num] == c + 1)
+				continue;
+			l->entry_done [pred->block_num] = c + 1;
+			sp_jit_amd64_loop_entry_point (pred, &before);
+			sp_jit_amd64_insert_barriers (l->cfg, pred, NULL, before, hoist);
+		}
+	/* In the loop: after each call, and on each poll's slow path; none before the stores. */
+	int dropped = 0;
+	for (int i = 0; i < count; i++)
+		for (ins = blocks [i]->code; ins; ins = ins->next) {
+			SpLoopIns kind = sp_jit_amd64_loop_ins (ins, ins_get_spec (ins->opcode));
+			if (kind == SP_LOOP_OBJECT_BARRIER && (hoist & (1u << ins->sreg1))) {
+				NULLIFY_INS (ins);
+				dropped++;
+			} else if (kind == SP_LOOP_POLL)
+				ins->inst_c1 |= hoist;
+			else if (kind == SP_LOOP_PAUSE)
+				ins = sp_jit_amd64_insert_barriers (l->cfg, blocks [i], ins, NULL, hoist);
+		}
+	return dropped;
+}
+
+/* Tarjan's strongly connected components, without recursion (a method may have thousands of blocks). */
+static int
+sp_loops_find (SpLoops *l, int n)
+{
+	MonoMemPool *mp = l->cfg->mempool;
+	int *index = (int *)mono_mempool_alloc (mp, n * sizeof (int)), *low = (int *)mono_mempool_alloc (mp, n * sizeof (int));
+	int *stack = (int *)mono_mempool_alloc (mp, n * sizeof (int)), *next_edge = (int *)mono_mempool_alloc (mp, n * sizeof (int));
+	gboolean *on_stack = (gboolean *)mono_mempool_alloc0 (mp, n * sizeof (gboolean));
+	MonoBasicBlock **frames = (MonoBasicBlock **)mono_mempool_alloc (mp, n * sizeof (MonoBasicBlock *));
+	int depth = 0, top = 0, counter = 0, ncomps = 0;
+	for (int i = 0; i < n; i++)
+		index [i] = -1;
+#define SP_LOOPS_VISIT(b) do { \
+		int b_ = (b)->block_num; \
+		index [b_] = low [b_] = counter++; \
+		stack [top++] = b_; on_stack [b_] = TRUE; \
+		frames [depth] = (b); next_edge [depth] = 0; depth++; \
+	} while (0)
+	for (MonoBasicBlock *bb = l->cfg->bb_entry; bb; bb = bb->next_bb) {
+		if (index [bb->block_num] >= 0)
+			continue;
+		SP_LOOPS_VISIT (bb);
+		while (depth) {
+			MonoBasicBlock *v = frames [depth - 1];
+			int vi = v->block_num;
+			if (next_edge [depth - 1] < v->out_count) {
+				MonoBasicBlock *w = v->out_bb [next_edge [depth - 1]++];
+				if (w->block_num < 0 || w->block_num >= n || l->by_num [w->block_num] != w)
+					continue;       /* not emitted: removed */
+				if (index [w->block_num] < 0)
+					SP_LOOPS_VISIT (w);
+				else if (on_stack [w->block_num])
+					low [vi] = MIN (low [vi], index [w->block_num]);
+				continue;
+			}
+			if (--depth)
+				low [frames [depth - 1]->block_num] = MIN (low [frames [depth - 1]->block_num], low [vi]);
+			if (low [vi] == index [vi]) {
+				int wi;
+				do {
+					wi = stack [--top];
+					on_stack [wi] = FALSE;
+					l->comp [wi] = ncomps;
+				} while (wi != vi);
+				ncomps++;
+			}
+		}
+	}
+#undef SP_LOOPS_VISIT
+	return ncomps;
+}
+
+static gboolean
+sp_jit_trace (void)
+{
+	static int trace = -1;
+	if (trace < 0)
+		trace = g_getenv ("SPMONO_JIT_TRACE") != NULL;
+	return trace;
+}
+
+/*
+ * Before the method's first block is emitted: every loop's barriers on
+ * objects it does not change leave the loop (sp-jit.h says why that is sound).
+ */
+static void
+sp_jit_amd64_hoist_barriers (MonoCompile *cfg)
+{
+	MonoBasicBlock *bb;
+	MonoInst *ins;
+	gboolean any = FALSE;
+	for (bb = cfg->bb_entry; bb && !any; bb = bb->next_bb)
+		MONO_BB_FOR_EACH_INS (bb, ins)
+			if (ins->opcode == OP_SP_BARRIER && !ins->inst_c0 && (SP_HOIST_REGS & (1u << ins->sreg1)))
+				any = TRUE;
+	if (!any)
+		return;
+	/* Block numbers, not cfg->num_bblocks: passes renumber and remove blocks, and the count is not kept. */
+	int n = 0;
+	for (bb = cfg->bb_entry; bb; bb = bb->next_bb)
+		if (bb->block_num < 0)
+			return;         /* numbering not understood: leave the method alone */
+		else
+			n = MAX (n, bb->block_num + 1);
+	SpLoops l = { cfg, NULL, NULL, NULL, n };
+	l.by_num = (MonoBasicBlock **)mono_mempool_alloc0 (cfg->mempool, n * sizeof (MonoBasicBlock *));
+	l.comp = (int *)mono_mempool_alloc0 (cfg->mempool, n * sizeof (int));
+	l.entry_done = (int *)mono_mempool_alloc0 (cfg->mempool, n * sizeof (int));
+	for (bb = cfg->bb_entry; bb; bb = bb->next_bb)
+		l.by_num [bb->block_num] = bb;
+	int ncomps = sp_loops_find (&l, n);
+	/* The blocks of each component together (a counting sort), then the loops: components with a cycle. */
+	int *start = (int *)mono_mempool_alloc0 (cfg->mempool, (ncomps + 1) * sizeof (int));
+	MonoBasicBlock **blocks = (MonoBasicBlock **)mono_mempool_alloc (cfg->mempool, n * sizeof (MonoBasicBlock *));
+	for (bb = cfg->bb_entry; bb; bb = bb->next_bb)
+		start [l.comp [bb->block_num] + 1]++;
+	for (int c = 0; c < ncomps; c++)
+		start [c + 1] += start [c];
+	int *fill = (int *)mono_mempool_alloc0 (cfg->mempool, ncomps * sizeof (int));
+	for (bb = cfg->bb_entry; bb; bb = bb->next_bb) {
+		int c = l.comp [bb->block_num];
+		blocks [start [c] + fill [c]++] = bb;
+	}
+	int dropped = 0;
+	for (int c = 0; c < ncomps; c++) {
+		int count = start [c + 1] - start [c];
+		MonoBasicBlock *only = blocks [start [c]];
+		gboolean cyclic = count > 1;
+		for (int k = 0; !cyclic && k < only->out_count; k++)
+			cyclic = only->out_bb [k] == only;
+		if (cyclic)
+			dropped += sp_jit_amd64_hoist_from_loop (&l, blocks + start [c], count, c);
+	}
+	if (dropped && sp_jit_trace ()) {
+		char *name = mono_method_full_name (cfg->method, TRUE);
+		g_print ("spmono: jit: %s: %d barrier(s) out of loops\n", name, dropped);
+		g_free (name);
+	}
+}
+
+void
+sp_jit_amd64_before_block (MonoCompile *cfg, MonoBasicBlock *bb)
+{
+	if (bb == cfg->bb_entry) {
+		sp_jit_amd64_stubs_reset (cfg);      /* a new method: no slow paths yet */
+		sp_jit_amd64_hoist_barriers (cfg);
+	}
+	sp_jit_amd64_elide_barriers (bb);
+}
+
+guint8 *
+sp_jit_amd64_emit_poll_barriers (MonoCompile *cfg, guint8 *code, MonoInst *poll)
+{
+	for (int reg = 0; reg < 16; reg++)
+		if ((guint32)poll->inst_c1 & (1u << reg))
+			code = sp_jit_amd64_emit_barrier (cfg, code, reg, FALSE);
+	return code;
 }
 #endif
 

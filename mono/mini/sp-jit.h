@@ -74,17 +74,42 @@ guint8 *sp_jit_amd64_emit_barrier (MonoCompile *cfg, guint8 *code, int reg, gboo
 /* The barriers' out-of-line slow paths, after the method's code: for mono_arch_emit_exceptions. */
 void sp_jit_amd64_emit_barrier_stubs (MonoCompile *cfg);
 /*
- * Before a basic block's code is emitted (registers allocated): drop every
- * object barrier on a register that holds an object a barrier earlier in
- * the block handled, when nothing in between can reach a safepoint (a call,
- * a safepoint poll, a class initialization, an address barrier) or put
- * something else in that register.  s.A = 1; s.B = 2; s.C++ keeps one
- * barrier.  Sound because a cycle starts, and the GC moves objects, only
+ * Before a basic block's code is emitted (registers allocated), and before
+ * mono_arch_output_basic_block estimates its branches' distances:
+ *
+ * - drop every object barrier on a register that holds an object a barrier
+ *   earlier in the block handled, when nothing in between can reach a
+ *   safepoint (a call, a safepoint poll, a class initialization, an address
+ *   barrier) or put something else in that register.  s.A = 1; s.B = 2;
+ *   s.C++ keeps one barrier.
+ *
+ * - at the method's first block, move the barriers on loop-invariant objects
+ *   out of loops.  A loop here is a strongly connected component of the
+ *   control-flow graph (a nest of loops is one); a barrier in it on a
+ *   callee-saved register (a variable the global allocator put there) that
+ *   no instruction of the loop writes is dropped, and the loop instead gets
+ *   barriers on that register at the end of each block entering it, after
+ *   each of its calls (and other instructions that may reach a safepoint),
+ *   and on each of its safepoint polls' slow path, after the poll returns
+ *   (sp_jit_amd64_emit_poll_barriers).  for (i...) a [i] = x; then costs
+ *   what it costs without barriers: the poll Mono emits anyway.
+ *
+ * Both are sound because a cycle starts, and the GC moves objects, only
  * with every thread at a safepoint (--sp-mode=incremental refuses
- * preemptive suspension): the object the first barrier handled stays
- * handled, at the same address, until this thread next reaches one.
+ * preemptive suspension), and a thread running managed code reaches one
+ * only in a call or in a poll's slow path.  So the object a barrier handled
+ * stays handled, at the same address, until the thread next reaches one,
+ * and after each the barrier runs again.  (A barrier that waits for
+ * sp_lock waits in GC-safe mode, where the world can stop: a cycle does not
+ * start while one waits, sp_cycle_start_stopped.)  Loops with exception
+ * handlers, finally calls or debugger sequence points are left alone, as is
+ * a loop entered by a block whose end is not a branch after its compare, a
+ * plain branch or a fall-through.  SPMONO_JIT_TRACE=1 prints each method
+ * whose loops lost barriers.
  */
-void sp_jit_amd64_elide_barriers (MonoCompile *cfg, MonoBasicBlock *bb);
+void sp_jit_amd64_before_block (MonoCompile *cfg, MonoBasicBlock *bb);
+/* In OP_GC_SAFE_POINT's slow path, after the poll's call: the barriers the loop's invariant objects need (inst_c1, a register mask). */
+guint8 *sp_jit_amd64_emit_poll_barriers (MonoCompile *cfg, guint8 *code, MonoInst *poll);
 #endif
 /* Before mini_init (options parsed, corlib not loaded): JIT settings the barrier mode needs. */
 void sp_jit_before_init (void);

@@ -1,0 +1,30 @@
+# Barriers moved out of loops by the JIT (mono/mini/sp-jit.h) guard every
+# store: a thread rewrites arrays and an object of the snapshot in store
+# loops without pause while cycles start and end, and each snapshot is one
+# instant's state.  SPMONO_JIT_TRACE shows the loops did lose their barriers
+# (otherwise this would test the barriers in place).
+source "$SRCDIR/lib.sh"
+compile loops.exe "$SRCDIR/Loops.cs"
+N=200000 CYCLES=30
+run () {   # run BARRIER KIND [taskset...]
+	local barrier=$1 kind=$2; shift 2
+	rm -rf store
+	SPMONO_JIT_TRACE=1 "$@" "$SPMONO" --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 \
+		--sp-barrier="$barrier" loops.exe write $N $CYCLES "$kind" > write.txt 2>&1 \
+		|| fail "write, --sp-barrier=$barrier, $kind: $(cat write.txt)"
+	grep "loops $kind" write.txt
+	grep -Eq "spmono: jit: State:(RunPoll|RunCall|WriteFour) .*barrier\(s\) out of loops" write.txt \
+		|| fail "--sp-barrier=$barrier, $kind: no barrier left the loop: $(grep 'spmono: jit' write.txt)"
+	spm --sp-store=store loops.exe check $N || fail "torn snapshot, --sp-barrier=$barrier, $kind"
+}
+for kind in poll call enter; do
+	for barrier in marking annotating marking-v2; do
+		run $barrier $kind
+	done
+done
+# On one CPU, as in the paper's setup: the worker is preempted anywhere, and
+# stops for cycles only at its safepoints all the same.
+run marking poll taskset -c 0
+run annotating enter taskset -c 0
+# Objects move in the middle of cycles: a small nursery collects all the time.
+MONO_GC_PARAMS=nursery-size=64k run marking enter
