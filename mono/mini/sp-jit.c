@@ -426,11 +426,7 @@ sp_jit_amd64_insert_barriers (MonoCompile *cfg, MonoBasicBlock *bb, MonoInst *af
 	return last;
 }
 
-/*
- * One loop: the blocks of a strongly connected component of the control-flow
- * graph (loops nested in each other are one).  Returns how many barriers it
- * dropped from the loop.
- */
+/* The method's loops (sp_jit_amd64_hoist_barriers). */
 typedef struct {
 	MonoCompile *cfg;
 	MonoBasicBlock **by_num;        /* the method's blocks, by block_num */
@@ -439,15 +435,22 @@ typedef struct {
 	int n;                          /* the size of these: the highest block_num + 1 */
 } SpLoops;
 
+/* A register's bit in a mask of integer registers; 0 for any other. */
+static guint32
+sp_reg_bit (int reg)
+{
+	return sp_elide_is_int_reg (reg) ? 1u << reg : 0;
+}
+
 static gboolean
 sp_loops_is_entry (SpLoops *l, MonoBasicBlock *pred, int c)
 {
 	return pred->block_num >= 0 && pred->block_num < l->n && l->by_num [pred->block_num] == pred && l->comp [pred->block_num] != c;
 }
 
-static gboolean sp_jit_trace (void);
-static int
-sp_jit_amd64_hoist_from_loop (SpLoops *l, MonoBasicBlock **blocks, int count, int c)
+/* The registers whose barriers may leave loop c (its blocks), or 0. */
+static guint32
+sp_loop_invariant_barriers (SpLoops *l, MonoBasicBlock **blocks, int count, int c)
 {
 	guint32 written = 0, barriered = 0;
 	MonoInst *ins, *before;
@@ -460,20 +463,24 @@ sp_jit_amd64_hoist_from_loop (SpLoops *l, MonoBasicBlock **blocks, int count, in
 			SpLoopIns kind = sp_jit_amd64_loop_ins (ins, spec);
 			if (kind == SP_LOOP_REFUSE)
 				return 0;
-			if (kind == SP_LOOP_OBJECT_BARRIER && sp_elide_is_int_reg (ins->sreg1))
-				barriered |= 1u << ins->sreg1;
-			else if (kind != SP_LOOP_OBJECT_BARRIER)
+			if (kind == SP_LOOP_OBJECT_BARRIER)
+				barriered |= sp_reg_bit (ins->sreg1);
+			else
 				written |= sp_jit_amd64_regs_written (ins, spec);
 		}
 	}
-	guint32 hoist = barriered & SP_HOIST_REGS & ~written;
-	if (!hoist)
-		return 0;
 	for (int i = 0; i < count; i++)
 		for (int k = 0; k < blocks [i]->in_count; k++)
 			if (sp_loops_is_entry (l, blocks [i]->in_bb [k], c) && !sp_jit_amd64_loop_entry_point (blocks [i]->in_bb [k], &before))
 				return 0;
-	/* On the way in: after whatever safepoint came before the loop. */
+	return barriered & SP_HOIST_REGS & ~written;
+}
+
+/* On the way into loop c: barriers on hoist at the end of each block entering it, after whatever safepoint came before. */
+static void
+sp_loop_guard_entries (SpLoops *l, MonoBasicBlock **blocks, int count, int c, guint32 hoist)
+{
+	MonoInst *before;
 	for (int i = 0; i < count; i++)
 		for (int k = 0; k < blocks [i]->in_count; k++) {
 			MonoBasicBlock *pred = blocks [i]->in_bb [k];
@@ -483,12 +490,17 @@ sp_jit_amd64_hoist_from_loop (SpLoops *l, MonoBasicBlock **blocks, int count, in
 			sp_jit_amd64_loop_entry_point (pred, &before);
 			sp_jit_amd64_insert_barriers (l->cfg, pred, NULL, before, hoist);
 		}
-	/* In the loop: after each call, and on each poll's slow path; none before the stores. */
+}
+
+/* In the loop: barriers on hoist after each call and on each poll's slow path, none before the stores; how many dropped. */
+static int
+sp_loop_move_barriers (SpLoops *l, MonoBasicBlock **blocks, int count, guint32 hoist)
+{
 	int dropped = 0;
 	for (int i = 0; i < count; i++)
-		for (ins = blocks [i]->code; ins; ins = ins->next) {
+		for (MonoInst *ins = blocks [i]->code; ins; ins = ins->next) {
 			SpLoopIns kind = sp_jit_amd64_loop_ins (ins, ins_get_spec (ins->opcode));
-			if (kind == SP_LOOP_OBJECT_BARRIER && (hoist & (1u << ins->sreg1))) {
+			if (kind == SP_LOOP_OBJECT_BARRIER && (hoist & sp_reg_bit (ins->sreg1))) {
 				NULLIFY_INS (ins);
 				dropped++;
 			} else if (kind == SP_LOOP_POLL)
@@ -497,6 +509,21 @@ sp_jit_amd64_hoist_from_loop (SpLoops *l, MonoBasicBlock **blocks, int count, in
 				ins = sp_jit_amd64_insert_barriers (l->cfg, blocks [i], ins, NULL, hoist);
 		}
 	return dropped;
+}
+
+/*
+ * One loop: the blocks of a strongly connected component of the control-flow
+ * graph (loops nested in each other are one).  Returns how many barriers
+ * left it.
+ */
+static int
+sp_jit_amd64_hoist_from_loop (SpLoops *l, MonoBasicBlock **blocks, int count, int c)
+{
+	guint32 hoist = sp_loop_invariant_barriers (l, blocks, count, c);
+	if (!hoist)
+		return 0;
+	sp_loop_guard_entries (l, blocks, count, c, hoist);
+	return sp_loop_move_barriers (l, blocks, count, hoist);
 }
 
 /* Tarjan's strongly connected components, without recursion (a method may have thousands of blocks). */
@@ -560,48 +587,77 @@ sp_jit_trace (void)
 	return trace;
 }
 
+/* The method's blocks by number; FALSE when the numbering is not understood (negative, or one number twice). */
+static gboolean
+sp_loops_number (SpLoops *l)
+{
+	MonoCompile *cfg = l->cfg;
+	MonoBasicBlock *bb;
+	/* Block numbers, not cfg->num_bblocks: passes renumber and remove blocks, and the count is not kept. */
+	l->n = 0;
+	for (bb = cfg->bb_entry; bb; bb = bb->next_bb)
+		if (bb->block_num < 0)
+			return FALSE;
+		else
+			l->n = MAX (l->n, bb->block_num + 1);
+	l->by_num = (MonoBasicBlock **)mono_mempool_alloc0 (cfg->mempool, l->n * sizeof (MonoBasicBlock *));
+	l->comp = (int *)mono_mempool_alloc0 (cfg->mempool, l->n * sizeof (int));
+	l->entry_done = (int *)mono_mempool_alloc0 (cfg->mempool, l->n * sizeof (int));
+	for (bb = cfg->bb_entry; bb; bb = bb->next_bb) {
+		if (l->by_num [bb->block_num])
+			return FALSE;
+		l->by_num [bb->block_num] = bb;
+	}
+	return TRUE;
+}
+
+/* The blocks of each component together (a counting sort): component c's are blocks [start [c] .. start [c + 1]). */
+static MonoBasicBlock **
+sp_loops_group (SpLoops *l, int ncomps, int **start_out)
+{
+	MonoMemPool *mp = l->cfg->mempool;
+	int *start = (int *)mono_mempool_alloc0 (mp, (ncomps + 1) * sizeof (int));
+	int *fill = (int *)mono_mempool_alloc0 (mp, ncomps * sizeof (int));
+	MonoBasicBlock **blocks = (MonoBasicBlock **)mono_mempool_alloc (mp, l->n * sizeof (MonoBasicBlock *));
+	MonoBasicBlock *bb;
+	for (bb = l->cfg->bb_entry; bb; bb = bb->next_bb)
+		start [l->comp [bb->block_num] + 1]++;
+	for (int c = 0; c < ncomps; c++)
+		start [c + 1] += start [c];
+	for (bb = l->cfg->bb_entry; bb; bb = bb->next_bb) {
+		int c = l->comp [bb->block_num];
+		blocks [start [c] + fill [c]++] = bb;
+	}
+	*start_out = start;
+	return blocks;
+}
+
+static gboolean
+sp_jit_has_invariant_candidate (MonoCompile *cfg)
+{
+	MonoInst *ins;
+	for (MonoBasicBlock *bb = cfg->bb_entry; bb; bb = bb->next_bb)
+		MONO_BB_FOR_EACH_INS (bb, ins)
+			if (ins->opcode == OP_SP_BARRIER && !ins->inst_c0 && (SP_HOIST_REGS & sp_reg_bit (ins->sreg1)))
+				return TRUE;
+	return FALSE;
+}
+
 /*
  * Before the method's first block is emitted: every loop's barriers on
  * objects it does not change leave the loop (sp-jit.h says why that is sound).
+ * A loop is a component with a cycle: more than one block, or a block that
+ * branches to itself.
  */
 static void
 sp_jit_amd64_hoist_barriers (MonoCompile *cfg)
 {
-	MonoBasicBlock *bb;
-	MonoInst *ins;
-	gboolean any = FALSE;
-	for (bb = cfg->bb_entry; bb && !any; bb = bb->next_bb)
-		MONO_BB_FOR_EACH_INS (bb, ins)
-			if (ins->opcode == OP_SP_BARRIER && !ins->inst_c0 && (SP_HOIST_REGS & (1u << ins->sreg1)))
-				any = TRUE;
-	if (!any)
+	SpLoops l = { cfg, NULL, NULL, NULL, 0 };
+	int *start;
+	if (!sp_jit_has_invariant_candidate (cfg) || !sp_loops_number (&l))
 		return;
-	/* Block numbers, not cfg->num_bblocks: passes renumber and remove blocks, and the count is not kept. */
-	int n = 0;
-	for (bb = cfg->bb_entry; bb; bb = bb->next_bb)
-		if (bb->block_num < 0)
-			return;         /* numbering not understood: leave the method alone */
-		else
-			n = MAX (n, bb->block_num + 1);
-	SpLoops l = { cfg, NULL, NULL, NULL, n };
-	l.by_num = (MonoBasicBlock **)mono_mempool_alloc0 (cfg->mempool, n * sizeof (MonoBasicBlock *));
-	l.comp = (int *)mono_mempool_alloc0 (cfg->mempool, n * sizeof (int));
-	l.entry_done = (int *)mono_mempool_alloc0 (cfg->mempool, n * sizeof (int));
-	for (bb = cfg->bb_entry; bb; bb = bb->next_bb)
-		l.by_num [bb->block_num] = bb;
-	int ncomps = sp_loops_find (&l, n);
-	/* The blocks of each component together (a counting sort), then the loops: components with a cycle. */
-	int *start = (int *)mono_mempool_alloc0 (cfg->mempool, (ncomps + 1) * sizeof (int));
-	MonoBasicBlock **blocks = (MonoBasicBlock **)mono_mempool_alloc (cfg->mempool, n * sizeof (MonoBasicBlock *));
-	for (bb = cfg->bb_entry; bb; bb = bb->next_bb)
-		start [l.comp [bb->block_num] + 1]++;
-	for (int c = 0; c < ncomps; c++)
-		start [c + 1] += start [c];
-	int *fill = (int *)mono_mempool_alloc0 (cfg->mempool, ncomps * sizeof (int));
-	for (bb = cfg->bb_entry; bb; bb = bb->next_bb) {
-		int c = l.comp [bb->block_num];
-		blocks [start [c] + fill [c]++] = bb;
-	}
+	int ncomps = sp_loops_find (&l, l.n);
+	MonoBasicBlock **blocks = sp_loops_group (&l, ncomps, &start);
 	int dropped = 0;
 	for (int c = 0; c < ncomps; c++) {
 		int count = start [c + 1] - start [c];

@@ -8,8 +8,10 @@
  *     if (sp_barrier_active)            -- an inline load and branch
  *         sp_barrier_store (obj);       -- a JIT icall: the slow path
  *
- * so that with no cycle running a guarded store costs a load and a branch.
- * In other methods, and in stop-the-world mode, nothing is emitted.
+ * so that with no cycle running a guarded store costs a load and a branch
+ * (and, in a loop storing into an object the loop does not change, nothing:
+ * sp_jit_amd64_before_block moves that barrier out of the loop).  In other
+ * methods, and in stop-the-world mode, nothing is emitted.
  *
  * On amd64 the whole test is one IR instruction, OP_SP_BARRIER, whose slow
  * path calls sp_barrier_store through a thunk that saves every register the
