@@ -12,10 +12,13 @@
 //               so the thread also stops inside the callee)
 //       enter   the outer loop calls a call-free inner loop four stores at a
 //               time: the thread also stops just before the inner loop
-//   Loops.exe check N   (warm restart) the state of one instant: pass q
+//       walk    a call-free loop storing into a different object each
+//               iteration (Nodes [i].X, .Y): its barrier must stay in the loop
+//   Loops.exe check N KIND   (warm restart) the state of one instant: pass q
 //       written up to index k, A [0..k) = q, A [k..n) = q - 1, B = A,
-//       Last = k - 1, Pass = q - 1 (or q, once the pass is whole).  A
-//       snapshot written while the stores went on unguarded mixes instants.
+//       Last = k - 1, Pass = q - 1 (or q, once the pass is whole); for walk
+//       the same of the nodes' X and Y.  A snapshot written while the stores
+//       went on unguarded mixes instants.
 using System;
 using System.Runtime.CompilerServices;
 using System.Threading;
@@ -28,10 +31,18 @@ class Control
 }
 
 [SPersistent]
+class Node
+{
+	[SPersistentField] public int X;
+	[SPersistentField] public int Y;
+}
+
+[SPersistent]
 class State
 {
 	[SPersistentField] public int [] A;
 	[SPersistentField] public int [] B;
+	[SPersistentField] public Node [] Nodes;
 	[SPersistentField] public int Last;
 	[SPersistentField] public int Pass;
 
@@ -83,6 +94,25 @@ class State
 		}
 	}
 
+	// node lives across blocks, so the allocator gives it a callee-saved
+	// register, which the loop writes: the barrier on it must not leave.
+	[SPersistentUpdate]
+	public static void RunWalk (State s, Control ctl)
+	{
+		Node [] nodes = s.Nodes;
+		int n = nodes.Length;
+		for (int p = 1; !ctl.Stop; p++) {
+			for (int i = 0; i < n; i++) {
+				Node node = nodes [i];
+				if (node.X != p)
+					node.X = p;
+				node.Y = p;
+				s.Last = i;
+			}
+			s.Pass = p;
+		}
+	}
+
 	[SPersistentUpdate]
 	public static void RunEnter (State s, Control ctl)
 	{
@@ -100,7 +130,9 @@ static class Program
 {
 	static int Write (int n, int cycles, string kind)
 	{
-		var s = new State { A = new int [n], B = new int [n], Last = n - 1 };
+		var s = new State { A = new int [n], B = new int [n], Nodes = new Node [kind == "walk" ? n : 0], Last = n - 1 };
+		for (int i = 0; i < s.Nodes.Length; i++)
+			s.Nodes [i] = new Node ();
 		var ctl = new Control ();
 		SPC.AddRoot (s);
 		ThreadStart run;
@@ -110,8 +142,10 @@ static class Program
 			run = () => State.RunCall (s, ctl);
 		else if (kind == "enter")
 			run = () => State.RunEnter (s, ctl);
+		else if (kind == "walk")
+			run = () => State.RunWalk (s, ctl);
 		else
-			throw new ArgumentException ("kind: poll, call or enter, not " + kind);
+			throw new ArgumentException ("kind: poll, call, enter or walk, not " + kind);
 		var worker = new Thread (run);
 		worker.Start ();
 		while (s.Pass < 2)
@@ -130,19 +164,25 @@ static class Program
 		return 0;
 	}
 
-	static int Check (int n)
+	static int Check (int n, string kind)
 	{
 		T.Check (SPC.IsWarmRestart (), "a warm restart");
 		var s = (State)SPC.RecvPData (1);
-		T.Eq (n, s.A.Length, "A's length");
-		T.Eq (n, s.B.Length, "B's length");
-		int q = s.A [0], k = 0;
-		while (k < n && s.A [k] == q)
+		int [] a = s.A, b = s.B;
+		if (kind == "walk") {
+			T.Eq (n, s.Nodes.Length, "nodes");
+			a = Array.ConvertAll (s.Nodes, node => node.X);
+			b = Array.ConvertAll (s.Nodes, node => node.Y);
+		}
+		T.Eq (n, a.Length, "A's length");
+		T.Eq (n, b.Length, "B's length");
+		int q = a [0], k = 0;
+		while (k < n && a [k] == q)
 			k++;
 		for (int i = k; i < n; i++)
-			T.Eq (q - 1, s.A [i], "A [" + i + "] (pass " + q + " written up to " + k + ")");
+			T.Eq (q - 1, a [i], "A [" + i + "] (pass " + q + " written up to " + k + ")");
 		for (int i = 0; i < n; i++)
-			T.Eq (s.A [i], s.B [i], "B [" + i + "] equals A [" + i + "]");
+			T.Eq (a [i], b [i], "B [" + i + "] equals A [" + i + "]");
 		T.Eq (k - 1, s.Last, "Last (pass " + q + " written up to " + k + ")");
 		T.Check (s.Pass == q - 1 || (k == n && s.Pass == q), "Pass " + s.Pass + " with pass " + q + " written up to " + k);
 		Console.WriteLine ("one instant: pass {0} written up to {1} of {2}", q, k, n);
@@ -154,6 +194,6 @@ static class Program
 		int n = int.Parse (args [1]);
 		if (args [0] == "write")
 			return Write (n, int.Parse (args [2]), args [3]);
-		return Check (n);
+		return Check (n, args [2]);
 	}
 }
