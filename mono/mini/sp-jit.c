@@ -9,7 +9,9 @@
 
 #include <string.h>
 
+#include <mono/metadata/class-abi-details.h>
 #include <mono/metadata/sp-mono.h>
+#include <mono/utils/mono-memory-model.h>
 
 void
 sp_jit_before_init (void)
@@ -751,6 +753,56 @@ sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj)
  * just allocated (the managed allocator) or native structures, or land where
  * the caller's object barrier already ran (stelem.ref, PtrToStructure).
  */
+/*
+ * The type check of a stelem.ref, which may throw and may reach a
+ * safepoint: inline when the object is NULL or its class is the array's
+ * element class or the element class is object, otherwise Mono's JIT icall
+ * mono_helper_stelem_ref_check (ArrayTypeMismatchException, through its
+ * wrapper).
+ */
+static void
+sp_jit_emit_ref_store_check (MonoCompile *cfg, MonoInst *array, MonoInst *val)
+{
+	MonoBasicBlock *slow_bb, *done_bb;
+	MonoInst *object_class, *iargs [2] = { array, val };
+	int array_vtable = alloc_preg (cfg), array_class = alloc_preg (cfg), element_class = alloc_preg (cfg);
+	int val_vtable = alloc_preg (cfg), val_class = alloc_preg (cfg);
+	NEW_BBLOCK (cfg, slow_bb);
+	NEW_BBLOCK (cfg, done_bb);
+	MONO_EMIT_NEW_BIALU_IMM (cfg, OP_COMPARE_IMM, -1, val->dreg, 0);
+	MONO_EMIT_NEW_BRANCH_BLOCK (cfg, OP_PBEQ, done_bb);
+	MONO_EMIT_NEW_LOAD_MEMBASE_FAULT (cfg, array_vtable, array->dreg, MONO_STRUCT_OFFSET (MonoObject, vtable));
+	MONO_EMIT_NEW_LOAD_MEMBASE (cfg, array_class, array_vtable, MONO_STRUCT_OFFSET (MonoVTable, klass));
+	MONO_EMIT_NEW_LOAD_MEMBASE (cfg, element_class, array_class, m_class_offsetof_element_class ());
+	MONO_EMIT_NEW_LOAD_MEMBASE (cfg, val_vtable, val->dreg, MONO_STRUCT_OFFSET (MonoObject, vtable));
+	MONO_EMIT_NEW_LOAD_MEMBASE (cfg, val_class, val_vtable, MONO_STRUCT_OFFSET (MonoVTable, klass));
+	MONO_EMIT_NEW_BIALU (cfg, OP_COMPARE, -1, val_class, element_class);
+	MONO_EMIT_NEW_BRANCH_BLOCK (cfg, OP_PBEQ, done_bb);
+	EMIT_NEW_PCONST (cfg, object_class, mono_defaults.object_class);
+	MONO_EMIT_NEW_BIALU (cfg, OP_COMPARE, -1, element_class, object_class->dreg);
+	MONO_EMIT_NEW_BRANCH_BLOCK (cfg, OP_PBEQ, done_bb);
+	MONO_START_BB (cfg, slow_bb);
+	mono_emit_jit_icall (cfg, mono_helper_stelem_ref_check, iargs);
+	MONO_START_BB (cfg, done_bb);
+}
+
+MonoInst *
+sp_jit_emit_checked_ref_store (MonoCompile *cfg, MonoClass *klass, MonoInst **sp)
+{
+	MonoInst *addr, *ins;
+	if (sp [0]->type != STACK_OBJ || sp [2]->type != STACK_OBJ || mini_is_gsharedvt_variable_klass (klass) ||
+	    !sp_jit_current_method_needs_barrier (cfg))
+		return NULL;
+	sp_jit_emit_ref_store_check (cfg, sp [0], sp [2]);
+	sp_jit_emit_guarded_call (cfg, sp [0], FALSE);
+	addr = mini_emit_ldelema_1_ins (cfg, klass, sp [0], sp [1], TRUE);
+	if (!mini_debug_options.weak_memory_model)
+		mini_emit_memory_barrier (cfg, MONO_MEMORY_BARRIER_REL);
+	EMIT_NEW_STORE_MEMBASE_TYPE (cfg, ins, m_class_get_byval_arg (klass), addr->dreg, 0, sp [2]->dreg);
+	mini_emit_write_barrier (cfg, addr, sp [2]);
+	return ins;
+}
+
 static gboolean
 sp_jit_address_store_needs_barrier (MonoCompile *cfg, MonoInst *addr)
 {

@@ -45,6 +45,18 @@
 
 void sp_jit_emit_store_barrier (MonoCompile *cfg, MonoInst *obj);
 /*
+ * A stelem.ref of an object (not the constant NULL), with the array's type
+ * check, in a guarded method: the check, then the barrier, then the store
+ * with the GC's write barrier; the store instruction, or NULL when the method
+ * is not guarded (mini_emit_array_store then calls Mono's stelemref wrapper,
+ * as it does without spmono).  Not the wrapper in a guarded method: it
+ * checks and stores, and a safepoint at its entry or in its check came
+ * between the caller's barrier and the store, so a cycle starting there
+ * missed the store (under annotating and marking-v2, whose wrappers have no
+ * barrier of their own; tests/runtime/Loops.cs "refs" tore 7 of 8 snapshots).
+ */
+MonoInst *sp_jit_emit_checked_ref_store (MonoCompile *cfg, MonoClass *klass, MonoInst **sp);
+/*
  * Before a call of a method that writes into an object it is given: the
  * barrier on that object.  Class-library methods (Array.Copy, ConstrainedCopy,
  * Clear, Reverse, Sort, Fill; Buffer.BlockCopy; Marshal.Copy into an array,

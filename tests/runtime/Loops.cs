@@ -14,6 +14,12 @@
 //               time: the thread also stops just before the inner loop
 //       walk    a call-free loop storing into a different object each
 //               iteration (Nodes [i].X, .Y): its barrier must stay in the loop
+//       refs    stelem.ref of objects (Refs [i] = one of two nodes, by the
+//               pass's parity) beside A [i]: the runtime's type check of the
+//               stored reference runs between the barrier and the store
+//   Loops.exe types   stelem.ref in a guarded method keeps .NET's rules:
+//       covariant arrays, interfaces, ArrayTypeMismatchException,
+//       NullReferenceException, IndexOutOfRangeException
 //   Loops.exe check N KIND   (warm restart) the state of one instant: pass q
 //       written up to index k, A [0..k) = q, A [k..n) = q - 1, B = A,
 //       Last = k - 1, Pass = q - 1 (or q, once the pass is whole); for walk
@@ -43,6 +49,7 @@ class State
 	[SPersistentField] public int [] A;
 	[SPersistentField] public int [] B;
 	[SPersistentField] public Node [] Nodes;
+	[SPersistentField] public Node [] Refs;
 	[SPersistentField] public int Last;
 	[SPersistentField] public int Pass;
 
@@ -114,6 +121,23 @@ class State
 	}
 
 	[SPersistentUpdate]
+	public static void RunRefs (State s, Control ctl)
+	{
+		int [] a = s.A;
+		Node [] refs = s.Refs, nodes = s.Nodes;
+		int n = a.Length;
+		for (int p = 1; !ctl.Stop; p++) {
+			Node node = nodes [p & 1];
+			for (int i = 0; i < n; i++) {
+				refs [i] = node;
+				a [i] = p;
+				s.Last = i;
+			}
+			s.Pass = p;
+		}
+	}
+
+	[SPersistentUpdate]
 	public static void RunEnter (State s, Control ctl)
 	{
 		int [] a = s.A, b = s.B;
@@ -126,13 +150,76 @@ class State
 	}
 }
 
+class SubNode : Node
+{
+}
+
+[SPersistent]
+class Types
+{
+	[SPersistentUpdate, MethodImpl (MethodImplOptions.NoInlining)]
+	public static void Store (object [] array, int i, object value)
+	{
+		array [i] = value;
+	}
+
+	[SPersistentUpdate, MethodImpl (MethodImplOptions.NoInlining)]
+	public static void StoreNode (Node [] array, int i, Node value)
+	{
+		array [i] = value;
+	}
+
+	[SPersistentUpdate, MethodImpl (MethodImplOptions.NoInlining)]
+	public static void StoreComparable (IComparable [] array, int i, IComparable value)
+	{
+		array [i] = value;
+	}
+
+	static void Rejects<E> (Action store, string what) where E : Exception
+	{
+		T.Throws<E> (store, null, what);
+	}
+
+	public static int Run ()
+	{
+		var node = new Node ();
+		var sub = new SubNode ();
+		object [] objects = new object [3];
+		Store (objects, 0, node);
+		Store (objects, 1, "text");
+		Store (objects, 2, null);
+		T.Check (objects [0] == node && (string)objects [1] == "text" && objects [2] == null, "object [] holds anything");
+		object [] nodesAsObjects = new Node [2];
+		Store (nodesAsObjects, 0, sub);
+		T.Check (nodesAsObjects [0] == sub, "a Node [] seen as object [] takes a SubNode");
+		Rejects<ArrayTypeMismatchException> (() => Store (nodesAsObjects, 1, "text"), "a string into a Node [] seen as object []");
+		T.Check (nodesAsObjects [1] == null, "the rejected store left the element alone");
+		Node [] nodes = new SubNode [1];
+		Rejects<ArrayTypeMismatchException> (() => StoreNode (nodes, 0, node), "a Node into a SubNode [] seen as Node []");
+		StoreNode (nodes, 0, sub);
+		T.Check (nodes [0] == sub, "a SubNode into a SubNode []");
+		IComparable [] comparables = new string [1];
+		StoreComparable (comparables, 0, "text");
+		Rejects<ArrayTypeMismatchException> (() => StoreComparable (comparables, 0, 5), "an int into a string [] seen as IComparable []");
+		T.Check ((string)comparables [0] == "text", "string [] element kept");
+		Rejects<NullReferenceException> (() => Store (null, 0, node), "a store into a null array");
+		Rejects<IndexOutOfRangeException> (() => Store (objects, 3, node), "a store past the end");
+		Rejects<IndexOutOfRangeException> (() => Store (objects, -1, node), "a store before the start");
+		Console.WriteLine ("types ok");
+		return 0;
+	}
+}
+
 static class Program
 {
 	static int Write (int n, int cycles, string kind)
 	{
-		var s = new State { A = new int [n], B = new int [n], Nodes = new Node [kind == "walk" ? n : 0], Last = n - 1 };
+		var s = new State { A = new int [n], B = new int [n], Nodes = new Node [kind == "walk" ? n : 2], Last = n - 1 };
 		for (int i = 0; i < s.Nodes.Length; i++)
-			s.Nodes [i] = new Node ();
+			s.Nodes [i] = new Node { X = i };
+		s.Refs = new Node [kind == "refs" ? n : 0];
+		for (int i = 0; i < s.Refs.Length; i++)
+			s.Refs [i] = s.Nodes [0];     // pass 0's
 		var ctl = new Control ();
 		SPC.AddRoot (s);
 		ThreadStart run;
@@ -144,8 +231,10 @@ static class Program
 			run = () => State.RunEnter (s, ctl);
 		else if (kind == "walk")
 			run = () => State.RunWalk (s, ctl);
+		else if (kind == "refs")
+			run = () => State.RunRefs (s, ctl);
 		else
-			throw new ArgumentException ("kind: poll, call, enter or walk, not " + kind);
+			throw new ArgumentException ("kind: poll, call, enter, walk or refs, not " + kind);
 		var worker = new Thread (run);
 		worker.Start ();
 		while (s.Pass < 2)
@@ -173,6 +262,14 @@ static class Program
 			T.Eq (n, s.Nodes.Length, "nodes");
 			a = Array.ConvertAll (s.Nodes, node => node.X);
 			b = Array.ConvertAll (s.Nodes, node => node.Y);
+		} else if (kind == "refs") {
+			// Each element the node of its pass's parity: B [i] = A [i] once mapped back.
+			T.Eq (n, s.Refs.Length, "refs");
+			b = new int [n];
+			for (int i = 0; i < n; i++) {
+				T.Check (s.Refs [i] == s.Nodes [0] || s.Refs [i] == s.Nodes [1], "Refs [" + i + "] is one of the two nodes");
+				b [i] = (s.Refs [i].X - a [i]) % 2 == 0 ? a [i] : -1;
+			}
 		}
 		T.Eq (n, a.Length, "A's length");
 		T.Eq (n, b.Length, "B's length");
@@ -191,6 +288,8 @@ static class Program
 
 	static int Main (string [] args)
 	{
+		if (args [0] == "types")
+			return Types.Run ();
 		int n = int.Parse (args [1]);
 		if (args [0] == "write")
 			return Write (n, int.Parse (args [2]), args [3]);
