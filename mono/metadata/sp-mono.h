@@ -53,4 +53,27 @@ int sp_barrier_quick (uintptr_t obj);
 void sp_barrier_store_addr (gpointer addr);
 void sp_barrier_store_range (gpointer dest, gsize len);
 
+/*
+ * The runtime's own writes into managed memory, which the JIT does not see
+ * (runtime-patches/0005: Array.Copy's and Array.Clear's native parts,
+ * Array.SetValue, Buffer.BlockCopy, the memmoves under spans): the barrier
+ * from the native side, just before the write, with nothing between that
+ * can reach a safepoint.  The JIT's barrier before the call of such a method
+ * is not enough on its own: the managed code between the call and the write
+ * has safepoints, and a cycle may start at one.  Nothing unless a cycle runs.
+ */
+static inline void
+sp_barrier_native_object (MonoObject *obj)
+{
+	if (sp_barrier_flag && sp_barrier_active)
+		sp_barrier_store (obj);
+}
+
+static inline void
+sp_barrier_native_range (gpointer dest, gsize len)
+{
+	if (sp_barrier_flag && sp_barrier_active)
+		sp_barrier_store_range (dest, len);
+}
+
 #endif

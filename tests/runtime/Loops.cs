@@ -14,6 +14,9 @@
 //               time: the thread also stops just before the inner loop
 //       walk    a call-free loop storing into a different object each
 //               iteration (Nodes [i].X, .Y): its barrier must stay in the loop
+//       copies  Array.Copy into A and Buffer.BlockCopy into B from a method
+//               no barrier mode guards (not [SPersistentUpdate]): the
+//               runtime's native copies run the barrier themselves
 //       refs    stelem.ref of objects (Refs [i] = one of two nodes, by the
 //               pass's parity) beside A [i]: the runtime's type check of the
 //               stored reference runs between the barrier and the store
@@ -137,6 +140,28 @@ class State
 		}
 	}
 
+	[SPersistentUpdate, MethodImpl (MethodImplOptions.NoInlining)]
+	static void SetPass (State s, int p)
+	{
+		s.Pass = p;
+	}
+
+	// Not [SPersistentUpdate], and calls only: annotating guards none of it.
+	public static void RunCopies (State s, Control ctl)
+	{
+		int n = s.A.Length;
+		int [] source = new int [n];
+		for (int p = 1; !ctl.Stop; p++) {
+			source [0] = p;
+			Array.Copy (source, 0, source, 1, 1);   // keeps the copies below from being the only calls
+			for (int i = 0; i < n; i++)
+				source [i] = p;
+			Array.Copy (source, s.A, n);
+			Buffer.BlockCopy (source, 0, s.B, 0, n * sizeof (int));
+			SetPass (s, p);
+		}
+	}
+
 	[SPersistentUpdate]
 	public static void RunEnter (State s, Control ctl)
 	{
@@ -233,6 +258,8 @@ static class Program
 			run = () => State.RunWalk (s, ctl);
 		else if (kind == "refs")
 			run = () => State.RunRefs (s, ctl);
+		else if (kind == "copies")
+			run = () => State.RunCopies (s, ctl);
 		else
 			throw new ArgumentException ("kind: poll, call, enter, walk or refs, not " + kind);
 		var worker = new Thread (run);
@@ -271,6 +298,8 @@ static class Program
 				b [i] = (s.Refs [i].X - a [i]) % 2 == 0 ? a [i] : -1;
 			}
 		}
+		if (kind == "copies")
+			return CheckCopies (s, n);
 		T.Eq (n, a.Length, "A's length");
 		T.Eq (n, b.Length, "B's length");
 		int q = a [0], k = 0;
@@ -283,6 +312,19 @@ static class Program
 		T.Eq (k - 1, s.Last, "Last (pass " + q + " written up to " + k + ")");
 		T.Check (s.Pass == q - 1 || (k == n && s.Pass == q), "Pass " + s.Pass + " with pass " + q + " written up to " + k);
 		Console.WriteLine ("one instant: pass {0} written up to {1} of {2}", q, k, n);
+		return 0;
+	}
+
+	// Each array whole from one pass; in the order of the stores, Pass <= B <= A <= Pass + 1.
+	static int CheckCopies (State s, int n)
+	{
+		int a = s.A [0], b = s.B [0];
+		for (int i = 0; i < n; i++) {
+			T.Eq (a, s.A [i], "A [" + i + "] (A [0] is " + a + ")");
+			T.Eq (b, s.B [i], "B [" + i + "] (B [0] is " + b + ")");
+		}
+		T.Check (s.Pass <= b && b <= a && a <= s.Pass + 1, "Pass " + s.Pass + ", B " + b + ", A " + a + ": not one instant");
+		Console.WriteLine ("one instant: A {0}, B {1}, Pass {2}", a, b, s.Pass);
 		return 0;
 	}
 

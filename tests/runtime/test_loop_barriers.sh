@@ -24,7 +24,9 @@ run () {   # run BARRIER KIND [taskset...]
 # refs: stelem.ref, whose type check may reach a safepoint (it runs before
 # the barrier in guarded methods; after it, before session 8, most
 # snapshots under annotating and marking-v2 were torn).
-for kind in poll call enter walk refs; do
+# copies: Array.Copy and Buffer.BlockCopy from unguarded code: the runtime's
+# native copies run the barrier (before session 8 annotating tore them).
+for kind in poll call enter walk refs copies; do
 	for barrier in marking annotating marking-v2; do
 		run $barrier $kind
 	done
