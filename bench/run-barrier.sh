@@ -4,7 +4,8 @@
 # each barrier mode, and in each mode again with persistence cycles running
 # back to back over everything the kernels store into, in one run: the
 # runtimes take turns, ROUNDS times, each
-# measuring every kernel 3 times.  Writes bench/results/barrier.csv and prints
+# measuring every kernel 3 times, each round with the kernels' code placed
+# elsewhere.  Writes bench/results/barrier.csv and prints
 # min/median/max ns per iteration and each median's ratio to stock mono's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +19,8 @@ csv=$out/barrier.csv
 echo "runtime,kernel,where,rep,ns" > "$csv"
 sp=$build/bin/spmono
 for round in $(seq "$rounds"); do
+	# Each round the kernels land at other addresses (BarrierBench.cs, ShiftCode).
+	export BARRIER_BENCH_SHIFT=$(( (round - 1) % 9 ))
 	mono "$work/BarrierBench.exe" "stock mono" "$iterations" 3 >> "$csv"
 	"$sp" "$work/BarrierBench.exe" "spmono stw (no barriers)" "$iterations" 3 >> "$csv"
 	for mode in annotating marking-v2 marking; do
