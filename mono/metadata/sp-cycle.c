@@ -362,7 +362,17 @@ sp_cycle_fail (SpError *err)
 #define SP_START_RETRY 1
 #define SP_START_BARRIERS_WAIT 2
 
-/* Barriers waiting for sp_lock (sp_barrier_store); see sp_cycle_increment. */
+/*
+ * Barriers waiting for sp_lock (sp_barrier_store).  When one waits, the SP
+ * task ends its increment after the unit in hand and leaves the lock to the
+ * program: a store then waits for a unit (microseconds), not for the rest of
+ * the increment, and the barriers' writes advance the cycle meanwhile.
+ * (Handing the lock over after every unit instead made the SP task and a
+ * storing thread take turns object by object, each turn a futex wake-up:
+ * slower for both.)  The rest of the period's budget is not lost: the SP task
+ * resumes once the barriers are quiet (sp_task_await_quiet).  And no cycle
+ * starts while one waits (sp_cycle_start_stopped).
+ */
 static gint32 sp_lock_waiters;
 
 static int
@@ -552,17 +562,6 @@ sp_cycle_next_unit (void)
 {
 	return !sp_ser.mark_done ? SP_UNIT_MARK : sp_ser.partial_lid ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
 }
-
-/*
- * Barriers waiting for sp_lock (sp_barrier_store).  When one waits, the SP
- * task ends its increment after the unit in hand and leaves the lock to the
- * program: a store then waits for a unit (microseconds), not for the rest of
- * the increment, and the barriers' writes advance the cycle meanwhile.
- * (Handing the lock over after every unit instead made the SP task and a
- * storing thread take turns object by object, each turn a futex wake-up:
- * slower for both.)  The rest of the period's budget is not lost: the SP task
- * resumes once the barriers are quiet (sp_task_await_quiet).
- */
 
 /* Why an increment ended. */
 typedef enum { SP_INCREMENT_BUDGET_USED, SP_INCREMENT_YIELDED, SP_INCREMENT_CYCLE_ENDED } SpIncrementEnd;

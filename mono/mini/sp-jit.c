@@ -222,6 +222,45 @@ sp_jit_amd64_may_pause (MonoInst *ins, const char *spec)
 		ins->opcode == OP_SP_BARRIER;      /* an address barrier (the object ones are handled by the caller) */
 }
 
+/* An integer register's number (the masks below have a bit for each). */
+static gboolean
+sp_elide_is_int_reg (int reg)
+{
+	return reg >= 0 && reg < 32;
+}
+
+/*
+ * The callee-saved registers the global allocator gives variables.  The local
+ * allocator never uses them, and a call preserves them: a barrier on one of
+ * them, in a loop where no instruction writes it, is on the same object all
+ * through the loop, and at the loop's entries (the variable is live there).
+ */
+#define SP_HOIST_REGS ((1u << AMD64_RBX) | (1u << AMD64_R12) | (1u << AMD64_R13) | (1u << AMD64_R14) | (1u << AMD64_R15))
+
+/*
+ * The integer registers an instruction may write: its destination, a fixed
+ * clobber ('1': the destination is the first source, counted already); a
+ * call, all but SP_HOIST_REGS; ~0u when not known.  Absent fields are 0 in
+ * the CPU description; 'b' is a store's base register (read), 'f' and 'x'
+ * are xmm registers.
+ */
+static guint32
+sp_jit_amd64_regs_written (MonoInst *ins, const char *spec)
+{
+	guint32 written = 0;
+	char dest = spec [MONO_INST_DEST];
+	if (dest && dest != 'b' && dest != 'f' && dest != 'x' && sp_elide_is_int_reg (ins->dreg))
+		written |= 1u << ins->dreg;
+	char clob = spec [MONO_INST_CLOB];
+	if (clob == 'c' || MONO_IS_CALL (ins))
+		written |= ~SP_HOIST_REGS;
+	else if (clob && clob != '1') {
+		int reg = MONO_ARCH_INST_FIXED_REG (clob);
+		written |= reg >= 0 ? 1u << reg : ~0u;
+	}
+	return written;
+}
+
 /*
  * What sp_jit_amd64_elide_barriers knows at a point of a basic block: the
  * integer registers holding an object a barrier handled since the last
@@ -263,12 +302,6 @@ sp_elide_handled (SpElide *e, int reg)
 			e->handled |= 1u << r;
 }
 
-static gboolean
-sp_elide_is_int_reg (int reg)
-{
-	return reg >= 0 && reg < 32;
-}
-
 static void
 sp_jit_amd64_elide_barriers (MonoBasicBlock *bb)
 {
@@ -290,55 +323,23 @@ sp_jit_amd64_elide_barriers (MonoBasicBlock *bb)
 			sp_elide_forget_all (&e);
 			continue;
 		}
-		/* Absent fields are 0 in the CPU description; 'b' is a store's base register (read), 'f' and 'x' are xmm registers. */
-		char dest = spec [MONO_INST_DEST];
-		if (dest && dest != 'b' && dest != 'f' && dest != 'x' && sp_elide_is_int_reg (ins->dreg)) {
-			sp_elide_kill (&e, ins->dreg);
-			if (ins->opcode == OP_MOVE && sp_elide_is_int_reg (ins->sreg1) && ins->sreg1 != ins->dreg) {
-				e.copy_of [ins->dreg] = (gint8)ins->sreg1;
-				if (e.handled & (1u << ins->sreg1))
-					e.handled |= 1u << ins->dreg;
-			}
+		guint32 written = sp_jit_amd64_regs_written (ins, spec);
+		if (written == ~0u) {
+			sp_elide_forget_all (&e);
+			continue;
 		}
-		/* A fixed register the instruction clobbers ('1': its destination is its first source, done above). */
-		char clob = spec [MONO_INST_CLOB];
-		if (clob && clob != '1') {
-			int reg = MONO_ARCH_INST_FIXED_REG (clob);
-			if (reg >= 0)
+		for (int reg = 0; reg < 32; reg++)
+			if (written & (1u << reg))
 				sp_elide_kill (&e, reg);
-			else
-				sp_elide_forget_all (&e);
+		if (ins->opcode == OP_MOVE && sp_elide_is_int_reg (ins->dreg) && sp_elide_is_int_reg (ins->sreg1) && ins->sreg1 != ins->dreg) {
+			e.copy_of [ins->dreg] = (gint8)ins->sreg1;
+			if (e.handled & (1u << ins->sreg1))
+				e.handled |= 1u << ins->dreg;
 		}
 	}
 }
 
 /* ---- Barriers out of loops -------------------------------------------------- */
-
-/*
- * The callee-saved registers the global allocator gives variables.  The local
- * allocator never uses them, and a call preserves them: a barrier on one of
- * them, in a loop where no instruction writes it, is on the same object all
- * through the loop, and at the loop's entries (the variable is live there).
- */
-#define SP_HOIST_REGS ((1u << AMD64_RBX) | (1u << AMD64_R12) | (1u << AMD64_R13) | (1u << AMD64_R14) | (1u << AMD64_R15))
-
-/* The integer registers an instruction may write: its destination, a fixed clobber; a call, all but SP_HOIST_REGS. */
-static guint32
-sp_jit_amd64_regs_written (MonoInst *ins, const char *spec)
-{
-	guint32 written = 0;
-	char dest = spec [MONO_INST_DEST];
-	if (dest && dest != 'b' && dest != 'f' && dest != 'x' && sp_elide_is_int_reg (ins->dreg))
-		written |= 1u << ins->dreg;
-	char clob = spec [MONO_INST_CLOB];
-	if (clob == 'c' || MONO_IS_CALL (ins))
-		written |= ~SP_HOIST_REGS;
-	else if (clob && clob != '1') {
-		int reg = MONO_ARCH_INST_FIXED_REG (clob);
-		written |= reg >= 0 ? 1u << reg : ~0u;
-	}
-	return written;
-}
 
 typedef enum {
 	SP_LOOP_PLAIN,          /* cannot reach a safepoint */
