@@ -796,6 +796,12 @@ sp_jit_emit_checked_ref_store (MonoCompile *cfg, MonoClass *klass, MonoInst **sp
 		return NULL;
 	sp_jit_emit_ref_store_check (cfg, sp [0], sp [2]);
 	sp_jit_emit_guarded_call (cfg, sp [0], FALSE);
+	/*
+	 * The store as mini_emit_array_store's general branch makes it, written
+	 * out here rather than reached by falling into that branch: its
+	 * constant-index case emits no GC write barrier (Mono never takes it for
+	 * a checked reference store), and a reference store needs one.
+	 */
 	addr = mini_emit_ldelema_1_ins (cfg, klass, sp [0], sp [1], TRUE);
 	if (!mini_debug_options.weak_memory_model)
 		mini_emit_memory_barrier (cfg, MONO_MEMORY_BARRIER_REL);
