@@ -132,13 +132,30 @@ sp_mono_method_needs_barrier (MonoMethod *method)
 	case SP_BARRIER_MARKING:
 		return TRUE;
 	case SP_BARRIER_MARKING_V2:
-		return sp_mono_is_persistent_class (method->klass);
+		return sp_mono_is_persistent_class (method->klass) || sp_mono_is_state_writing_library_class (method->klass);
 	case SP_BARRIER_ANNOTATING: {
+		if (sp_mono_is_state_writing_library_class (method->klass))
+			return TRUE;
 		ERROR_DECL (error);
 		return sp_mono_attrs_have (mono_custom_attrs_from_method_checked (method, error), error, "SPersistentUpdateAttribute");
 	}
 	}
 	return FALSE;
+}
+
+gboolean
+sp_mono_refuses_aot_code (MonoImage *image, MonoMethod *method, guint32 token)
+{
+	if (sp_options.mode != SP_MODE_INCREMENTAL || image != mono_defaults.corlib)
+		return FALSE;
+	if (!method) {
+		ERROR_DECL (error);
+		method = mono_get_method_checked (image, token, NULL, NULL, error);
+		mono_error_cleanup (error);
+		if (!method)
+			return FALSE;
+	}
+	return method->wrapper_type == MONO_WRAPPER_NONE && sp_mono_method_needs_barrier (method);
 }
 
 gboolean

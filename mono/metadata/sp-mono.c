@@ -193,6 +193,40 @@ sp_mono_is_persistable_collection (MonoClass *klass)
 }
 
 /*
+ * Class-library code that stores into a program's state: the collections
+ * persisted by their fields, System.Array (Sort, Reverse, Fill, the
+ * IList<T> of arrays), the sort helpers that write into the arrays they are
+ * given, and the span and buffer code beneath them.  Whoever calls them, a
+ * store of theirs lands in the state as if the caller had made it, so every
+ * barrier mode guards them (sp_mono_method_needs_barrier).  Nested classes
+ * count as their outermost class.
+ */
+gboolean
+sp_mono_is_state_writing_library_class (MonoClass *klass)
+{
+	static const char *const generic [] = {
+		"List`1", "Dictionary`2", "ArraySortHelper`1", "ArraySortHelper`2",
+		"GenericArraySortHelper`1", "GenericArraySortHelper`2",
+	};
+	static const char *const system [] = { "Array", "Span`1", "SpanHelpers", "Buffer", "MemoryExtensions" };
+	while (m_class_get_nested_in (klass))
+		klass = m_class_get_nested_in (klass);
+	if (m_class_get_image (klass) != mono_defaults.corlib)
+		return FALSE;
+	const char *ns = m_class_get_name_space (klass), *name = m_class_get_name (klass);
+	if (strcmp (ns, "System.Collections.Generic") == 0) {
+		for (size_t i = 0; i < G_N_ELEMENTS (generic); i++)
+			if (strcmp (name, generic [i]) == 0)
+				return TRUE;
+	} else if (strcmp (ns, "System") == 0) {
+		for (size_t i = 0; i < G_N_ELEMENTS (system); i++)
+			if (strcmp (name, system [i]) == 0)
+				return TRUE;
+	}
+	return FALSE;
+}
+
+/*
  * A dictionary's buckets hold its keys' hash codes: they must come out the
  * same in the next process.  So keys are primitive values, enums or strings
  * (Mono's string hash is not randomized: the same in every run of this

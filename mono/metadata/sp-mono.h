@@ -38,6 +38,14 @@ void sp_barrier_flag_init (void);
 gboolean sp_mono_method_needs_barrier (MonoMethod *method);
 /* Does every method get them (class libraries included: their AOT code must not be used)? */
 gboolean sp_mono_barriers_everywhere (void);
+/* Class-library code that stores into the state (List, Dictionary, Array, sorting, spans): guarded in every mode. */
+gboolean sp_mono_is_state_writing_library_class (MonoClass *klass);
+/*
+ * At AOT load time (runtime-patches/0006): must `method` (or, when NULL, the
+ * method `token` names in `image`) be JIT-compiled, because its stores need
+ * the barrier and Debian's AOT code of the class libraries has none?
+ */
+gboolean sp_mono_refuses_aot_code (MonoImage *image, MonoMethod *method, guint32 token);
 void sp_barrier_store (MonoObject *obj);
 #if defined(__x86_64__) && defined(__GNUC__)
 /*

@@ -1,11 +1,13 @@
 // Collections: List<T> and Dictionary<K,V> (keys of primitive, enum or string
 // type) in persistent fields are persisted, restored as working collections
-// with shared elements kept shared, and kept exact by the marking barrier
-// while the program changes them through their own methods during a cycle.
+// with shared elements kept shared, and kept exact by the barrier (in every
+// mode) while the program changes them through their own methods during a
+// cycle.
 // A dictionary keyed by objects, or with a comparer of its own, is refused,
 // naming the field and the reason.
 //
 //   spmono ... coll.exe write N GENERATIONS   generations of lists, each persisted while being scrambled
+//   spmono ... coll.exe write-unguarded N G    the same, and stores into the parts no barrier mode but marking guards
 //   spmono ... coll.exe check N GENERATIONS   the restored lists are generation GENERATIONS exactly
 //   spmono ... coll.exe dictionary            SendPData refuses unpersistable dictionaries
 using System;
@@ -16,6 +18,13 @@ using SPersistence;
 class Part {
 	[SPersistentField] public int Value;
 	[SPersistentField] public List<Part> Children;
+
+	// Guarded in every barrier mode (a method of an [SPersistent] class, marked).
+	[SPersistentUpdate]
+	public void Set (int value)
+	{
+		Value = value;
+	}
 }
 
 [SPersistent]
@@ -68,7 +77,9 @@ static class Program {
 		l.Generation = g;
 	}
 
-	// Everything a program does to lists, while the cycle runs.
+	// Everything a program does to lists, while the cycle runs: from a method
+	// no barrier mode selects, so that only the class library's own stores
+	// are guarded (they are in every mode), and the part's through Part.Set.
 	static void Scramble (Lists l, int g)
 	{
 		for (int i = 0; i < l.Ints.Count; i++)
@@ -78,7 +89,7 @@ static class Program {
 		l.Ints.Sort ();
 		l.Ints.Reverse ();
 		l.Parts.Reverse ();
-		l.Parts [0].Value = -g;
+		l.Parts [0].Set (-g);
 		l.Parts [0].Children.Clear ();
 		l.Again.RemoveRange (0, l.Again.Count / 2);
 		l.Names.Insert (0, "inserted");
@@ -93,6 +104,13 @@ static class Program {
 		l.ByName.Remove ("part-0");
 		l.ByName ["extra"] = new Part ();
 		l.ByName.Clear ();
+	}
+
+	// Stores into the parts that marking-v2 and annotating do not guard.
+	static void ScrambleUnguarded (Lists l, int g)
+	{
+		foreach (Part p in l.Parts)
+			p.Value = -g;
 	}
 
 	static int Check (int n, int g)
@@ -158,6 +176,8 @@ static class Program {
 			SetGeneration (lists, n, g);
 			SPC.SendPData ();
 			Scramble (lists, g);
+			if (args [0] == "write-unguarded")
+				ScrambleUnguarded (lists, g);
 			SPC.WaitPersisted ();
 			lists.Empty.Clear ();
 			SPStats s = SPC.GetStats ();

@@ -32,12 +32,18 @@ done
 MONO_GC_DEBUG=check-remset-consistency,verify-before-allocs=1000 spm --sp-store=store2 --sp-mode=incremental \
 	--sp-pause=100 --sp-period=1000 inc.exe write 3000 2 outside gc > write.txt || fail "write under MONO_GC_DEBUG"
 spm --sp-store=store2 inc.exe check 3000 2 || fail "torn snapshot under MONO_GC_DEBUG"
-# Stores outside what marking-v2 and annotating guard: torn, and detected.
+# Stores outside what marking-v2 and annotating guard: never silently torn.
+# Either the cycle is refused (the span's Fill is class-library code, which
+# every mode guards, and its address barrier logs the stores into an array
+# no object barrier saw), or the snapshot is torn and the check sees it.
 for barrier in marking-v2 annotating; do
 	rm -rf store
-	spm --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 --sp-barrier=$barrier \
-		inc.exe write $N $G outside > write.txt || fail "write, --sp-barrier=$barrier, stores outside"
-	expect_fail "CHECK FAILED" spm --sp-store=store inc.exe check $N $G
+	if spm --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 --sp-barrier=$barrier \
+		inc.exe write $N $G outside > write.txt 2>&1; then
+		expect_fail "CHECK FAILED" spm --sp-store=store inc.exe check $N $G
+	else
+		grep -q "no barrier saw" write.txt || fail "write, --sp-barrier=$barrier, stores outside: $(cat write.txt)"
+	fi
 done
 # Pinned to one CPU, as in the paper's setup: the SP task, the barriers and the
 # mutators take turns on it (preempting each other mid-increment), with
