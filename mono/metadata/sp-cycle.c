@@ -396,6 +396,7 @@ static int
 sp_cycle_start_stopped (SpError *err)
 {
 	int rc = 0;
+	gboolean native_unknown = FALSE;
 	uint64_t t0 = sp_mono_monotonic_ns ();
 	sgen_gc_lock ();
 	sgen_stop_world (0, FALSE);
@@ -425,11 +426,17 @@ sp_cycle_start_stopped (SpError *err)
 	if (rc == 0) {
 		sp_wset_open (&sp_written, sp_client_gc_epoch ());
 		__atomic_store_n (&sp_barrier_active, 1, __ATOMIC_RELEASE);
+		/* What P/Invokes running now write lands after the instant, unseen (sp-unseen.c). */
+		native_unknown = !sp_native_log_in_flight ();
 	}
 	sp_lid_table_frozen = FALSE;
 	sp_class_maps_frozen = FALSE;
 	sgen_restart_world (0, FALSE);
 	sgen_gc_unlock ();
+	if (native_unknown)
+		fprintf (stderr, "spmono: a thread was in native code with more than %d arguments it may write (or more than %d "
+			 "threads made such calls): what they write cannot be checked, so this snapshot will not be committed\n",
+			 SP_NATIVE_ARGS, SP_NATIVE_THREADS);
 	if (rc < 0)
 		sp_client_lid_reset ();
 	return rc < 0 && (sp_lid_table_needed || sp_class_map_needed) ? SP_START_RETRY : rc;

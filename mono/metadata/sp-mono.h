@@ -62,6 +62,21 @@ void sp_barrier_store_addr (gpointer addr);
 void sp_barrier_store_range (gpointer dest, gsize len);
 
 /*
+ * Native code in flight (metadata/sp-unseen.c, runtime-patches/0007): a
+ * P/Invoke's wrapper reports each argument native code may write through
+ * (sp_native_arg_enter, JIT icall) just before it enters GC-safe mode, and
+ * forgets them (sp_native_args_leave (count)) just after; a cycle starting
+ * meanwhile logs them as stores no barrier saw.  The emitters add those calls
+ * to a wrapper being built, in incremental mode only, and return the count.
+ */
+void sp_native_arg_enter (gpointer addr);
+void sp_native_args_leave (gint32 count);
+struct _MonoMethodBuilder;
+struct _MonoMethodSignature;
+int sp_mono_emit_native_args_enter (struct _MonoMethodBuilder *mb, struct _MonoMethodSignature *sig, int param_shift);
+void sp_mono_emit_native_args_leave (struct _MonoMethodBuilder *mb, int count);
+
+/*
  * The runtime's own writes into managed memory, which the JIT does not see
  * (runtime-patches/0005: Array.Copy's and Array.Clear's native parts,
  * Array.SetValue, Buffer.BlockCopy, the memmoves under spans): the barrier

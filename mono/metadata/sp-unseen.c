@@ -33,6 +33,8 @@
 #include <mono/metadata/object-internals.h>
 #include <mono/utils/mono-os-mutex.h>
 #include <mono/utils/mono-threads.h>
+#include <mono/metadata/method-builder-ilgen.h>
+#include <pthread.h>
 
 #include "../spersist/sp-storelog.h"
 
@@ -83,6 +85,8 @@ sp_barrier_quick (uintptr_t obj)
 }
 #endif
 
+static void sp_native_init (void);
+
 /* Incremental mode, at startup: the log, pinned as a conservative GC root (sp-storelog.h). */
 static void
 sp_unseen_init (void)
@@ -95,6 +99,7 @@ sp_unseen_init (void)
 	mono_gc_register_root ((char *)sp_unseen.log.ranges, SP_UNSEEN_CAPACITY * sizeof (SpStoreRange), MONO_GC_DESCRIPTOR_NULL,
 		MONO_ROOT_SOURCE_EXTERNAL, NULL, "spmono: stores through pointers during a cycle");
 	sp_unseen.ready = TRUE;
+	sp_native_init ();
 }
 
 /* After the barrier is disarmed (a cycle ended or failed): forget the cycle's stores. */
@@ -253,4 +258,175 @@ sp_client_changed_unseen (void *obj, const void *from, const void *to)
 	bool touched = sp_storelog_touches (&sp_unseen.log, lo, hi, from ? (uintptr_t)from : lo, to ? (uintptr_t)to : hi);
 	mono_os_mutex_unlock (&sp_unseen.lock);
 	return touched;
+}
+
+/* ---- native code in flight -------------------------------------------------
+ *
+ * A P/Invoke's native code runs in GC-safe mode: the world stops without it,
+ * so a cycle can start while it is still writing into the arrays and objects
+ * it was given by address, and none of those writes meets a barrier (the
+ * barrier before the call ran under the cycle before, or none).  So each
+ * thread keeps the addresses it handed to the native code it is in: the
+ * native wrapper (runtime-patches/0007) calls sp_native_arg_enter for each
+ * argument native code may write through (a blittable array or class, a
+ * `ref`), just before it enters GC-safe mode, and sp_native_args_leave just
+ * after it comes back, with nothing between that can throw.  A cycle's start
+ * logs every address in flight as a store to the end of its object: if the
+ * snapshot reaches one, the cycle fails (WaitPersisted says why), whether or
+ * not the native code did write after the start; an argument declared [In]
+ * only is not recorded.  Such an argument is pinned while the call runs (the
+ * wrapper pins what it passes by address), so the address stays its own.
+ *
+ * Records are per thread, found by the start through sp_native.all (a
+ * thread's record is reused by a later thread once it has exited); they are
+ * read with the world stopped, when no thread can be between entering and
+ * leaving here (both run in GC-unsafe mode; a thread coming back from native
+ * code parks before it leaves).
+ */
+#define SP_NATIVE_ARGS 16           /* addresses kept per thread; past it the start cannot tell */
+#define SP_NATIVE_THREADS 4096      /* records; past it, threads are not told apart either */
+
+typedef struct SpNativeCalls {
+	uintptr_t addr [SP_NATIVE_ARGS];
+	gint32 depth;                   /* arguments in flight (nested calls add up), may exceed SP_NATIVE_ARGS */
+	gint32 in_use;
+} SpNativeCalls;
+
+static struct {
+	SpNativeCalls *all [SP_NATIVE_THREADS];
+	gint32 count;
+	SpNativeCalls shared;           /* for threads past SP_NATIVE_THREADS: depth only */
+	pthread_key_t key;
+	gboolean ready;
+} sp_native;
+
+static __thread SpNativeCalls *sp_native_mine;
+
+static void
+sp_native_thread_exit (void *record)
+{
+	SpNativeCalls *c = record;
+	c->depth = 0;
+	__atomic_store_n (&c->in_use, 0, __ATOMIC_RELEASE);
+}
+
+static SpNativeCalls *
+sp_native_attach (void)
+{
+	SpNativeCalls *c = NULL;
+	gint32 n = __atomic_load_n (&sp_native.count, __ATOMIC_ACQUIRE);
+	for (gint32 i = 0; i < n && !c; i++) {
+		gint32 free_slot = 0;
+		if (sp_native.all [i] && __atomic_compare_exchange_n (&sp_native.all [i]->in_use, &free_slot, 1, FALSE,
+								       __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			c = sp_native.all [i];
+	}
+	if (!c) {
+		gint32 i = __atomic_fetch_add (&sp_native.count, 1, __ATOMIC_ACQ_REL);
+		if (i >= SP_NATIVE_THREADS)
+			return sp_native_mine = &sp_native.shared;
+		c = g_new0 (SpNativeCalls, 1);
+		c->in_use = 1;
+		__atomic_store_n (&sp_native.all [i], c, __ATOMIC_RELEASE);
+	}
+	if (sp_native.ready)
+		pthread_setspecific (sp_native.key, c);
+	return sp_native_mine = c;
+}
+
+void
+sp_native_arg_enter (gpointer addr)
+{
+	SpNativeCalls *c = sp_native_mine ? sp_native_mine : sp_native_attach ();
+	if (c == &sp_native.shared) {
+		__atomic_add_fetch (&c->depth, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	if (c->depth >= 0 && c->depth < SP_NATIVE_ARGS)
+		c->addr [c->depth] = (uintptr_t)addr;
+	__atomic_store_n (&c->depth, c->depth + 1, __ATOMIC_RELEASE);
+}
+
+void
+sp_native_args_leave (gint32 n)
+{
+	SpNativeCalls *c = sp_native_mine;
+	if (c)
+		__atomic_sub_fetch (&c->depth, n, __ATOMIC_RELEASE);
+}
+
+static void
+sp_native_init (void)
+{
+	sp_native.ready = pthread_key_create (&sp_native.key, sp_native_thread_exit) == 0;
+}
+
+/*
+ * With the world stopped, at a cycle's start: log what native code may be
+ * writing.  Returns FALSE when it cannot tell (too many arguments in flight
+ * on a thread, or a thread without a record of its own): the cycle fails.
+ */
+static gboolean
+sp_native_log_in_flight (void)
+{
+	gboolean known = __atomic_load_n (&sp_native.shared.depth, __ATOMIC_ACQUIRE) == 0;
+	gint32 n = MIN (__atomic_load_n (&sp_native.count, __ATOMIC_ACQUIRE), SP_NATIVE_THREADS);
+	mono_os_mutex_lock (&sp_unseen.lock);
+	for (gint32 i = 0; i < n; i++) {
+		SpNativeCalls *c = __atomic_load_n (&sp_native.all [i], __ATOMIC_ACQUIRE);
+		gint32 depth = c ? __atomic_load_n (&c->depth, __ATOMIC_ACQUIRE) : 0;
+		if (depth > SP_NATIVE_ARGS)
+			known = FALSE;
+		for (gint32 k = 0; k < depth && k < SP_NATIVE_ARGS; k++)
+			if (c->addr [k])
+				sp_storelog_add (&sp_unseen.log, c->addr [k], SP_STORELOG_REST);
+	}
+	if (!known)
+		sp_unseen.log.overflowed = true;      /* every record's check answers "may have changed" */
+	mono_os_mutex_unlock (&sp_unseen.lock);
+	return known;
+}
+
+/* Does native code write through parameter t (by address: a blittable array or class, a ref), unless declared [In] only? */
+static gboolean
+sp_native_param_written (MonoType *t)
+{
+	if ((t->attrs & PARAM_ATTRIBUTE_IN) && !(t->attrs & PARAM_ATTRIBUTE_OUT))
+		return FALSE;
+	if (t->byref)
+		return TRUE;
+	MonoClass *k = mono_class_from_mono_type_internal (t);
+	if (t->type == MONO_TYPE_SZARRAY)
+		return m_class_is_blittable (m_class_get_element_class (k));
+	return t->type == MONO_TYPE_CLASS && m_class_is_blittable (k);
+}
+
+/* conv.u's byte (mono/cil/opcode.def; each IL emitter of Mono's defines its own names for them). */
+#define SP_CIL_CONV_U 0xE0
+
+int
+sp_mono_emit_native_args_enter (MonoMethodBuilder *mb, MonoMethodSignature *sig, int param_shift)
+{
+	if (sp_options.mode != SP_MODE_INCREMENTAL)
+		return 0;
+	int count = 0;
+	for (int i = 0; i < sig->param_count; i++) {
+		if (!sp_native_param_written (sig->params [i]))
+			continue;
+		mono_mb_emit_ldarg (mb, i + param_shift);
+		if (!sig->params [i]->byref)
+			mono_mb_emit_byte (mb, SP_CIL_CONV_U);   /* the object's address */
+		mono_mb_emit_icall (mb, sp_native_arg_enter);
+		count++;
+	}
+	return count;
+}
+
+void
+sp_mono_emit_native_args_leave (MonoMethodBuilder *mb, int count)
+{
+	if (!count)
+		return;
+	mono_mb_emit_icon (mb, count);
+	mono_mb_emit_icall (mb, sp_native_args_leave);
 }

@@ -307,7 +307,8 @@ sp_ser_check_unseen (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid,
 	SpError why = { 0 };
 	sp_error_set (&why, "an instance of %s was written while the snapshot was taken through a ref, Span or pointer "
 		"that no barrier saw (one made before SendPData and used after, or made by new Span<T>(array), "
-		"MemoryMarshal, fixed or unsafe code): its state at SendPData is lost, so the snapshot is not committed", c->name);
+		"MemoryMarshal, fixed or unsafe code), or by native code: a P/Invoke running at SendPData had it as an argument "
+		"not declared [In] only: its state at SendPData is lost, so the snapshot is not committed", c->name);
 	if (s->state [lid] & SP_SER_REACHED)
 		return sp_error_set (err, "%s", why.msg);
 	return sp_ser_poison (s, lid, &why, err);
