@@ -206,6 +206,30 @@ sp_unseen_in_young_object (uintptr_t lo, uintptr_t hi)
 	return young && lo >= (uintptr_t)young && hi <= (uintptr_t)info->tlab_next;
 }
 
+/*
+ * The large object (SGen's LOS: arrays and strings over 8,000 bytes) holding
+ * [lo, hi), or NULL.  Such an object never moves.  SGen's list of them is
+ * built for readers that hold no lock: an object is pushed at its head
+ * complete (a write barrier before it is published), and taken out only by
+ * the sweep after a major collection, with the world stopped, while this
+ * thread, in GC-unsafe mode, is not here.  (Taking the GC lock instead was
+ * tried: a thread stopping the world holds it while it waits for this one
+ * to reach a safepoint, so lookups failed and stores piled into the log.)
+ * A store into a large object then gets the object barrier (its state
+ * before the store is written first), as if the pointer had been made in
+ * this cycle: covered, not refused.  Objects in the nursery and the major
+ * heap have no index from an address that is safe to read while other
+ * threads allocate, so a store into one is still logged.
+ */
+static MonoObject *
+sp_unseen_large_object (uintptr_t lo, uintptr_t hi)
+{
+	char *start = NULL;
+	if (sgen_ptr_in_nursery ((void *)lo) || !sgen_ptr_is_in_los ((char *)lo, &start))
+		return NULL;
+	return hi <= (uintptr_t)start + mono_object_get_size_internal ((MonoObject *)start) ? (MonoObject *)start : NULL;
+}
+
 /* A store of len bytes at lo (SP_STORELOG_REST: to the end of its object) is about to happen. */
 static void
 sp_unseen_store (uintptr_t lo, uintptr_t len)
@@ -216,6 +240,11 @@ sp_unseen_store (uintptr_t lo, uintptr_t len)
 	uintptr_t hi = len == SP_STORELOG_REST || len > UINTPTR_MAX - lo ? lo + 1 : lo + len;
 	if (sp_unseen_on_own_stack (lo, hi) || sp_unseen_in_safe_object (lo, hi) || sp_unseen_in_young_object (lo, hi))
 		return;
+	MonoObject *large = sp_unseen_large_object (lo, hi);
+	if (large) {
+		sp_barrier_store (large);
+		return;
+	}
 	gboolean report = FALSE;
 	mono_os_mutex_lock (&sp_unseen.lock);
 	/* The cycle may have ended since the inline test: its log is cleared only after the barrier is disarmed. */
@@ -378,8 +407,9 @@ sp_native_log_in_flight (void)
 		if (depth > SP_NATIVE_ARGS)
 			known = FALSE;
 		for (gint32 k = 0; k < depth && k < SP_NATIVE_ARGS; k++)
-			if (c->addr [k])
+			if (c->addr [k]) {
 				sp_storelog_add (&sp_unseen.log, c->addr [k], SP_STORELOG_REST);
+			}
 	}
 	if (!known)
 		sp_unseen.log.overflowed = true;      /* every record's check answers "may have changed" */

@@ -4,11 +4,13 @@
 // silently.  Either the cycle refuses the snapshot (WaitPersisted throws,
 // the previous snapshot stays the restart's), or the snapshot is exact.
 //
-//   Unseen.exe write HOW    generation 1 persisted; then generation 2 set, a
-//       pointer taken as HOW says, SendPData, a store of 999 through it while
-//       the cycle runs (the target is the last element of a long array, which
-//       the SP task reaches last), WaitPersisted.  Prints "REFUSED: <why>" or
-//       "COMMITTED".
+//   Unseen.exe write HOW [small]   generation 1 persisted; then generation 2
+//       set, a pointer taken as HOW says, SendPData, a store of 999 through it
+//       while the cycle runs (the target is the last element of an array,
+//       which the SP task reaches last), WaitPersisted.  Prints "REFUSED:
+//       <why>" or "COMMITTED".  The arrays are large objects (the barrier
+//       finds the object a store lands in: covered), or with "small" ordinary
+//       ones (it cannot: refused).
 //   Unseen.exe check G      (warm restart) every element and field is G
 //   Unseen.exe fresh C      C cycles; during each, stores through pointers
 //       made while it runs (ldelema, AsSpan, a struct element by ref,
@@ -23,6 +25,7 @@ using SPersistence;
 [SPersistent]
 class Plant
 {
+	[SPersistentField] public int [] Ballast;     // written first: the store below lands before the SP task reaches Levels
 	[SPersistentField] public int [] Levels;
 	[SPersistentField] public Valve [] Valves;
 	[SPersistentField] public int Generation;
@@ -40,9 +43,10 @@ static class Program
 {
 	const int N = 4 * 1024 * 1024;
 
-	static Plant Make ()
+	// Small: under SGen's 8,000-byte threshold for large objects.
+	static Plant Make (bool small = false)
 	{
-		return new Plant { Levels = new int [N], Valves = new Valve [4096] };
+		return new Plant { Ballast = new int [small ? N : 0], Levels = new int [small ? 1000 : N], Valves = new Valve [small ? 400 : 4096] };
 	}
 
 	static void SetGeneration (Plant p, int g)
@@ -66,15 +70,15 @@ static class Program
 		}
 	}
 
-	static unsafe int Write (string how)
+	static unsafe int Write (string how, bool small)
 	{
-		Plant p = Make ();
+		Plant p = Make (small);
 		SPC.AddRoot (p);
 		SetGeneration (p, 1);
 		SPC.SendPData ();
 		SPC.WaitPersisted ();
 		SetGeneration (p, 2);
-		int last = N - 1;
+		int last = p.Levels.Length - 1, lastValve = p.Valves.Length - 1;
 		switch (how) {
 		case "ref": {                                   // a ref local across SendPData
 			ref int r = ref p.Levels [last];
@@ -122,9 +126,17 @@ static class Program
 			break;
 		}
 		case "struct-ref": {                            // a struct element by ref, a field set through it
-			ref Valve v = ref p.Valves [4095];
+			ref Valve v = ref p.Valves [lastValve];
 			SPC.SendPData ();
 			v.Flow = 999;
+			break;
+		}
+		case "struct-copy": {                           // a struct copied ref to ref (ldobj+stobj, which the JIT folds)
+			ref Valve v = ref p.Valves [lastValve];
+			var source = new [] { new Valve { Open = 999, Flow = 999 } };
+			ref Valve w = ref source [0];
+			SPC.SendPData ();
+			v = w;
 			break;
 		}
 		case "fixed":                                   // a fixed pointer across SendPData
@@ -202,7 +214,7 @@ static class Program
 	static int Main (string [] args)
 	{
 		switch (args [0]) {
-		case "write": return Write (args [1]);
+		case "write": return Write (args [1], args.Length > 2 && args [2] == "small");
 		case "check": return Check (int.Parse (args [1]));
 		case "fresh": return Fresh (int.Parse (args [1]));
 		}

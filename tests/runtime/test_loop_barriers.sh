@@ -30,9 +30,11 @@ run () {   # run BARRIER KIND [taskset...]
 # library: Array.Fill, Array.Sort, Array.Reverse, List<T> and Dictionary
 # from a method no mode selects: the class library's own stores are guarded
 # in every mode (a cycle mostly starts in the middle of a sort).
-# reverse: Array.Reverse stores through refs; a cycle that starts in the
-# middle of one is refused, never torn (most of the 30 are).
-for kind in poll call enter walk refs copies library reverse; do
+# reverse: Array.Reverse stores through refs into a large array, whose
+# object the address barrier finds: exact.  reverse-small: the same into a
+# small array, whose object it cannot find: a cycle that starts in the middle
+# of a reverse is refused, never torn (most of the 30 are).
+for kind in poll call enter walk refs copies library reverse reverse-small; do
 	for barrier in marking annotating marking-v2; do
 		run $barrier $kind
 	done
