@@ -30,4 +30,19 @@ static class T
 		}
 		Check (false, what + ": no " + typeof (E).Name + " thrown");
 	}
+
+	// One snapshot: SendPData, then WaitPersisted.  False when the cycle was
+	// refused with a message holding `refusal` (null: no refusal expected);
+	// any other failure is a failed check.
+	public static bool Persist (string refusal)
+	{
+		SPersistence.SPC.SendPData ();
+		try {
+			SPersistence.SPC.WaitPersisted ();
+			return true;
+		} catch (SPersistence.SPersistenceException e) {
+			Check (refusal != null && e.Message.Contains (refusal), "snapshot failed: " + e.Message);
+			return false;
+		}
+	}
 }
