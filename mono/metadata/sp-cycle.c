@@ -3,9 +3,9 @@
  * SP task, the writer task and the store barrier's slow path (paper sections
  * 3.2-3.3 and 4).
  *
- * Part of the unity build (sp-runtime.c), after sp-mono.c, whose state it
- * shares: sp_lock, the serializer sp_ser and its buffer sp_out, the store,
- * the roots, the statistics.
+ * Part of the client (sp-mono-state.h), whose state it shares: sp_lock, the
+ * serializer sp_ser and its buffer sp_out, the store, the roots, the
+ * statistics.
  *
  * A cycle, from SendPData to a durable snapshot:
  *

@@ -29,6 +29,11 @@
 #include "../spersist/sp-store-pmem.c"
 #include "../spersist/sp-store-null.c"
 
-#include "sp-mono.c"
+/* The client (sp-mono-state.h says which file does what); sp-mono.c, the entry points, last. */
+#include "sp-mono-state.h"
+#include "sp-classmap.c"
+#include "sp-identity.c"
+#include "sp-restore.c"
 #include "sp-unseen.c"
 #include "sp-cycle.c"
+#include "sp-mono.c"

@@ -2,7 +2,7 @@
  * sp-unseen.c: the address barrier's slow path, and the question the core
  * asks before it trusts a record (sp_client_changed_unseen).
  *
- * Part of the unity build (sp-runtime.c), between sp-mono.c and sp-cycle.c.
+ * Part of the client (sp-mono-state.h), before sp-cycle.c.
  * The log and its invariants are spersist/sp-storelog.h; the JIT side is
  * mini/sp-jit.h (sp_jit_emit_address_barrier).
  *

@@ -1,4 +1,4 @@
-/* sp-jit.c: see sp-jit.h.  The policy (which methods) is in metadata/sp-mono.c. */
+/* sp-jit.c: see sp-jit.h.  The policy (which methods) is in metadata/sp-cycle.c. */
 #include <config.h>
 
 #include "sp-jit.h"

@@ -1,8 +1,9 @@
 /*
  * sp-client.h: what the core needs from the object model, and nothing more.
  *
- * Like SGen's sgen-client.h: the runtime implements these in sp-mono.c (compiled
- * into the same unity translation unit as the core, so calls inline), the unit
+ * Like SGen's sgen-client.h: the runtime implements these in
+ * metadata/sp-identity.c (compiled into the same unity translation unit as
+ * the core, so calls inline), the unit
  * tests implement them over a fake object model (tests/unit/fake-objects.c).
  *
  * Object pointers passed here are only held for the duration of one call or

@@ -1,7 +1,7 @@
 /*
  * sp-layout.h: the persistent class map (paper section 3.1), as the core sees it.
  *
- * The client (sp-mono.c) builds one SpClass per persistent class from its custom
+ * The client (metadata/sp-classmap.c) builds one SpClass per persistent class from its custom
  * attributes when the class is first persisted or restored; the core never looks
  * at runtime metadata, only at these descriptions.  A field is a leaf: embedded
  * structs are flattened into their primitive and reference leaves ("pos.x"), with

@@ -40,7 +40,7 @@ typedef struct SpSnapClass {
 	uint32_t nsteps;         /* the values as validation steps: the primitive block, then each reference */
 	uint32_t *steps;         /* a step > 0 skips that many bytes, 0 reads a reference */
 	void *resolved;          /* for the restorer: the live SpClass */
-	void *restorer_data;     /* the restorer's own (sp-mono.c: the vtable objects are allocated with) */
+	void *restorer_data;     /* the restorer's own (metadata/sp-restore.c: the vtable objects are allocated with) */
 	uint8_t *prim_kinds;     /* decode: kind of each primitive leaf in wire order ... */
 	uint32_t *prim_offsets;  /* ... and its offset in the live object/element */
 	uint32_t nprims;

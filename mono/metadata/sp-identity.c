@@ -1,0 +1,180 @@
+/*
+ * sp-identity.c: the core's object model (sp-client.h), for Mono (part of the
+ * client, see sp-mono-state.h): an object's class map, strings and arrays,
+ * identity that survives a moving GC (the identity hash in the header), the
+ * LID table (LID -> object, a GC root the GC keeps current) and the GC epoch
+ * (objects move only while the world is stopped).
+ */
+
+
+SpClass *
+sp_client_class_of (void *obj, SpError *err)
+{
+	/* Objects of one class tend to come in runs: remember the last lookup (under sp_lock). */
+	static MonoClass *last_klass;
+	static SpClass *last_map;
+	MonoClass *klass = mono_object_class ((MonoObject *)obj);
+	if (klass == last_klass)
+		return last_map;
+	SpClass *c = sp_mono_class_map (klass, err);
+	if (c) {
+		last_klass = klass;
+		last_map = c;
+	}
+	return c;
+}
+
+uint32_t
+sp_client_string_length (void *str)
+{
+	return (uint32_t)mono_string_length_internal ((MonoString *)str);
+}
+
+const uint16_t *
+sp_client_string_chars (void *str)
+{
+	return (const uint16_t *)mono_string_chars_internal ((MonoString *)str);
+}
+
+uint64_t
+sp_client_array_length (void *arr)
+{
+	return mono_array_length_internal ((MonoArray *)arr);
+}
+
+void *
+sp_client_array_data (void *arr)
+{
+	return mono_array_addr_with_size_fast ((MonoArray *)arr, 1, 0);
+}
+
+/*
+ * Mono's identity hash is (address / 8) * 2654435761 mod 2^32, taken from the
+ * address the object had when first hashed and kept in its header ever after
+ * (monitor.c).  Multiplying by the inverse of that factor gives back address / 8:
+ * stable across moves, and address-like, as sp_client_identity_hash should be.
+ */
+#define SP_MONO_HASH_INVERSE 0x0e8b2f51u
+
+uint32_t
+sp_client_identity_hash (void *obj)
+{
+	return (uint32_t)mono_object_hash_internal ((MonoObject *)obj) * SP_MONO_HASH_INVERSE;
+}
+
+/*
+ * The LID table (LID -> object) of the snapshot being written: a GC root, whose
+ * entries the GC updates when objects move.  It is made of chunks of
+ * SP_LID_CHUNK entries, each a pinned object[] (large enough for SGen's large
+ * object space, which never moves it): growing adds a chunk and copies
+ * nothing, so the increment that hands out the LIDs pays one allocation, not
+ * a copy of the whole table.
+ */
+#define SP_LID_CHUNK_BITS 12
+#define SP_LID_CHUNK (1u << SP_LID_CHUNK_BITS)
+static MonoArray **sp_lid_chunks;
+static guint32 *sp_lid_chunk_handles;
+static uint32_t sp_lid_nchunks;
+static uint32_t sp_lid_used;             /* highest LID bound since the last reset */
+
+/* Room in the LID table for LIDs below `need`. */
+static int
+sp_mono_lid_table_grow (uint32_t need, SpError *err)
+{
+	while ((uint64_t)sp_lid_nchunks * SP_LID_CHUNK < need) {
+		ERROR_DECL (error);
+		MonoArray *chunk = mono_array_new_checked (mono_get_root_domain (), mono_defaults.object_class, SP_LID_CHUNK, error);
+		if (!is_ok (error)) {
+			mono_error_cleanup (error);
+			return sp_error_set (err, "out of memory for a table of %u objects", need);
+		}
+		sp_lid_chunks = g_renew (MonoArray *, sp_lid_chunks, sp_lid_nchunks + 1);
+		sp_lid_chunk_handles = g_renew (guint32, sp_lid_chunk_handles, sp_lid_nchunks + 1);
+		sp_lid_chunk_handles [sp_lid_nchunks] = mono_gchandle_new_internal ((MonoObject *)chunk, TRUE);
+		sp_lid_chunks [sp_lid_nchunks++] = chunk;
+	}
+	return 0;
+}
+
+/*
+ * While the world is stopped (the start of an incremental cycle) nothing may
+ * allocate: the table does not grow then, and a bind beyond it fails, saying
+ * how much room was needed (the cycle start grows it and tries again).
+ */
+static gboolean sp_lid_table_frozen;
+static uint32_t sp_lid_table_needed;
+
+int
+sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
+{
+	if (lid >> SP_LID_CHUNK_BITS >= sp_lid_nchunks) {
+		if (sp_lid_table_frozen) {
+			sp_lid_table_needed = lid + 1;
+			return sp_error_set (err, "the LID table is full while the world is stopped");
+		}
+		if (sp_mono_lid_table_grow (lid + 1, err) < 0)
+			return -1;
+	}
+	mono_array_setref_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], lid & (SP_LID_CHUNK - 1), (MonoObject *)obj);
+	if (lid > sp_lid_used)
+		sp_lid_used = lid;
+	return 0;
+}
+
+void *
+sp_client_lid_object (uint32_t lid)
+{
+	return mono_array_get_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], MonoObject *, lid & (SP_LID_CHUNK - 1));
+}
+
+/* World stops seen; objects move only while the world is stopped (see sp_mono_gc_event). */
+static gint32 sp_world_stops;
+
+uint32_t
+sp_client_gc_epoch (void)
+{
+	/*
+	 * The caller read an object pointer just before: that load must not pass
+	 * this one (an acquire fence orders earlier loads before later ones; on
+	 * x86 it costs nothing).  mono_atomic_load_i32 would be a locked xadd here,
+	 * which was half the serializer's time per reference.
+	 */
+	__atomic_thread_fence (__ATOMIC_ACQUIRE);
+	return __atomic_load_n ((uint32_t *)&sp_world_stops, __ATOMIC_RELAXED);
+}
+
+/*
+ * Counted after every thread is suspended and before the GC moves anything, so
+ * a thread that reads the epoch and then an address sees a new epoch whenever
+ * the address may be stale.  (sgen_global_stop_count is bumped before the
+ * threads are suspended, which leaves a window.)
+ */
+static void
+sp_mono_gc_event (MonoProfiler *prof, MonoProfilerGCEvent event, uint32_t generation, mono_bool is_serial)
+{
+	(void)prof;
+	(void)generation;
+	(void)is_serial;
+	if (event == MONO_GC_EVENT_POST_STOP_WORLD)
+		__atomic_add_fetch (&sp_world_stops, 1, __ATOMIC_SEQ_CST);
+}
+
+void
+sp_client_lid_reset (void)
+{
+	/*
+	 * Storing nulls needs no write barrier.  A chunk at a time, with a
+	 * safepoint in between (unless this thread has stopped the world): a
+	 * collection waits for one chunk, not the whole table.
+	 */
+	if (sp_lid_used) {
+		for (uint32_t k = 0; k <= sp_lid_used >> SP_LID_CHUNK_BITS; k++) {
+			size_t used = k < sp_lid_used >> SP_LID_CHUNK_BITS ? SP_LID_CHUNK : (sp_lid_used & (SP_LID_CHUNK - 1)) + 1;
+			memset (mono_array_addr_fast (sp_lid_chunks [k], MonoObject *, 0), 0, used * sizeof (MonoObject *));
+			if (!sp_lid_table_frozen)
+				mono_threads_safepoint ();
+		}
+	}
+	sp_lid_used = 0;
+}
+

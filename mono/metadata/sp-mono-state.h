@@ -1,0 +1,116 @@
+/*
+ * sp-mono-state.h: the state the client's files share (a unity build: included
+ * once, by sp-runtime.c, before them; not a public header).
+ *
+ * The client is the Mono side of the persistence core, split by concern as
+ * SGen keeps sgen-mono.c beside focused files:
+ *
+ *   sp-classmap.c   the persistent class map, from [SPersistent] and
+ *                   [SPersistentField], built once per class
+ *   sp-identity.c   the core's object model (sp-client.h): classes of objects,
+ *                   strings and arrays, identity across a moving GC, the LID
+ *                   table (a GC root), the GC epoch
+ *   sp-restore.c    a snapshot into live objects: construction, fix-up, roots
+ *   sp-unseen.c     stores through pointers no barrier saw; native code in flight
+ *   sp-cycle.c      incremental mode: the cycle, the SP and writer tasks, the
+ *                   barrier's slow path
+ *   sp-mono.c       starting (store, warm restart), stop-the-world SendPData,
+ *                   the internal calls behind SPersistence.SPC, driver hooks
+ *
+ * Locking: one mutex, sp_lock, serializes the SPC calls, the SP task's
+ * increments, the barrier's slow path and the writer's hand-overs.
+ */
+#ifndef SP_MONO_STATE_H
+#define SP_MONO_STATE_H
+
+#include <mono/metadata/sp-mono.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mono/metadata/assembly-internals.h>
+#include <mono/metadata/class-init.h>
+#include <mono/metadata/class-inlines.h>
+#include <mono/metadata/class-internals.h>
+#include <mono/metadata/icall-internals.h>
+#include <mono/metadata/object-internals.h>
+#include <mono/metadata/profiler.h>
+#include <mono/metadata/reflection-internals.h>
+#include <mono/metadata/tabledefs.h>
+#include <mono/utils/mono-coop-mutex.h>
+#include <mono/utils/mono-threads-coop.h>
+
+#include "../spersist/sp-client.h"
+#include "../spersist/sp-options.h"
+#include "../spersist/sp-serialize.h"
+#include "../spersist/sp-snapshot.h"
+#include "../spersist/sp-store.h"
+
+static SpOptions sp_options = SP_OPTIONS_DEFAULT;
+static char *sp_program;                 /* path of the program being run */
+static MonoCoopMutex sp_lock;
+
+/* Started lazily by the first SPC call: the store is opened and the newest snapshot restored. */
+static gboolean sp_started;
+static SpStore *sp_store;
+static gboolean sp_warm;                 /* a snapshot was restored */
+
+/* Roots, sorted by id: ids are handed out in increasing order and kept across restarts. */
+typedef struct SpRoot {
+	guint32 id;
+	guint32 handle;          /* a strong GC handle */
+} SpRoot;
+static GArray *sp_roots;
+static guint32 sp_next_root_id = 1;
+
+static inline SpRoot *
+sp_mono_root_at (guint i)
+{
+	return &g_array_index (sp_roots, SpRoot, i);
+}
+
+/* The serializer, and the buffer it writes into (incremental mode: the SP task's serializing buffer). */
+static SpSerializer sp_ser;
+static SpBuf sp_out;
+
+/* Figures for SPC.GetStats, in the order of SPStats' constructor (managed/SPC.cs). */
+enum {
+	SP_STAT_SNAPSHOTS, SP_STAT_LAST_SEQUENCE, SP_STAT_LAST_OBJECTS, SP_STAT_LAST_BYTES,
+	SP_STAT_LAST_SERIALIZE_NS, SP_STAT_LAST_COMMIT_NS, SP_STAT_FAILURES,
+	SP_STAT_RESTORED_SEQUENCE, SP_STAT_RESTORED_OBJECTS, SP_STAT_RESTORED_BYTES, SP_STAT_RESTORE_NS,
+	SP_STAT_RESTORE_DECODE_NS,
+	SP_STAT_CYCLE_INCREMENTS, SP_STAT_CYCLE_MAX_PAUSE_NS, SP_STAT_CYCLE_AVG_PAUSE_NS, SP_STAT_CYCLE_START_PAUSE_NS,
+	SP_STAT_CYCLE_NS, SP_STAT_CYCLE_BARRIER_CALLS, SP_STAT_CYCLE_BARRIER_WRITES, SP_STAT_CYCLE_WRITER_WAITS,
+	SP_STAT_SEND_WAITS, SP_STAT_SEND_WAIT_NS, SP_STAT_SEND_SKIPS,
+	SP_STAT_COUNT
+};
+static gint64 sp_stats [SP_STAT_COUNT];
+
+static uint64_t
+sp_mono_now_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+sp_mono_monotonic_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+
+static void
+sp_mono_warn (void *ctx, const char *message)
+{
+	(void)ctx;
+	fprintf (stderr, "spmono: warning: %s\n", message);
+}
+
+#endif

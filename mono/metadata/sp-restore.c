@@ -1,0 +1,198 @@
+/*
+ * sp-restore.c: a snapshot into live objects (part of the client, see
+ * sp-mono-state.h).  The core validates and walks the records
+ * (sp_snapshot_decode); this file gives it Mono's side: resolve each class of
+ * the class cache to a live class whose layout matches, allocate every object
+ * without running a constructor (construction), store references checked for
+ * type (fix-up), and make the snapshot's roots the registered ones.
+ */
+
+
+typedef struct SpRestore {
+	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
+	guint32 handle;
+} SpRestore;
+
+static int
+sp_mono_restore_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	ERROR_DECL (error);
+	r->objects = mono_array_new_checked (mono_domain_get (), mono_defaults.object_class, (uintptr_t)t->nobjects + 1, error);
+	if (!is_ok (error)) {
+		mono_error_cleanup (error);
+		return sp_error_set (err, "out of memory for %u objects", t->nobjects);
+	}
+	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
+	return 0;
+}
+
+/*
+ * The live class map and vtable of a class of the snapshot's class cache (the
+ * decoder then checks kind and leaves against the snapshot's).
+ */
+static int
+sp_mono_restore_resolve (void *ctx, SpSnapClass *sc, SpError *err)
+{
+	(void)ctx;
+	/* "Type, Assembly": the version is informative; the layout check decides. */
+	char *comma = strchr (sc->assembly, ',');
+	char *qualified = g_strdup_printf ("%s, %.*s", sc->name, (int)(comma ? comma - sc->assembly : (long)strlen (sc->assembly)), sc->assembly);
+	/* Assemblies are looked for where the program is (Mono needs an image for that). */
+	MonoAssembly *main_assembly = mono_assembly_get_main ();
+	MonoImage *context = main_assembly ? main_assembly->image : mono_defaults.corlib;
+	ERROR_DECL (error);
+	MonoType *type = mono_reflection_type_from_name_checked (qualified, context, error);
+	g_free (qualified);
+	if (!is_ok (error) || !type) {
+		mono_error_cleanup (error);
+		return sp_error_set (err, "class %s from assembly %s cannot be found", sc->name, sc->assembly);
+	}
+	MonoClass *klass = mono_class_from_mono_type_internal (type);
+	SpClass *live = sp_mono_class_map (klass, err);
+	if (!live)
+		return -1;
+	if (live->kind == SP_CLASS_OBJECT && (mono_class_is_abstract (klass) || mono_class_is_interface (klass)))
+		return sp_error_set (err, "class %s is abstract and cannot have instances", sc->name);
+	MonoVTable *vtable = mono_class_vtable_checked (mono_domain_get (), klass, error);
+	if (!is_ok (error)) {
+		sp_error_set (err, "class %s cannot be instantiated: %s", sc->name, mono_error_get_message (error));
+		mono_error_cleanup (error);
+		return -1;
+	}
+	sc->resolved = live;
+	sc->restorer_data = vtable;
+	return 0;
+}
+
+static void *
+sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	MonoObject *obj = mono_array_get_fast (r->objects, MonoObject *, lid);
+	if (kind == SP_CLASS_OBJECT)
+		return obj;
+	return kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : (void *)mono_string_chars_internal ((MonoString *)obj);
+}
+
+/* A new object: zeroed, no constructor runs. */
+static void *
+sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	ERROR_DECL (error);
+	MonoObject *obj;
+	uint8_t kind = sc ? sc->kind : SP_CLASS_STRING;
+	if (kind == SP_CLASS_STRING)
+		obj = (MonoObject *)mono_string_new_size_checked (mono_domain_get (), (gint32)length, error);
+	else if (kind == SP_CLASS_ARRAY)
+		obj = (MonoObject *)mono_array_new_specific_checked ((MonoVTable *)sc->restorer_data, (uintptr_t)length, error);
+	else
+		/*
+		 * Never a remoting proxy (the _specific variant may make one).
+		 * Allocating straight into the old generation (mono_object_new_mature)
+		 * was measured slower: it takes the GC lock per object and touches
+		 * fresh major-heap pages on a cold start.
+		 */
+		obj = mono_object_new_alloc_specific_checked ((MonoVTable *)sc->restorer_data, error);
+	if (!is_ok (error)) {
+		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
+		mono_error_cleanup (error);
+		return NULL;
+	}
+	mono_array_setref_fast (r->objects, lid, obj);
+	return sp_mono_restore_base (ctx, lid, kind);
+}
+
+/* Fix-up of one reference: the target must fit the declared type of the slot. */
+static int
+sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	MonoObject *target = lid ? mono_array_get_fast (r->objects, MonoObject *, lid) : NULL;
+	MonoClass *declared = (MonoClass *)field->type_client;
+	if (target && mono_object_class (target) != declared &&
+	    !mono_class_is_assignable_from_internal (declared, mono_object_class (target))) {
+		char *tname = sp_mono_type_name (m_class_get_byval_arg (mono_object_class (target)));
+		sp_error_set (err, "object %u has type %s, which cannot be stored in '%s' of type %s",
+			      lid, tname, *field->name ? field->name : "element", field->type_name);
+		g_free (tname);
+		return -1;
+	}
+	mono_gc_wbarrier_generic_store_internal (slot, target);
+	return 0;
+}
+
+static const SpDecodeOps sp_mono_restore_ops = {
+	.begin = sp_mono_restore_begin,
+	.resolve = sp_mono_restore_resolve,
+	.create = sp_mono_restore_create,
+	.base = sp_mono_restore_base,
+	.store_ref = sp_mono_store_ref,
+};
+
+static int
+sp_mono_root_cmp (const void *a, const void *b)
+{
+	guint32 x = ((const SpRoot *)a)->id, y = ((const SpRoot *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* Make the snapshot's roots the registered roots, with their ids (unique: validated). */
+static void
+sp_mono_restore_roots (SpRestore *r, const SpSnapshot *snap)
+{
+	for (uint32_t i = 0; i < snap->trailer.nroots; i++) {
+		const SpSnapRoot *root = &snap->roots [i];
+		if (!root->lid)
+			continue;
+		SpRoot entry = { root->id, mono_gchandle_new_internal (mono_array_get_fast (r->objects, MonoObject *, root->lid), FALSE) };
+		g_array_append_val (sp_roots, entry);
+		if (root->id >= sp_next_root_id)
+			sp_next_root_id = root->id + 1;
+	}
+	qsort (sp_roots->data, sp_roots->len, sizeof (SpRoot), sp_mono_root_cmp);
+}
+
+/*
+ * Decode a snapshot into live objects (validate and construct, then fix up);
+ * with `restore_roots`, they become the registered roots.  Returns 0,
+ * SP_ACCEPT_SKIP when the snapshot is damaged (an older one may do) or
+ * SP_ACCEPT_FATAL when it is intact but does not fit this program (never fall
+ * back silently over that).
+ */
+static int
+sp_mono_decode (const uint8_t *data, size_t size, gboolean restore_roots, SpError *err)
+{
+	SpRestore r = { 0 };
+	SpSnapshot snap;
+	uint64_t t0 = sp_mono_monotonic_ns ();
+	/* Page faults on fresh memory are much of a cold restore's cost: say how many. */
+	struct rusage ru0 = { 0 }, ru1 = { 0 };
+	if (sp_options.verbose)
+		getrusage (RUSAGE_SELF, &ru0);
+	int rc = sp_snapshot_decode (data, size, &sp_mono_restore_ops, &r, &snap, err);
+	if (sp_options.verbose) {
+		getrusage (RUSAGE_SELF, &ru1);
+		fprintf (stderr, "spmono: decoded %zu bytes, %u objects, in %.3f ms (%ld page faults)\n", size,
+			 snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6, ru1.ru_minflt - ru0.ru_minflt);
+	}
+	if (rc == 0) {
+		if (restore_roots)
+			sp_mono_restore_roots (&r, &snap);
+		sp_stats [SP_STAT_RESTORED_OBJECTS] = snap.trailer.nobjects;
+		sp_stats [SP_STAT_RESTORE_DECODE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
+	}
+	if (r.handle)
+		mono_gchandle_free_internal (r.handle);
+	sp_snapshot_free (&snap);
+	return rc == 0 ? 0 : rc == SP_DECODE_UNFIT ? SP_ACCEPT_FATAL : SP_ACCEPT_SKIP;
+}
+
+/* The store's accept callback: the newest snapshot that restores becomes the program's state. */
+static int
+sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
+{
+	(void)ctx;
+	return sp_mono_decode (data, size, TRUE, err);
+}
