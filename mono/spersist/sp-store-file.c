@@ -33,6 +33,9 @@ typedef struct SpFileStore {
 	SpStore base;
 	int dir_fd;
 	int lock_fd;
+	int tmp_fd;              /* the snapshot in progress (begin..finish), -1 = none */
+	char tmp [64];           /* its name */
+	off_t flushed;           /* bytes handed to writeback already (sp_file_start_writeback) */
 } SpFileStore;
 
 #define SP_SNAP_PREFIX "snap-"
@@ -263,67 +266,132 @@ sp_file_prune (SpFileStore *fs)
 
 /*
  * Tests: a commit stops, as a crash of the process would, before its n-th
- * step (counted from 1: create the temporary file, write it, fsync it,
- * rename it, fsync the directory); 0: never.  Nothing is cleaned up, as
- * after a crash.
+ * step (counted from 1: create the temporary file, write it (each append is
+ * a step), fsync it, rename it, fsync the directory); 0: never.  Nothing is
+ * cleaned up, as after a crash.
  */
 unsigned sp_store_file_crash_before_step;
 
-static bool
-sp_file_crash_now (void)
+static int
+sp_file_crash_now (SpError *err)
 {
-	return sp_store_file_crash_before_step && --sp_store_file_crash_before_step == 0;
+	if (sp_store_file_crash_before_step && --sp_store_file_crash_before_step == 0) {
+		sp_error_set (err, "simulated crash");
+		return 1;
+	}
+	return 0;
+}
+
+/* A simulated crash leaves everything where it is: forget the file without removing it. */
+static int
+sp_file_crashed (SpFileStore *fs)
+{
+	if (fs->tmp_fd >= 0)
+		close (fs->tmp_fd);
+	fs->tmp_fd = -1;
+	fs->tmp [0] = '\0';
+	return -1;
 }
 
 static int
-sp_file_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpError *err)
+sp_file_begin (SpStore *s, uint64_t seq, uint64_t size_hint, SpError *err)
+{
+	(void)size_hint;
+	SpFileStore *fs = (SpFileStore *)s;
+	if (sp_file_crash_now (err))
+		return -1;
+	sp_file_name (fs->tmp, sizeof fs->tmp, seq, true);
+	fs->tmp_fd = openat (fs->dir_fd, fs->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fs->tmp_fd < 0)
+		return sp_error_set_errno (err, errno, "cannot create %s/%s", s->location, fs->tmp);
+	fs->flushed = 0;
+	return 0;
+}
+
+/*
+ * Start the kernel writing what was appended (sync_file_range, which does not
+ * wait), a few MiB at a time: the final fsync then finds little left, so the
+ * commit's one step that takes time in proportion to the snapshot shrinks to
+ * waiting for the device, not queueing all of it at once.  An error here is
+ * not fatal: fsync reports what matters.
+ */
+#define SP_FILE_WRITEBACK_BYTES (4u << 20)
+
+static void
+sp_file_start_writeback (SpFileStore *fs, off_t end)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	if (end - fs->flushed < (off_t)SP_FILE_WRITEBACK_BYTES)
+		return;
+	sync_file_range (fs->tmp_fd, fs->flushed, end - fs->flushed, SYNC_FILE_RANGE_WRITE);
+	fs->flushed = end;
+#else
+	(void)fs;
+	(void)end;
+#endif
+}
+
+static int
+sp_file_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
 {
 	SpFileStore *fs = (SpFileStore *)s;
-	char tmp [64], final [64];
-	sp_file_name (tmp, sizeof tmp, seq, true);
-	sp_file_name (final, sizeof final, seq, false);
-	if (sp_file_crash_now ())
-		return sp_error_set (err, "simulated crash");
-	int fd = openat (fs->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return sp_error_set_errno (err, errno, "cannot create %s/%s", s->location, tmp);
-	if (sp_file_crash_now ()) {
-		close (fd);
-		return sp_error_set (err, "simulated crash");
-	}
-	const char *step = "write";
-	int rc = sp_file_write_all (fd, data, size);
-	if (rc == 0 && sp_file_crash_now ()) {
-		close (fd);
-		return sp_error_set (err, "simulated crash");
-	}
-	if (rc == 0 && (step = "fsync", fsync (fd) < 0))
-		rc = -1;
+	if (sp_file_crash_now (err))
+		return sp_file_crashed (fs);
+	if (sp_file_write_all (fs->tmp_fd, data, size) < 0)
+		return sp_error_set_errno (err, errno, "committing snapshot %" PRIu64 " to %s failed at write",
+					   s->writing, s->location);
+	sp_file_start_writeback (fs, (off_t)(s->written + size));
+	return 0;
+}
+
+static int
+sp_file_finish (SpStore *s, SpError *err)
+{
+	SpFileStore *fs = (SpFileStore *)s;
+	char final [64];
+	sp_file_name (final, sizeof final, s->writing, false);
+	if (sp_file_crash_now (err))
+		return sp_file_crashed (fs);
+	const char *step = "fsync";
+	int rc = fsync (fs->tmp_fd);
 	int saved = errno;
-	if (close (fd) < 0 && rc == 0) {
+	if (close (fs->tmp_fd) < 0 && rc == 0) {
 		rc = -1;
 		saved = errno;
 		step = "close";
 	}
-	if (rc == 0 && sp_file_crash_now ())
-		return sp_error_set (err, "simulated crash");
-	if (rc == 0 && (step = "rename", renameat (fs->dir_fd, tmp, fs->dir_fd, final) < 0)) {
+	fs->tmp_fd = -1;
+	if (rc == 0 && sp_file_crash_now (err))
+		return sp_file_crashed (fs);
+	if (rc == 0 && (step = "rename", renameat (fs->dir_fd, fs->tmp, fs->dir_fd, final) < 0)) {
 		rc = -1;
 		saved = errno;
 	}
-	if (rc < 0) {
-		unlinkat (fs->dir_fd, tmp, 0);
+	if (rc < 0)
 		return sp_error_set_errno (err, saved, "committing snapshot %" PRIu64 " to %s failed at %s",
-					   seq, s->location, step);
-	}
+					   s->writing, s->location, step);
+	fs->tmp [0] = '\0';
 	/* The rename is durable only once the directory is. */
-	if (sp_file_crash_now ())
-		return sp_error_set (err, "simulated crash");
+	if (sp_file_crash_now (err))
+		return -1;
 	if (fsync (fs->dir_fd) < 0)
 		return sp_error_set_errno (err, errno, "committing snapshot %" PRIu64 " to %s failed at directory fsync",
-					   seq, s->location);
+					   s->writing, s->location);
 	sp_file_prune (fs);
 	return 0;
+}
+
+/* The temporary file goes (a crash would leave it for the next open to remove). */
+static void
+sp_file_abort (SpStore *s)
+{
+	SpFileStore *fs = (SpFileStore *)s;
+	if (fs->tmp_fd >= 0)
+		close (fs->tmp_fd);
+	fs->tmp_fd = -1;
+	if (fs->tmp [0])
+		unlinkat (fs->dir_fd, fs->tmp, 0);
+	fs->tmp [0] = '\0';
 }
 
 static void
@@ -350,7 +418,10 @@ static const SpStoreOps sp_file_store_ops = {
 	.sequences = sp_file_sequences_op,
 	.read = sp_file_read,
 	.release = sp_file_release,
-	.commit = sp_file_commit,
+	.begin = sp_file_begin,
+	.append = sp_file_append,
+	.finish = sp_file_finish,
+	.abort = sp_file_abort,
 	.close = sp_file_close,
 };
 
@@ -392,6 +463,7 @@ sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err)
 	fs->base.ops = &sp_file_store_ops;
 	fs->base.keep = 2;
 	fs->lock_fd = -1;
+	fs->tmp_fd = -1;
 	fs->dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs->dir_fd < 0) {
 		sp_error_set_errno (err, errno, "cannot open directory");

@@ -51,14 +51,37 @@ sp_null_release (SpStore *s, uint8_t *data, size_t size)
 }
 
 static int
-sp_null_commit (SpStore *s, uint64_t sequence, const uint8_t *data, size_t size, SpError *err)
+sp_null_begin (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err)
 {
 	(void)s;
 	(void)sequence;
+	(void)size_hint;
+	(void)err;
+	return 0;
+}
+
+static int
+sp_null_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
+{
+	(void)s;
 	(void)data;
 	(void)size;
 	(void)err;
 	return 0;
+}
+
+static int
+sp_null_finish (SpStore *s, SpError *err)
+{
+	(void)s;
+	(void)err;
+	return 0;
+}
+
+static void
+sp_null_abort (SpStore *s)
+{
+	(void)s;
 }
 
 static void
@@ -74,7 +97,10 @@ static const SpStoreOps sp_null_store_ops = {
 	.sequences = sp_null_sequences,
 	.read = sp_null_read,
 	.release = sp_null_release,
-	.commit = sp_null_commit,
+	.begin = sp_null_begin,
+	.append = sp_null_append,
+	.finish = sp_null_finish,
+	.abort = sp_null_abort,
 	.close = sp_null_close,
 };
 

@@ -24,9 +24,12 @@
  *
  * Commit (snapshot S, sequence q): the record R that does not hold the newest
  * valid snapshot N is the one rewritten.  S's bytes go where they overlap
- * nothing of N (at 4096 when they fit before N, else right after N, the file
- * growing when needed), are persisted, and only then is R written (q, where,
- * size, CRCs) and persisted.  A crash before R is persisted leaves N valid and
+ * nothing of N (at 4096 when S's likely size, the hint given at begin, fits
+ * before N, else right after N, the file growing when needed), chunk by chunk
+ * as they are appended, each persisted, and only then is R written (q, where,
+ * size, CRCs) and persisted.  When S outgrows the room before N, what was
+ * appended so far is moved after N first (a copy, once; the hint is the
+ * previous snapshot's size and some, so it is rare).  A crash before R is persisted leaves N valid and
  * newest: R either is unchanged (its old snapshot's bytes may have been
  * overwritten: its data CRC then fails, and it is ignored) or is torn (its
  * record CRC fails).  A crash after: S is valid and newest.  So the newest
@@ -82,6 +85,12 @@ typedef struct SpPmemStore {
 	int lock_fd;
 	bool readonly;
 	SpPmemRecord records [2];
+	/* The snapshot in progress (begin..finish): where it starts, the end it must not pass, its data CRC so far. */
+	uint64_t w_at;
+	uint64_t w_limit;
+	uint32_t w_crc;
+	uint8_t w_tail [4];      /* its last bytes so far, which the data CRC leaves out until more follow */
+	unsigned w_tail_len;
 } SpPmemStore;
 
 /*
@@ -292,25 +301,86 @@ sp_pmem_grow (SpPmemStore *ps, uint64_t end, SpError *err)
 	return sp_pmem_map (ps, 0, 0, err);
 }
 
+/* The data CRC of the snapshot in progress, fed its bytes in order (the last four held back). */
+static void
+sp_pmem_crc_feed (SpPmemStore *ps, const uint8_t *data, size_t size)
+{
+	if (size >= 4) {
+		ps->w_crc = sp_crc32c (ps->w_crc, ps->w_tail, ps->w_tail_len);
+		ps->w_crc = sp_crc32c (ps->w_crc, data, size - 4);
+		memcpy (ps->w_tail, data + size - 4, 4);
+		ps->w_tail_len = 4;
+		return;
+	}
+	for (size_t i = 0; i < size; i++) {
+		if (ps->w_tail_len == 4) {
+			ps->w_crc = sp_crc32c (ps->w_crc, ps->w_tail, 1);
+			memmove (ps->w_tail, ps->w_tail + 1, 3);
+			ps->w_tail_len = 3;
+		}
+		ps->w_tail [ps->w_tail_len++] = data [i];
+	}
+}
+
 static int
-sp_pmem_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpError *err)
+sp_pmem_begin (SpStore *s, uint64_t seq, uint64_t size_hint, SpError *err)
+{
+	(void)seq;
+	(void)err;
+	SpPmemStore *ps = (SpPmemStore *)s;
+	ps->w_at = sp_pmem_place (ps, size_hint);
+	int newest = sp_pmem_newest (ps);
+	ps->w_limit = newest >= 0 && ps->w_at < ps->records [newest].offset ? ps->records [newest].offset : UINT64_MAX;
+	ps->w_crc = 0;
+	ps->w_tail_len = 0;
+	return 0;
+}
+
+/* The snapshot in progress no longer fits before the newest: move what it has after it. */
+static int
+sp_pmem_relocate (SpPmemStore *ps, uint64_t need, SpError *err)
+{
+	uint64_t at = sp_pmem_place (ps, UINT64_MAX / 2);
+	if (sp_pmem_grow (ps, at + need, err) < 0)
+		return -1;
+	memmove (ps->map + at, ps->map + ps->w_at, ps->base.written);
+	if (sp_pmem_persist (ps, ps->map + at, ps->base.written, err) < 0)
+		return -1;
+	ps->w_at = at;
+	ps->w_limit = UINT64_MAX;
+	return 0;
+}
+
+static int
+sp_pmem_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
+{
+	SpPmemStore *ps = (SpPmemStore *)s;
+	uint64_t need = s->written + size;
+	if ((ps->w_at + need > ps->w_limit && sp_pmem_relocate (ps, need, err) < 0) ||
+	    sp_pmem_grow (ps, ps->w_at + need, err) < 0)
+		return sp_error_prefix (err, "committing snapshot %" PRIu64, s->writing);
+	if (sp_pmem_step (err) < 0)
+		return -1;
+	uint8_t *dst = ps->map + ps->w_at + s->written;
+	memcpy (dst, data, size);
+	sp_pmem_crc_feed (ps, data, size);
+	if (sp_pmem_persist (ps, dst, size, err) < 0)
+		return sp_error_prefix (err, "committing snapshot %" PRIu64 " to %s", s->writing, ps->path);
+	return 0;
+}
+
+static int
+sp_pmem_finish (SpStore *s, SpError *err)
 {
 	SpPmemStore *ps = (SpPmemStore *)s;
 	int newest = sp_pmem_newest (ps);
 	int target = newest < 0 ? 0 : 1 - newest;
-	uint64_t at = sp_pmem_place (ps, size);
-	if (sp_pmem_grow (ps, at + size, err) < 0)
-		return sp_error_prefix (err, "committing snapshot %" PRIu64, seq);
-	if (sp_pmem_step (err) < 0)
-		return -1;
-	memcpy (ps->map + at, data, size);
-	if (sp_pmem_persist (ps, ps->map + at, size, err) < 0)
-		return sp_error_prefix (err, "committing snapshot %" PRIu64 " to %s", seq, ps->path);
+	/* A snapshot shorter than four bytes (only tests write such): its CRC covers all of it, as sp_pmem_data_crc does. */
+	uint32_t data_crc = s->written < 4 ? sp_crc32c (ps->w_crc, ps->w_tail, ps->w_tail_len) : ps->w_crc;
 	uint8_t rec [SP_PMEM_RECORD_SIZE] = { 0 };
-	uint32_t data_crc = sp_pmem_data_crc (data, size);
-	sp_put_le (rec, seq, 8);
-	sp_put_le (rec + 8, at, 8);
-	sp_put_le (rec + 16, size, 8);
+	sp_put_le (rec, s->writing, 8);
+	sp_put_le (rec + 8, ps->w_at, 8);
+	sp_put_le (rec + 16, s->written, 8);
 	sp_put_le (rec + 24, data_crc, 4);
 	sp_put_le (rec + 60, sp_crc32c (0, rec, 60), 4);
 	uint8_t *slot = ps->map + SP_PMEM_RECORD_AT (target);
@@ -318,9 +388,17 @@ sp_pmem_commit (SpStore *s, uint64_t seq, const uint8_t *data, size_t size, SpEr
 		return -1;
 	memcpy (slot, rec, sizeof rec);
 	if (sp_pmem_persist (ps, slot, sizeof rec, err) < 0)
-		return sp_error_prefix (err, "committing snapshot %" PRIu64 " to %s", seq, ps->path);
-	ps->records [target] = (SpPmemRecord){ .sequence = seq, .offset = at, .size = size, .data_crc = data_crc, .valid = true };
+		return sp_error_prefix (err, "committing snapshot %" PRIu64 " to %s", s->writing, ps->path);
+	ps->records [target] = (SpPmemRecord){ .sequence = s->writing, .offset = ps->w_at, .size = s->written,
+					       .data_crc = data_crc, .valid = true };
 	return 0;
+}
+
+/* Nothing to undo: no record names the bytes written. */
+static void
+sp_pmem_abort (SpStore *s)
+{
+	(void)s;
 }
 
 static void
@@ -342,7 +420,10 @@ static const SpStoreOps sp_pmem_store_ops = {
 	.sequences = sp_pmem_sequences,
 	.read = sp_pmem_read,
 	.release = sp_pmem_release,
-	.commit = sp_pmem_commit,
+	.begin = sp_pmem_begin,
+	.append = sp_pmem_append,
+	.finish = sp_pmem_finish,
+	.abort = sp_pmem_abort,
 	.close = sp_pmem_close,
 };
 

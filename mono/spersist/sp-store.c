@@ -56,8 +56,10 @@ sp_store_open_readonly (const char *location, SpStore **out, SpError *err)
 void
 sp_store_close (SpStore *s)
 {
-	if (s)
-		s->ops->close (s);
+	if (!s)
+		return;
+	sp_store_abort (s);
+	s->ops->close (s);
 }
 
 int
@@ -67,17 +69,65 @@ sp_store_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err)
 }
 
 int
-sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err)
+sp_store_begin (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err)
 {
 	if (s->readonly)
 		return sp_error_set (err, "store '%s' was opened read-only", s->location);
+	if (s->writing)
+		return sp_error_set (err, "internal error: snapshot %llu is still being written to store '%s'",
+				     (unsigned long long)s->writing, s->location);
 	if (sequence <= s->last_sequence)
 		return sp_error_set (err, "internal error: sequence %llu is not after %llu",
 				     (unsigned long long)sequence, (unsigned long long)s->last_sequence);
-	if (s->ops->commit (s, sequence, data, size, err) < 0)
+	if (s->ops->begin (s, sequence, size_hint, err) < 0)
 		return -1;
-	s->last_sequence = sequence;
+	s->writing = sequence;
+	s->written = 0;
 	return 0;
+}
+
+int
+sp_store_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
+{
+	if (!s->writing)
+		return sp_error_set (err, "internal error: no snapshot is being written to store '%s'", s->location);
+	if (size && s->ops->append (s, data, size, err) < 0) {
+		sp_store_abort (s);
+		return -1;
+	}
+	s->written += size;
+	return 0;
+}
+
+int
+sp_store_finish (SpStore *s, SpError *err)
+{
+	if (!s->writing)
+		return sp_error_set (err, "internal error: no snapshot is being written to store '%s'", s->location);
+	if (s->ops->finish (s, err) < 0) {
+		sp_store_abort (s);
+		return -1;
+	}
+	s->last_sequence = s->writing;
+	s->writing = 0;
+	return 0;
+}
+
+void
+sp_store_abort (SpStore *s)
+{
+	if (!s->writing)
+		return;
+	s->ops->abort (s);
+	s->writing = 0;
+}
+
+int
+sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err)
+{
+	if (sp_store_begin (s, sequence, size, err) < 0 || sp_store_append (s, data, size, err) < 0)
+		return -1;
+	return sp_store_finish (s, err);
 }
 
 static int

@@ -33,6 +33,14 @@ typedef struct SpSnapInfo {
 	char path [512];
 } SpSnapInfo;
 
+/*
+ * What a store fills in.  A snapshot reaches a store as a stream: begin, its
+ * bytes appended in order (chunk by chunk, as the writer task drains its
+ * buffers, so that neither side holds a whole snapshot), then finish, the one
+ * atomic step that makes it the newest committed snapshot, or abort, which
+ * leaves the store as it was.  One snapshot is in progress at a time.  A crash
+ * at any instant before finish returns leaves the store as before begin.
+ */
 typedef struct SpStoreOps {
 	const char *name;
 	/* Newest first, each checked (reads every snapshot). */
@@ -42,7 +50,14 @@ typedef struct SpStoreOps {
 	/* The bytes of snapshot `sequence` (mapped or read), until they are released. */
 	int (*read) (SpStore *s, uint64_t sequence, uint8_t **data, size_t *size, SpError *err);
 	void (*release) (SpStore *s, uint8_t *data, size_t size);
-	int (*commit) (SpStore *s, uint64_t sequence, const uint8_t *data, size_t size, SpError *err);
+	/* Snapshot `sequence` begins; size_hint: its likely size (0: unknown), for stores that place it. */
+	int (*begin) (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err);
+	/* Its next `size` bytes (they may be on their way to the medium: finish makes them durable). */
+	int (*append) (SpStore *s, const uint8_t *data, size_t size, SpError *err);
+	/* Durable and committed, atomically; snapshots beyond the newest `keep` are then removed. */
+	int (*finish) (SpStore *s, SpError *err);
+	/* Drop the snapshot in progress (after a failed append or finish, or a failed cycle). */
+	void (*abort) (SpStore *s);
 	void (*close) (SpStore *s);
 } SpStoreOps;
 
@@ -52,6 +67,8 @@ struct SpStore {
 	unsigned keep;           /* committed snapshots kept, >= 1 */
 	bool readonly;           /* opened to look (sp_store_open_readonly): commit refuses */
 	uint64_t last_sequence;  /* highest sequence present or committed */
+	uint64_t writing;        /* sequence of the snapshot in progress (begin..finish/abort), 0 = none */
+	uint64_t written;        /* its bytes appended so far */
 };
 
 /* Open (creating it when missing) the store at `location`. */
@@ -65,6 +82,16 @@ int sp_store_open_readonly (const char *location, SpStore **out, SpError *err);
 void sp_store_close (SpStore *s);
 
 int sp_store_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err);
+/*
+ * Streaming a snapshot in (see SpStoreOps): these check the order of calls and
+ * the sequence, and abort the snapshot in progress when a step fails, so the
+ * caller only has to stop.  sp_store_abort does nothing when none is.
+ */
+int sp_store_begin (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err);
+int sp_store_append (SpStore *s, const uint8_t *data, size_t size, SpError *err);
+int sp_store_finish (SpStore *s, SpError *err);
+void sp_store_abort (SpStore *s);
+/* A whole snapshot in one go: begin, append, finish. */
 int sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err);
 static inline uint64_t sp_store_next_sequence (const SpStore *s) { return s->last_sequence + 1; }
 
