@@ -86,7 +86,9 @@ typedef struct SpCycleStats {
 	uint64_t stop_ns;            /* of which stopping the world took */
 	uint64_t barrier_calls;      /* slow-path calls while the cycle ran */
 	uint64_t barrier_writes;     /* objects the barrier wrote */
-	uint64_t writer_waits;       /* times the SP task waited for the writer */
+	uint64_t writer_waits;       /* increments that ended with both buffers full (the writer behind) */
+	uint64_t bytes;              /* of the snapshot, handed to the writer so far */
+	uint64_t bytes_total;        /* of the whole snapshot, once its last object is written */
 	uint64_t started_ns;
 } SpCycleStats;
 
@@ -94,6 +96,9 @@ static struct {
 	gboolean task_started;
 	gboolean running;            /* a cycle is being written */
 	gboolean handing_over;       /* its snapshot goes to the writer, its objects are forgotten: no new cycle yet */
+	gboolean final_pending;      /* its last chunk waits in sp_out for the writer's buffer */
+	gboolean failed;             /* the cycle handing over failed: no statistics to publish */
+	gboolean forgotten;          /* its objects are forgotten: only the last chunk may be left to hand over */
 	gboolean exiting;            /* the runtime shuts down: the tasks park (sp_task_park) */
 	int parked;                  /* tasks parked */
 	uint64_t next_seq;           /* sequence of the next cycle (from the store at start) */
@@ -116,12 +121,55 @@ static struct {
 #define SP_PAUSE_BUCKETS 10001
 static gint64 sp_pause_histogram [SP_PAUSE_BUCKETS];
 
+
+/*
+ * The writer task and the double buffers (paper Figure 2).  The SP task (and
+ * barriers) serialize into sp_out; when it holds a chunk (--sp-buffer bytes)
+ * the SP task swaps it with the writer's buffer, if the writer has drained
+ * that, and goes on; the writer streams its chunk to the store in slices
+ * (sp-stream.h: the checksum runs along, the store's finish is the commit).
+ * So persistence holds two chunk buffers, not two snapshots.  When both are
+ * full, the SP task ends its increment and leaves the rest of the period's
+ * budget to the writer.
+ */
 static struct {
-	SpBuf buf;                   /* the writing buffer */
-	uint64_t seq;
-	gboolean busy;               /* holds a snapshot to commit */
-	MonoCoopCond cond;           /* busy changed (under sp_lock) */
+	SpBuf buf;                   /* the writing buffer: a chunk to drain */
+	uint64_t seq;                /* the snapshot it belongs to */
+	gboolean busy;               /* holds a chunk (under sp_lock) */
+	gboolean last;               /* the chunk ends its snapshot: commit after it */
+	size_t done;                 /* bytes of buf written (the writer's own, outside sp_lock) */
+	SpStream stream;             /* the snapshot being streamed to the store (the writer's own) */
+	uint64_t abandoned_seq;      /* a snapshot not to write any more (its cycle failed, or its writing did) */
+	gboolean retiring;           /* snapshots beyond the newest --sp-keep are left to remove (a slice at a time) */
+	SpError failure;             /* why the writer abandoned the running cycle's snapshot, for the SP task to fail it with */
+	uint64_t slice_avg_ns;       /* moving average of a slice's time */
+	uint64_t snapshot_ns;        /* writing time of the snapshot in progress (slices and commit) */
+	uint64_t cycle_ns;           /* writing time in the running cycle (SPStats) */
+	MonoCoopCond cond;           /* busy changed, or the writer may run (under sp_lock) */
 } sp_writer;
+
+/*
+ * The persistence server's budget (--sp-writer=budget, the default): in each
+ * of the SP task's periods, its increments and the writer's slices together
+ * take at most --sp-pause of CPU, and run only from the release until a
+ * target before the next one (so that a period's runs never meet the next
+ * period's: the program never loses more than a target at a stretch, and any
+ * window of a period holds at most about a target of persistence work).  The
+ * SP task runs first; the writer runs while the SP task sleeps, on what is
+ * left.  When the writer holds a chunk at the release, the SP task leaves
+ * it half the budget.  The SP task's wake-up (taking the lock, entering the
+ * world) counts too.  Whatever the budget, each makes progress: the SP task
+ * runs at least one unit a period, and the writer one slice a period when
+ * the SP task stopped for want of it (a target smaller than a unit or a
+ * slice is overshot by one, never starved).  Under sp_lock.
+ */
+static struct {
+	uint64_t left_ns;            /* budget left in this period */
+	uint64_t deadline_ns;        /* no run may end after this (a target before the next release) */
+	gboolean sp_running;         /* the SP task runs: the writer waits */
+	uint64_t woke_ns;            /* when the SP task came back from its sleep (its wake-up counts against the budget) */
+	gboolean writer_owed;        /* the SP task could not go on for want of the writer: it gets a slice, whatever is left */
+} sp_budget;
 
 gboolean
 sp_mono_method_needs_barrier (MonoMethod *method)
@@ -238,10 +286,6 @@ sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns
 }
 
 /*
- * The writer task: commits each snapshot handed to it, outside sp_lock and in
- * GC-safe mode (a collection never waits for an fsync).
- */
-/*
  * A task that holds no managed object, on its stack or in handles, can be
  * left out when the world stops, as Mono's idle finalizer is: the writer
  * always, the SP task while it waits (for a cycle, or for its next
@@ -293,80 +337,234 @@ sp_cycle_shutdown_begin (MonoProfiler *prof)
 		while (sp_cycle.parked < 2)
 			mono_coop_cond_wait (&sp_cycle.idle, &sp_lock);
 	}
+	sp_trace_write ();
 	mono_coop_mutex_unlock (&sp_lock);
 }
 
+static gboolean sp_writer_take_chunk (gboolean last);
+static void sp_cycle_end (void);
+
+/* Bytes of a slice: small enough for a few tens of microseconds of writing, a piece of the pause. */
+#define SP_WRITER_SLICE (64u << 10)
+
+/* Under sp_lock: may the writer write a slice now? */
+static gboolean
+sp_writer_may_run (void)
+{
+	if (!sp_writer.busy && !sp_writer.retiring)
+		return FALSE;
+	if (sp_options.writer == SP_WRITER_BACKGROUND || sp_cycle.exiting)
+		return TRUE;
+	if (sp_budget.sp_running)
+		return FALSE;
+	if (sp_budget.writer_owed)
+		return TRUE;
+	return sp_budget.left_ns >= sp_writer.slice_avg_ns && sp_mono_monotonic_ns () + sp_writer.slice_avg_ns <= sp_budget.deadline_ns;
+}
+
+/* Under sp_lock: snapshot seq is not to be written (its cycle failed, or its writing did). */
+static void
+sp_writer_abandon (uint64_t seq)
+{
+	sp_writer.abandoned_seq = seq;
+	if (sp_writer.busy && sp_writer.seq == seq) {
+		sp_writer.busy = FALSE;
+		mono_coop_cond_broadcast (&sp_writer.cond);
+	}
+}
+
+/* Under sp_lock: writing snapshot seq failed (err); the running cycle fails with it, or it is reported now. */
+static void
+sp_writer_failed (uint64_t seq, SpError *err)
+{
+	sp_writer_abandon (seq);
+	if (sp_cycle.running && sp_cycle.seq == seq) {
+		sp_writer.failure = *err;        /* sp_cycle_increment fails the cycle with it (sp_cycle_fail names the snapshot) */
+	} else {
+		sp_error_prefix (err, "snapshot %llu", (unsigned long long)seq);
+		sp_cycle_committed (seq, -1, err, 0);
+	}
+}
+
+/* A chunk drained: a buffer grown past a few chunks (a barrier wrote a large object into it) shrinks back. */
+static void
+sp_writer_chunk_done (void)
+{
+	sp_writer.busy = FALSE;
+	sp_writer.done = 0;
+	if (sp_writer.buf.cap > 4 * (size_t)sp_options.buffer)
+		sp_buf_free (&sp_writer.buf);
+	mono_coop_cond_broadcast (&sp_writer.cond);
+	/* The last chunk of a finished cycle waits: take it now rather than at the SP task's next release. */
+	if (sp_cycle.final_pending && !sp_cycle.running && sp_writer_take_chunk (TRUE)) {
+		sp_cycle.final_pending = FALSE;
+		if (sp_cycle.forgotten)
+			sp_cycle_end ();
+	}
+}
+
+/*
+ * One slice of the chunk in hand, with sp_lock released and in GC-safe mode
+ * (a collection never waits for a write or an fsync): the stream begun when
+ * the chunk starts a snapshot, the slice appended, the snapshot committed
+ * after its last slice.  The last slice of a chunk holds at least the
+ * trailer (the checksum field is set in the last one).
+ */
+static int
+sp_writer_slice (uint64_t seq, gboolean last, SpError *err)
+{
+	size_t n = MIN (SP_WRITER_SLICE, sp_writer.buf.len - sp_writer.done);
+	if (sp_writer.buf.len - sp_writer.done - n < SP_FORMAT_TRAILER_SIZE)
+		n = sp_writer.buf.len - sp_writer.done;
+	gboolean final = last && sp_writer.done + n == sp_writer.buf.len;
+	int rc = 0;
+	if (sp_writer.stream.sequence != seq) {
+		sp_stream_abort (&sp_writer.stream);        /* an abandoned snapshot's */
+		sp_writer.snapshot_ns = 0;
+		rc = sp_stream_begin (&sp_writer.stream, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err);
+	}
+	if (rc == 0)
+		rc = sp_stream_write (&sp_writer.stream, sp_writer.buf.data + sp_writer.done, n, final, err);
+	sp_writer.done += n;
+	return rc < 0 ? -1 : final ? 1 : 0;
+}
+
+/* Storage released a slice at a time, as writes are: unlinking a large file on tmpfs frees its pages at once. */
+#define SP_WRITER_RETIRE_BYTES (1u << 20)
+
+/* Under sp_lock, with no chunk to write: a slice of removing old snapshots, charged to the budget. */
+static void
+sp_writer_retire_slice (void)
+{
+	mono_coop_mutex_unlock (&sp_lock);
+	uint64_t t0 = sp_mono_monotonic_ns ();
+	int more;
+	MONO_ENTER_GC_SAFE;
+	more = sp_store_retire (sp_store, SP_WRITER_RETIRE_BYTES);
+	MONO_EXIT_GC_SAFE;
+	uint64_t t1 = sp_mono_monotonic_ns ();
+	mono_coop_mutex_lock (&sp_lock);
+	sp_trace_run ("retire", t0, t1);
+	sp_budget.left_ns = sp_budget.left_ns > t1 - t0 ? sp_budget.left_ns - (t1 - t0) : 0;
+	sp_writer.retiring = more;
+}
+
+/*
+ * The writer task: drains each chunk handed to it into the store, a slice at
+ * a time, within the budget (sp_budget) unless --sp-writer=background.
+ */
 static gsize
 sp_writer_main (gpointer arg)
 {
 	(void)arg;
-	sp_task_set_priority ("writer", "sp-writer");
+	if (sp_options.writer == SP_WRITER_BUDGET)
+		sp_task_set_priority ("writer", "sp-writer");
+	else
+		mono_native_thread_set_name (mono_native_thread_id_get (), "sp-writer");
 	/*
 	 * The writer never touches a managed object (its buffer is native memory),
 	 * so the world stops without it, as without an idle finalizer thread.
 	 * Otherwise every stop (SendPData's start, every collection) would
 	 * suspend it with a signal, which waits until the system call it is in
-	 * ends: a write of a whole snapshot, or an fsync to disk.  (The SP task
-	 * does the same while it waits.)
+	 * ends: a write, or an fsync to disk.  (The SP task does the same while
+	 * it waits.)
 	 */
 	sp_task_outside_the_world (TRUE);
 	mono_coop_mutex_lock (&sp_lock);
 	for (;;) {
-		while (!sp_writer.busy && !sp_cycle.exiting)
+		while (!sp_writer_may_run () && !sp_cycle.exiting)
 			mono_coop_cond_wait (&sp_writer.cond, &sp_lock);
-		if (!sp_writer.busy)
-			sp_task_park ();            /* exiting, and nothing handed over to commit */
+		/*
+		 * The program ends: a snapshot whose every object is written is
+		 * still committed (the SP task parks, so the writer fetches its last
+		 * chunk itself); one whose cycle was still running is abandoned.
+		 */
+		if (sp_cycle.exiting && !sp_writer.busy && sp_cycle.final_pending)
+			sp_cycle.final_pending = !sp_writer_take_chunk (TRUE);
+		gboolean unfinished = sp_cycle.running && sp_writer.seq == sp_cycle.seq;
+		if (sp_cycle.exiting && (!sp_writer.busy || unfinished)) {
+			sp_stream_abort (&sp_writer.stream);
+			sp_task_park ();
+		}
+		if (!sp_writer.busy) {
+			sp_writer_retire_slice ();
+			continue;
+		}
 		uint64_t seq = sp_writer.seq;
+		gboolean last = sp_writer.last;
+		sp_budget.writer_owed = FALSE;
 		mono_coop_mutex_unlock (&sp_lock);
 		SpError err = { 0 };
-		uint64_t t0 = sp_mono_monotonic_ns ();
+		uint64_t t0 = sp_mono_monotonic_ns (), t1;
 		int rc;
 		MONO_ENTER_GC_SAFE;
-		/* The checksum reads the whole snapshot: here, not in the SP task's last increment. */
-		sp_ser_seal (&sp_writer.buf);
-		/* Only this task commits in incremental mode. */
-		rc = sp_store_commit (sp_store, sp_writer.buf.data, sp_writer.buf.len, seq, &err);
+		rc = sp_writer_slice (seq, last, &err);
+		t1 = sp_mono_monotonic_ns ();
+		if (rc == 1)
+			rc = sp_stream_finish (&sp_writer.stream, &err) < 0 ? -1 : 1;
 		MONO_EXIT_GC_SAFE;
-		if (rc < 0)
-			sp_error_prefix (&err, "snapshot %llu", (unsigned long long)seq);
+		uint64_t t2 = sp_mono_monotonic_ns ();
 		mono_coop_mutex_lock (&sp_lock);
-		sp_cycle_committed (seq, rc, &err, sp_mono_monotonic_ns () - t0);
-		sp_writer.busy = FALSE;
-		mono_coop_cond_broadcast (&sp_writer.cond);
+		sp_writer.slice_avg_ns += ((int64_t)(t1 - t0) - (int64_t)sp_writer.slice_avg_ns) / 8;
+		sp_budget.left_ns = sp_budget.left_ns > t2 - t0 ? sp_budget.left_ns - (t2 - t0) : 0;
+		sp_writer.snapshot_ns += t2 - t0;
+		sp_writer.cycle_ns += t2 - t0;
+		sp_trace_run (rc == 1 ? "commit" : "writer", t0, t2);
+		if (rc < 0)
+			sp_writer_failed (seq, &err);
+		else if (rc == 1) {
+			sp_cycle_committed (seq, 0, NULL, sp_writer.snapshot_ns);
+			sp_writer.retiring = TRUE;
+		}
+		if (sp_writer.abandoned_seq == seq || sp_writer.done == sp_writer.buf.len)
+			sp_writer_chunk_done ();
 	}
 	return 0;
 }
 
-/* Under sp_lock: swap the finished snapshot into the writing buffer; waits (counted) while the writer holds the previous one. */
-static void
-sp_writer_hand_over (uint64_t seq)
+/*
+ * Under sp_lock: the serializing buffer's bytes become the writer's chunk
+ * (`last`: they end the running cycle's snapshot), if the writer's buffer is
+ * drained; FALSE when it is not (both buffers are full).
+ */
+static gboolean
+sp_writer_take_chunk (gboolean last)
 {
-	if (sp_writer.busy) {
-		sp_cycle.stats.writer_waits++;
-		while (sp_writer.busy)
-			mono_coop_cond_wait (&sp_writer.cond, &sp_lock);
-	}
+	if (sp_writer.busy)
+		return FALSE;
 	SpBuf full = sp_out;
 	sp_out = sp_writer.buf;
+	sp_buf_reset (&sp_out);
 	sp_writer.buf = full;
-	sp_writer.seq = seq;
+	sp_writer.seq = sp_cycle.seq;
+	sp_cycle.stats.bytes += full.len;
+	sp_writer.last = last;
+	sp_writer.done = 0;
 	sp_writer.busy = TRUE;
 	mono_coop_cond_broadcast (&sp_writer.cond);
+	return TRUE;
 }
 
 /* ---- a cycle ---------------------------------------------------------------- */
 
+/*
+ * Under sp_lock: the cycle stops here, its snapshot abandoned (the writer
+ * drops its chunks and the store its partial snapshot); its objects are
+ * forgotten in the SP task's next increments (sp_cycle_forget_step).
+ */
 static void
 sp_cycle_fail (SpError *err)
 {
 	sp_error_prefix (err, "snapshot %llu", (unsigned long long)sp_cycle.seq);
 	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
 	sp_wset_close (&sp_written, sp_client_gc_epoch ());
-	sp_unseen_clear ();
 	sp_cycle.running = FALSE;
-	sp_client_lid_reset ();
+	sp_cycle.handing_over = TRUE;
+	sp_cycle.final_pending = FALSE;
+	sp_cycle.failed = TRUE;
+	sp_cycle.forgotten = FALSE;
+	sp_writer_abandon (sp_cycle.seq);
 	sp_cycle_record_failure (sp_cycle.requested_seq, err);
-	mono_coop_cond_broadcast (&sp_cycle.idle);
 }
 
 /*
@@ -482,6 +680,7 @@ sp_cycle_start (SpError *err)
 	sp_cycle.stats.stop_ns = stop_ns;
 	sp_cycle.stats.started_ns = t0;
 	sp_cycle.stats.start_pause_ns = sp_mono_monotonic_ns () - t0;
+	sp_trace_run ("start", t0, t0 + sp_cycle.stats.start_pause_ns);
 	mono_coop_cond_broadcast (&sp_cycle.wake);
 	return 0;
 }
@@ -491,7 +690,7 @@ sp_cycle_publish_stats (uint64_t end_ns)
 {
 	const SpCycleStats *c = &sp_cycle.stats;
 	sp_stats [SP_STAT_LAST_OBJECTS] = (gint64)sp_ser.objects_written;
-	sp_stats [SP_STAT_LAST_BYTES] = (gint64)sp_out.len;
+	sp_stats [SP_STAT_LAST_BYTES] = (gint64)c->bytes_total;
 	sp_stats [SP_STAT_LAST_SERIALIZE_NS] = (gint64)(c->total_pause_ns + c->start_pause_ns);
 	sp_stats [SP_STAT_CYCLE_INCREMENTS] = (gint64)c->increments;
 	sp_stats [SP_STAT_CYCLE_MAX_PAUSE_NS] = (gint64)c->max_pause_ns;
@@ -504,37 +703,40 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	if (sp_options.stats)
 		fprintf (stderr, "spmono: cycle %llu: %llu increments (%llu marking, %.3f ms), pause max %.1f us avg %.1f us "
 			 "(start %.1f us, of which stopping the world %.1f us), cycle %.3f ms, %llu objects (%llu by barriers, "
-			 "%llu barrier calls, %llu unreferenced), %zu bytes, %llu writer waits, %u stores through pointers logged%s\n",
+			 "%llu barrier calls, %llu unreferenced), %zu bytes, %llu increments ended with both buffers full, "
+			 "%u stores through pointers logged%s\n",
 			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments,
 			 (unsigned long long)c->marking_increments, c->marking_ns / 1e6, c->max_pause_ns / 1e3,
 			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3, c->stop_ns / 1e3,
 			 (end_ns - c->started_ns) / 1e6, (unsigned long long)sp_ser.objects_written,
 			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls,
-			 (unsigned long long)sp_ser.unreached_written, sp_out.len, (unsigned long long)c->writer_waits,
+			 (unsigned long long)sp_ser.unreached_written, (size_t)c->bytes_total, (unsigned long long)c->writer_waits,
 			 sp_unseen.log.count, sp_unseen.log.overflowed ? " (overflowed)" : "");
 }
 
 /*
- * Forget the cycle's objects: the LID table (so the GC may collect them), the
- * LID map and the states.  This costs in proportion to the snapshot, so it
- * runs with sp_lock released and after the last increment: neither an
- * increment nor a barrier (disarmed) waits for it; a SendPData meanwhile
- * waits for it (handing_over), as for the rest of a running cycle.  The LID table is emptied in GC-unsafe mode
- * (it is a GC root) with a safepoint between chunks, the rest in GC-safe mode.
+ * Forget the cycle's objects, a step at a time: the LID table (so the GC may
+ * collect them), the LID map, the states, the children's records.  This
+ * costs in proportion to the snapshot, so it runs as units of the SP task's
+ * increments after the cycle's last object, under the same budget; a
+ * SendPData meanwhile is skipped or waits (handing_over), as during the rest
+ * of the cycle.  The LID table is a GC root: it is emptied in GC-unsafe mode,
+ * a chunk a step.  1: more to do, 0: done.
  */
-static void
-sp_cycle_forget_objects (size_t next_size)
+#define SP_FORGET_BYTES (64u << 10)
+
+static int
+sp_cycle_forget_step (void)
 {
+	if (sp_mono_lid_reset_step (SP_FORGET_BYTES / (SP_LID_CHUNK * sizeof (gpointer)) + 1))
+		return 1;
+	if (sp_ser_reset_step (&sp_ser, SP_FORGET_BYTES))
+		return 1;
 	sp_unseen_clear ();
-	sp_client_lid_reset ();
-	MONO_ENTER_GC_SAFE;
-	sp_ser_reset (&sp_ser);
-	/* The next snapshot's buffer, as large as this one and some, its pages faulted in now, not in the increments. */
-	sp_buf_prepare (&sp_out, next_size);
-	MONO_EXIT_GC_SAFE;
+	return 0;
 }
 
-/* Every object is written: close the snapshot, disarm the barrier, hand it to the writer. */
+/* Every object is written: close the snapshot, disarm the barrier; the last chunk goes to the writer when it can take it. */
 static void
 sp_cycle_finish (void)
 {
@@ -547,20 +749,54 @@ sp_cycle_finish (void)
 	sp_wset_close (&sp_written, sp_client_gc_epoch ());
 	sp_cycle.running = FALSE;
 	sp_cycle.handing_over = TRUE;
-	sp_cycle_publish_stats (sp_mono_monotonic_ns ());
-	sp_writer_hand_over (sp_cycle.seq);
-	size_t next_size = sp_writer.buf.len + sp_writer.buf.len / 8;
-	mono_coop_mutex_unlock (&sp_lock);
-	sp_cycle_forget_objects (next_size);
-	mono_coop_mutex_lock (&sp_lock);
-	sp_cycle.handing_over = FALSE;
-	mono_coop_cond_broadcast (&sp_cycle.idle);
+	sp_cycle.failed = FALSE;
+	sp_cycle.forgotten = FALSE;
+	sp_cycle.stats.bytes_total = sp_cycle.stats.bytes + sp_out.len;
+	sp_cycle.final_pending = !sp_writer_take_chunk (TRUE);
 }
 
-/* One unit of an increment's work: marking until it is complete, then writing. */
+/*
+ * After the cycle's last object (or its failure): hand the last chunk over
+ * when the writer can take it, and forget the objects.  Once both are done
+ * (sp_cycle_end), SendPData may start the next cycle.  1: more to do, 0: done,
+ * SP_HAND_OVER_WAITING: only the last chunk is left, for the writer.
+ */
+#define SP_HAND_OVER_WAITING 2
+
+static int
+sp_cycle_hand_over_step (void)
+{
+	if (sp_cycle.final_pending && sp_writer_take_chunk (TRUE))
+		sp_cycle.final_pending = FALSE;
+	if (!sp_cycle.forgotten) {
+		if (sp_cycle_forget_step ())
+			return 1;
+		sp_cycle.forgotten = TRUE;
+	}
+	/* Only the last chunk is left: the writer takes it when it has drained its own (sp_writer_chunk_done). */
+	return sp_cycle.final_pending ? SP_HAND_OVER_WAITING : 0;
+}
+
+/* The hand-over is done (its last increment counted): the cycle is over, the writer may still be writing its last chunks. */
+static void
+sp_cycle_end (void)
+{
+	if (!sp_cycle.failed)
+		sp_cycle_publish_stats (sp_mono_monotonic_ns ());
+	sp_cycle.handing_over = FALSE;
+	mono_coop_cond_broadcast (&sp_cycle.idle);
+	mono_coop_cond_broadcast (&sp_cycle.durable);
+}
+
+/*
+ * One unit of an increment's work: marking until it is complete, then
+ * writing; after the cycle's last object, handing over and forgetting.
+ */
 static int
 sp_cycle_work (SpError *err)
 {
+	if (!sp_cycle.running)
+		return sp_cycle_hand_over_step ();
 	if (sp_ser.mark_done)
 		return sp_ser_step (&sp_ser, 8, err);
 	int more = sp_ser_mark (&sp_ser, 8, err);
@@ -578,21 +814,47 @@ sp_cycle_work (SpError *err)
  * length then overshoots the target by a unit's deviation from its average,
  * not by a whole unit.
  */
-typedef enum { SP_UNIT_MARK, SP_UNIT_OBJECTS, SP_UNIT_PIECE, SP_UNIT_KINDS } SpUnitKind;
-static uint64_t sp_unit_avg_ns [SP_UNIT_KINDS] = { 2000, 2000, 2000 };
+typedef enum { SP_UNIT_MARK, SP_UNIT_OBJECTS, SP_UNIT_PIECE, SP_UNIT_FORGET, SP_UNIT_KINDS } SpUnitKind;
+static uint64_t sp_unit_avg_ns [SP_UNIT_KINDS] = { 2000, 2000, 2000, 2000 };
 
 static SpUnitKind
 sp_cycle_next_unit (void)
 {
+	if (!sp_cycle.running)
+		return SP_UNIT_FORGET;
 	return !sp_ser.mark_done ? SP_UNIT_MARK : sp_ser.partial_lid ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
 }
 
 /* Why an increment ended. */
-typedef enum { SP_INCREMENT_BUDGET_USED, SP_INCREMENT_YIELDED, SP_INCREMENT_CYCLE_ENDED } SpIncrementEnd;
+typedef enum {
+	SP_INCREMENT_BUDGET_USED,
+	SP_INCREMENT_YIELDED,        /* a barrier waits for sp_lock */
+	SP_INCREMENT_BUFFERS_FULL,   /* the writer has not drained its chunk yet: the rest of the budget is its */
+	SP_INCREMENT_CYCLE_ENDED,    /* the last object is written (or the cycle failed), or the hand-over is done */
+} SpIncrementEnd;
+
+/* Under sp_lock, in a cycle: a full serializing buffer goes to the writer; FALSE when it cannot take it yet. */
+static gboolean
+sp_cycle_hand_chunk (void)
+{
+	return sp_out.len < sp_options.buffer || sp_writer_take_chunk (FALSE);
+}
+
+static void
+sp_cycle_count_increment (uint64_t ns)
+{
+	SpCycleStats *c = &sp_cycle.stats;
+	sp_pause_histogram [MIN (ns / 1000, SP_PAUSE_BUCKETS - 1)]++;
+	c->increments++;
+	c->total_pause_ns += ns;
+	if (ns > c->max_pause_ns)
+		c->max_pause_ns = ns;
+}
 
 /*
- * One increment: mark or write until `budget_ns` is used up, or until a
- * barrier waits for the lock.  Its length goes to *used_ns.
+ * One increment: mark, write, or hand over and forget, until `budget_ns` is
+ * used up, a barrier waits for the lock, or both buffers are full.  Its
+ * length goes to *used_ns.
  */
 static SpIncrementEnd
 sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
@@ -602,40 +864,59 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 	SpError err = { 0 };
 	uint64_t t0 = sp_mono_monotonic_ns (), t = t0;
 	int more = 1;
-	gboolean yielded = FALSE;
-	if (!sp_ser.mark_done) {
+	SpIncrementEnd end = SP_INCREMENT_BUDGET_USED;
+	gboolean in_cycle = sp_cycle.running, was_in_cycle = in_cycle;
+	if (in_cycle && sp_writer.failure.msg [0]) {
+		err = sp_writer.failure;        /* the store failed this snapshot */
+		sp_error_clear (&sp_writer.failure);
+		more = -1;
+	} else if (in_cycle && !sp_ser.mark_done) {
 		sp_cycle.stats.marking_increments++;
 		/* Marking hands out LIDs: a chunk of room ahead, allocated here rather than in the middle of a step. */
 		if (sp_mono_lid_table_grow (sp_ser.nobjects + SP_LID_CHUNK, &err) < 0)
 			more = -1;
 		t = sp_mono_monotonic_ns ();
 	}
+	gboolean worked = FALSE;
 	for (bool first = true; more == 1; first = false) {
+		if (sp_cycle.running && !sp_cycle_hand_chunk ()) {
+			sp_cycle.stats.writer_waits++;
+			end = SP_INCREMENT_BUFFERS_FULL;
+			break;
+		}
 		SpUnitKind kind = sp_cycle_next_unit ();
 		/* At least one unit an increment, whatever the target: a cycle always progresses. */
 		if (!first && t - t0 + sp_unit_avg_ns [kind] > budget_ns)
 			break;
 		uint64_t u0 = t;
 		more = sp_cycle_work (&err);
+		worked = TRUE;
 		t = sp_mono_monotonic_ns ();
 		sp_unit_avg_ns [kind] += ((int64_t)(t - u0) - (int64_t)sp_unit_avg_ns [kind]) / 16;
-		if (more == 1 && __atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE)) {
-			yielded = TRUE;
+		if (more == 1 && in_cycle && __atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE)) {
+			end = SP_INCREMENT_YIELDED;
 			break;
 		}
+		if (more == 0 && in_cycle) {
+			/* The last object is written: the hand-over goes on in what is left of the increment. */
+			sp_cycle_finish ();
+			in_cycle = FALSE;
+			more = sp_cycle.handing_over ? 1 : 0;
+		}
 	}
-	SpCycleStats *c = &sp_cycle.stats;
-	sp_pause_histogram [MIN ((t - t0) / 1000, SP_PAUSE_BUCKETS - 1)]++;
-	c->increments++;
-	c->total_pause_ns += t - t0;
-	if (t - t0 > c->max_pause_ns)
-		c->max_pause_ns = t - t0;
+	/* The hand-over's increments count with their cycle, whose statistics are published when it is over. */
+	if (worked) {
+		sp_cycle_count_increment (t - t0);
+		sp_trace_run (was_in_cycle ? "increment" : "hand-over", t0, t);
+	}
 	*used_ns = t - t0;
-	if (more < 0)
+	if (in_cycle && more < 0)
 		sp_cycle_fail (&err);
 	else if (more == 0)
-		sp_cycle_finish ();
-	return more != 1 ? SP_INCREMENT_CYCLE_ENDED : yielded ? SP_INCREMENT_YIELDED : SP_INCREMENT_BUDGET_USED;
+		sp_cycle_end ();
+	if (more == SP_HAND_OVER_WAITING)
+		return SP_INCREMENT_BUFFERS_FULL;
+	return more != 1 ? SP_INCREMENT_CYCLE_ENDED : end;
 }
 
 /* ---- the SP task ------------------------------------------------------------ */
@@ -668,6 +949,7 @@ sp_task_sleep_until (const struct timespec *until)
 	MONO_ENTER_GC_SAFE;
 	while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, until, NULL) == EINTR)
 		;
+	sp_budget.woke_ns = sp_mono_monotonic_ns ();
 	MONO_EXIT_GC_SAFE;
 	mono_coop_mutex_lock (&sp_lock);
 	if (sp_cycle.exiting)
@@ -727,18 +1009,50 @@ sp_task_await_quiet (uint64_t next_release_ns, uint64_t budget_left_ns)
 	return 0;
 }
 
-/* Under sp_lock: the SP task's work in the period released at `release`: an increment, and resumed runs after yields. */
+/* Under sp_lock: does the SP task have work of its own (a cycle, or the hand-over after one)? */
+static gboolean
+sp_task_has_own_work (void)
+{
+	return sp_cycle.running || sp_cycle.handing_over;
+}
+
+/* Under sp_lock: must the SP task keep its periods going (its own work, or the writer's budget)? */
+static gboolean
+sp_task_has_work (void)
+{
+	return sp_task_has_own_work () || (sp_options.writer == SP_WRITER_BUDGET && (sp_writer.busy || sp_writer.retiring));
+}
+
+/*
+ * Under sp_lock: the work of the period released at `release`: the SP task's
+ * increment (and resumed runs after yields) first, then the writer's slices
+ * on what is left of the budget (sp_budget), while the SP task sleeps.
+ */
 static void
 sp_task_run_period (const struct timespec *release)
 {
-	uint64_t left = (uint64_t)sp_options.pause_us * 1000;
+	uint64_t budget = (uint64_t)sp_options.pause_us * 1000;
 	uint64_t next_release_ns = sp_timespec_ns (release) + (uint64_t)sp_options.period_us * 1000;
-	for (uint64_t run = left; run > 0 && sp_cycle.running; run = sp_task_await_quiet (next_release_ns, left)) {
+	sp_budget.left_ns = budget;
+	sp_budget.deadline_ns = sp_task_resume_deadline (next_release_ns);
+	sp_budget.sp_running = TRUE;
+	uint64_t woke = sp_mono_monotonic_ns () - sp_budget.woke_ns;
+	sp_budget.left_ns = budget > woke ? budget - woke : 0;
+	/* A chunk waiting for the writer: it gets half the period's budget at least. */
+	uint64_t own = sp_options.writer == SP_WRITER_BUDGET && sp_writer.busy ? sp_budget.left_ns / 2 : sp_budget.left_ns;
+	/* The writer's progress slice: the SP task has nothing of its own to do, or stops for want of the writer. */
+	sp_budget.writer_owed = !sp_task_has_own_work ();
+	for (uint64_t run = MAX (own, 1); run > 0 && sp_task_has_own_work (); run = sp_task_await_quiet (next_release_ns, own)) {
 		uint64_t used;
-		if (sp_cycle_increment (run, &used) != SP_INCREMENT_YIELDED)
-			return;
-		left = left > used ? left - used : 0;
+		SpIncrementEnd end = sp_cycle_increment (run, &used);
+		sp_budget.writer_owed = end == SP_INCREMENT_BUFFERS_FULL || !sp_task_has_own_work ();
+		own = own > used ? own - used : 0;
+		sp_budget.left_ns = sp_budget.left_ns > used ? sp_budget.left_ns - used : 0;
+		if (end != SP_INCREMENT_YIELDED)
+			break;
 	}
+	sp_budget.sp_running = FALSE;
+	mono_coop_cond_broadcast (&sp_writer.cond);
 }
 
 static gsize
@@ -749,16 +1063,17 @@ sp_task_main (gpointer arg)
 	mono_coop_mutex_lock (&sp_lock);
 	for (;;) {
 		sp_task_outside_the_world (TRUE);
-		while (!sp_cycle.running && !sp_cycle.exiting)
+		while (!sp_task_has_work () && !sp_cycle.exiting)
 			mono_coop_cond_wait (&sp_cycle.wake, &sp_lock);
 		if (sp_cycle.exiting)
 			sp_task_park ();
+		sp_budget.woke_ns = sp_mono_monotonic_ns ();
 		sp_task_outside_the_world (FALSE);
 		struct timespec release;
 		clock_gettime (CLOCK_MONOTONIC, &release);
 		for (;;) {
 			sp_task_run_period (&release);
-			if (!sp_cycle.running)
+			if (!sp_task_has_work ())
 				break;
 			sp_timespec_add_ns (&release, (uint64_t)sp_options.period_us * 1000);
 			sp_task_sleep_until (&release);
@@ -778,6 +1093,11 @@ sp_tasks_start (SpError *err)
 	mono_coop_cond_init (&sp_cycle.durable);
 	mono_coop_cond_init (&sp_writer.cond);
 	sp_buf_init (&sp_writer.buf);
+	/* The two chunk buffers, a chunk and a unit's output each, their pages faulted in now rather than in increments. */
+	size_t room = (size_t)sp_options.buffer + sp_options.buffer / 2;
+	if (sp_buf_prepare (&sp_out, room) < 0 || sp_buf_prepare (&sp_writer.buf, room) < 0)
+		return sp_error_set (err, "out of memory for two buffers of %zu bytes (--sp-buffer)", room);
+	sp_ser_set_chunk (&sp_ser, sp_options.buffer);
 	sp_cycle.next_seq = sp_store_next_sequence (sp_store);
 	sp_unseen_init ();
 	if (sp_wset_init (&sp_written, SP_WRITTEN_SET_LOG2) < 0)
@@ -809,8 +1129,9 @@ sp_tasks_start (SpError *err)
  * with --sp-busy=wait, wait until that one is written, counted with the
  * time, then start this one.  Either way a snapshot always holds the state
  * of a SendPData instant, never a state the program was in the middle of
- * changing.  The short hand-over after a cycle is written (its objects
- * forgotten) is always waited for.  Under sp_lock.
+ * changing.  The hand-over after a cycle's last object (its last chunk
+ * given to the writer, its objects forgotten, in the SP task's increments)
+ * is part of the cycle.  Under sp_lock.
  */
 static int
 sp_cycle_request (SpError *err)
@@ -821,7 +1142,7 @@ sp_cycle_request (SpError *err)
 		return -1;
 	int rc;
 	for (;;) {
-		if (sp_cycle.running && !sp_options.busy_wait) {
+		if (sp_task_has_own_work () && !sp_options.busy_wait) {
 			sp_stats [SP_STAT_SEND_SKIPS]++;
 			return 0;
 		}
@@ -854,7 +1175,8 @@ sp_cycle_wait (SpError *err)
 	if (sp_options.mode != SP_MODE_INCREMENTAL || !sp_cycle.task_started)
 		return 0;      /* stop-the-world: SendPData returned once durable */
 	uint64_t want = sp_cycle.requested_seq;
-	while (sp_cycle.durable_seq < want && sp_cycle.failed_seq < want)
+	/* Durable, and its cycle over (its statistics published), or failed. */
+	while ((sp_cycle.seq == want && sp_task_has_own_work ()) || (sp_cycle.durable_seq < want && sp_cycle.failed_seq < want))
 		mono_coop_cond_wait (&sp_cycle.durable, &sp_lock);
 	if (sp_cycle.durable_seq < want)
 		return sp_error_set (err, "%s", sp_cycle.failure);

@@ -157,24 +157,38 @@ sp_mono_gc_event (MonoProfiler *prof, MonoProfilerGCEvent event, uint32_t genera
 	(void)is_serial;
 	if (event == MONO_GC_EVENT_POST_STOP_WORLD)
 		__atomic_add_fetch (&sp_world_stops, 1, __ATOMIC_SEQ_CST);
+	sp_trace_gc_event (event);
+}
+
+/*
+ * Empty the LID table up to `max_chunks` chunks (of SP_LID_CHUNK entries) at
+ * a time: TRUE when more is left.  Storing nulls needs no write barrier.
+ * A safepoint after each chunk (unless this thread has stopped the world):
+ * a collection waits for one chunk, not the whole table.
+ */
+static gboolean
+sp_mono_lid_reset_step (uint32_t max_chunks)
+{
+	static uint32_t next_chunk;
+	uint32_t last = sp_lid_used >> SP_LID_CHUNK_BITS;
+	for (uint32_t done = 0; sp_lid_used && next_chunk <= last && done < max_chunks; done++, next_chunk++) {
+		uint32_t k = next_chunk;
+		size_t used = k < last ? SP_LID_CHUNK : (sp_lid_used & (SP_LID_CHUNK - 1)) + 1;
+		memset (mono_array_addr_fast (sp_lid_chunks [k], MonoObject *, 0), 0, used * sizeof (MonoObject *));
+		if (!sp_lid_table_frozen)
+			mono_threads_safepoint ();
+	}
+	if (sp_lid_used && next_chunk <= last)
+		return TRUE;
+	next_chunk = 0;
+	sp_lid_used = 0;
+	return FALSE;
 }
 
 void
 sp_client_lid_reset (void)
 {
-	/*
-	 * Storing nulls needs no write barrier.  A chunk at a time, with a
-	 * safepoint in between (unless this thread has stopped the world): a
-	 * collection waits for one chunk, not the whole table.
-	 */
-	if (sp_lid_used) {
-		for (uint32_t k = 0; k <= sp_lid_used >> SP_LID_CHUNK_BITS; k++) {
-			size_t used = k < sp_lid_used >> SP_LID_CHUNK_BITS ? SP_LID_CHUNK : (sp_lid_used & (SP_LID_CHUNK - 1)) + 1;
-			memset (mono_array_addr_fast (sp_lid_chunks [k], MonoObject *, 0), 0, used * sizeof (MonoObject *));
-			if (!sp_lid_table_frozen)
-				mono_threads_safepoint ();
-		}
-	}
-	sp_lid_used = 0;
+	while (sp_mono_lid_reset_step (UINT32_MAX))
+		;
 }
 

@@ -5,6 +5,8 @@
  * The client is the Mono side of the persistence core, split by concern as
  * SGen keeps sgen-mono.c beside focused files:
  *
+ *   sp-trace.c      SPMONO_TRACE: when persistence and collections ran, for
+ *                   measuring what they take from the program
  *   sp-classmap.c   the persistent class map, from [SPersistent] and
  *                   [SPersistentField], built once per class
  *   sp-identity.c   the core's object model (sp-client.h): classes of objects,
@@ -48,6 +50,7 @@
 #include "../spersist/sp-serialize.h"
 #include "../spersist/sp-snapshot.h"
 #include "../spersist/sp-store.h"
+#include "../spersist/sp-stream.h"
 
 static SpOptions sp_options = SP_OPTIONS_DEFAULT;
 static char *sp_program;                 /* path of the program being run */

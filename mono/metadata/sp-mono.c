@@ -49,50 +49,77 @@ sp_mono_start (SpError *err)
 
 /* ---- SendPData ----------------------------------------------------------- */
 
+/*
+ * Stop-the-world: serialize on this thread, and stream every chunk the
+ * serializer fills (--sp-buffer) to the store as it fills it, so that the
+ * snapshot is never held whole (one buffer: there is no one to hand the
+ * other to).  Long strings and arrays go in pieces, as in incremental mode:
+ * both modes write the same bytes for the same state.  *ser_ns: the time
+ * spent serializing (the rest, writing and committing, is the store's).
+ */
 static int
-sp_mono_serialize_all (uint64_t seq, SpError *err)
+sp_mono_stream_all (uint64_t seq, SpStream *st, uint64_t *ser_ns, SpError *err)
 {
 	SpSnapHeader h = { .sequence = seq, .time_ns = sp_mono_now_ns () };
-	sp_ser.whole_objects = TRUE;      /* stop-the-world: no pause to bound, one record an object */
-	if (sp_ser_begin (&sp_ser, &sp_out, &h, err) < 0)
+	uint64_t t = sp_mono_monotonic_ns (), store_ns = 0;
+	sp_ser.whole_objects = FALSE;
+	sp_ser_set_chunk (&sp_ser, sp_options.buffer);
+	if (sp_ser_begin (&sp_ser, &sp_out, &h, err) < 0 ||
+	    sp_stream_begin (st, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err) < 0)
 		return -1;
 	int rc = 0;
 	for (guint i = 0; i < sp_roots->len && rc == 0; i++) {
 		SpRoot *root = sp_mono_root_at (i);
 		rc = sp_ser_root (&sp_ser, root->id, mono_gchandle_get_target_internal (root->handle), err);
 	}
-	while (rc == 0 && (rc = sp_ser_step (&sp_ser, 4096, err)) == 1)
-		rc = 0;
-	if (rc == 0)
-		rc = sp_ser_finish (&sp_ser, err);
+	gboolean closed = FALSE;
+	while (rc == 0 && !closed) {
+		if ((rc = sp_ser_step (&sp_ser, 64, err)) == 0) {
+			rc = sp_ser_close (&sp_ser, err);
+			closed = TRUE;
+		}
+		if (rc >= 0 && (closed || sp_out.len >= sp_options.buffer)) {
+			uint64_t t0 = sp_mono_monotonic_ns ();
+			rc = sp_stream_write (st, sp_out.data, sp_out.len, closed, err);
+			sp_buf_reset (&sp_out);
+			store_ns += sp_mono_monotonic_ns () - t0;
+		} else if (rc == 1) {
+			rc = 0;
+		}
+	}
 	sp_client_lid_reset ();
-	return rc;
+	*ser_ns = sp_mono_monotonic_ns () - t - store_ns;
+	if (rc < 0)
+		sp_stream_abort (st);
+	return rc < 0 ? -1 : 0;
 }
 
-/* SendPData, stop-the-world: serialize on this thread, then commit.  Called with the store started. */
+/* SendPData, stop-the-world: serialize on this thread, streaming to the store, then commit.  Called with the store started. */
 static int
 sp_mono_send (SpError *err)
 {
-	uint64_t t0 = sp_mono_monotonic_ns (), t1 = 0;
+	uint64_t t0 = sp_mono_monotonic_ns (), ser_ns = 0;
 	uint64_t seq = sp_store_next_sequence (sp_store);
-	if (sp_mono_serialize_all (seq, err) < 0 ||
-	    (t1 = sp_mono_monotonic_ns (), sp_store_commit (sp_store, sp_out.data, sp_out.len, seq, err) < 0)) {
+	SpStream st;
+	if (sp_mono_stream_all (seq, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
 		sp_stats [SP_STAT_FAILURES]++;
 		return sp_error_prefix (err, "SendPData");
 	}
-	uint64_t t2 = sp_mono_monotonic_ns ();
+	while (sp_store_retire (sp_store, UINT64_MAX))
+		;
+	uint64_t total_ns = sp_mono_monotonic_ns () - t0;
 	sp_stats [SP_STAT_SNAPSHOTS]++;
 	sp_stats [SP_STAT_LAST_SEQUENCE] = (gint64)seq;
 	sp_stats [SP_STAT_LAST_OBJECTS] = (gint64)sp_ser.objects_written;
-	sp_stats [SP_STAT_LAST_BYTES] = (gint64)sp_out.len;
-	sp_stats [SP_STAT_LAST_SERIALIZE_NS] = (gint64)(t1 - t0);
-	sp_stats [SP_STAT_LAST_COMMIT_NS] = (gint64)(t2 - t1);
+	sp_stats [SP_STAT_LAST_BYTES] = (gint64)st.bytes;
+	sp_stats [SP_STAT_LAST_SERIALIZE_NS] = (gint64)ser_ns;
+	sp_stats [SP_STAT_LAST_COMMIT_NS] = (gint64)(total_ns - ser_ns);
 	if (sp_options.verbose)
-		fprintf (stderr, "spmono: snapshot %llu: %llu objects, %zu bytes, serialized in %.3f ms, committed in %.3f ms\n",
-			 (unsigned long long)seq, (unsigned long long)sp_ser.objects_written, sp_out.len,
-			 (t1 - t0) / 1e6, (t2 - t1) / 1e6);
-	/* Do not pin a large buffer between cycles. */
-	if (sp_out.cap > (64u << 20))
+		fprintf (stderr, "spmono: snapshot %llu: %llu objects, %llu bytes, serialized in %.3f ms, written and committed in %.3f ms\n",
+			 (unsigned long long)seq, (unsigned long long)sp_ser.objects_written, (unsigned long long)st.bytes,
+			 ser_ns / 1e6, (total_ns - ser_ns) / 1e6);
+	/* Keep a chunk's worth between snapshots, not more (a large object may have grown it). */
+	if (sp_out.cap > 2 * (size_t)sp_options.buffer + (1u << 20))
 		sp_buf_free (&sp_out);
 	return 0;
 }
@@ -308,6 +335,7 @@ sp_mono_init (const char *program)
 		exit (1);
 	}
 	mono_coop_mutex_init (&sp_lock);
+	sp_trace_init ();
 	sp_program = g_strdup (program);
 	sp_roots = g_array_new (FALSE, TRUE, sizeof (SpRoot));
 	sp_class_maps = g_hash_table_new (NULL, NULL);

@@ -28,9 +28,11 @@
 #include "../spersist/sp-store-file.c"
 #include "../spersist/sp-store-pmem.c"
 #include "../spersist/sp-store-null.c"
+#include "../spersist/sp-stream.c"
 
 /* The client (sp-mono-state.h says which file does what); sp-mono.c, the entry points, last. */
 #include "sp-mono-state.h"
+#include "sp-trace.c"
 #include "sp-classmap.c"
 #include "sp-identity.c"
 #include "sp-restore.c"

@@ -75,12 +75,25 @@ sp_kids_commit (SpKids *k, uint32_t lid, uint32_t n)
 	return 0;
 }
 
+size_t
+sp_kids_reset_begin (SpKids *k)
+{
+	size_t used = k->max_lid ? (size_t)(k->max_lid >> SP_KIDS_AT_BITS) + 1 : 0;
+	k->len = 0;
+	k->max_lid = 0;
+	return used < k->nat ? used : k->nat;
+}
+
+void
+sp_kids_reset_chunk (SpKids *k, size_t c)
+{
+	memset (k->at [c], 0, SP_KIDS_AT_CHUNK * sizeof (uint32_t));
+}
+
 void
 sp_kids_reset (SpKids *k)
 {
-	size_t used = k->max_lid ? (size_t)(k->max_lid >> SP_KIDS_AT_BITS) + 1 : 0;
-	for (size_t c = 0; c < used && c < k->nat; c++)
-		memset (k->at [c], 0, SP_KIDS_AT_CHUNK * sizeof (uint32_t));
-	k->len = 0;
-	k->max_lid = 0;
+	size_t chunks = sp_kids_reset_begin (k);
+	for (size_t c = 0; c < chunks; c++)
+		sp_kids_reset_chunk (k, c);
 }

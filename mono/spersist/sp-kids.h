@@ -75,5 +75,8 @@ sp_kids_of (const SpKids *k, uint32_t lid)
 }
 /* Forget every record (the chunks stay allocated for the next snapshot). */
 void sp_kids_reset (SpKids *k);
+/* The same in parts: begin returns how many chunks of `at` to zero, one sp_kids_reset_chunk each, before the next use. */
+size_t sp_kids_reset_begin (SpKids *k);
+void sp_kids_reset_chunk (SpKids *k, size_t c);
 
 #endif

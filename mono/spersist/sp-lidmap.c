@@ -88,23 +88,36 @@ sp_lidmap_free (SpLidMap *m)
 	m->mask = m->count = 0;
 }
 
-void
-sp_lidmap_clear (SpLidMap *m)
+size_t
+sp_lidmap_clear_begin (SpLidMap *m)
 {
 	free (m->old);
 	m->old = NULL;
 	size_t want = sp_lidmap_capacity_for (m->count < 1024 ? 1024 : m->count);
 	SpLidEntry *smaller = m->mask + 1 > 4 * want ? calloc (want, sizeof *smaller) : NULL;
+	size_t dirty = m->mask + 1;
 	if (smaller) {
 		free (m->slots);
 		m->slots = smaller;
 		m->mask = want - 1;
-	} else {
-		memset (m->slots, 0, (m->mask + 1) * sizeof *m->slots);
+		dirty = 0;
 	}
 	m->count = 0;
 	m->miss_valid = false;
 	m->epoch = sp_client_gc_epoch ();
+	return dirty;
+}
+
+void
+sp_lidmap_clear_slots (SpLidMap *m, size_t from, size_t n)
+{
+	memset (m->slots + from, 0, n * sizeof *m->slots);
+}
+
+void
+sp_lidmap_clear (SpLidMap *m)
+{
+	sp_lidmap_clear_slots (m, 0, sp_lidmap_clear_begin (m));
 }
 
 /*

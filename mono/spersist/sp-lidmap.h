@@ -76,6 +76,15 @@ void sp_lidmap_free (SpLidMap *m);
  * size of the largest snapshot ever taken.
  */
 void sp_lidmap_clear (SpLidMap *m);
+/*
+ * sp_lidmap_clear in parts, for a caller that bounds its pauses: begin
+ * forgets the entries (the map is empty from then on for count and adds)
+ * and returns how many slots are still to be zeroed, which the caller does
+ * with sp_lidmap_clear_slots in ranges, all of them before the next add or
+ * find.
+ */
+size_t sp_lidmap_clear_begin (SpLidMap *m);
+void sp_lidmap_clear_slots (SpLidMap *m, size_t from, size_t n);
 
 /*
  * The entry of obj (whose identity hash is `hash`), or NULL.  `epoch` is

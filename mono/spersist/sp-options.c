@@ -38,6 +38,42 @@ static const char *const sp_barrier_names [] = {
 	[SP_BARRIER_ANNOTATING] = "annotating", [SP_BARRIER_MARKING] = "marking", [SP_BARRIER_MARKING_V2] = "marking-v2",
 };
 
+static const char *const sp_writer_names [] = { [SP_WRITER_BUDGET] = "budget", [SP_WRITER_BACKGROUND] = "background" };
+
+const char *
+sp_writer_name (SpWriter w)
+{
+	return (unsigned)w < sizeof sp_writer_names / sizeof *sp_writer_names ? sp_writer_names [w] : "?";
+}
+
+/* A size in bytes, with an optional K, M or G suffix (powers of 1024), within [min, max]. */
+static int
+sp_parse_size (const char *value, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	if (!value || value [0] == '-')
+		return -1;
+	unsigned long long v = strtoull (value, &end, 10);
+	if (errno || end == value)
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' && shift)
+		end++;          /* KiB, MiB, GiB */
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || v > (unsigned long long)max >> shift || (v << shift) < min)
+		return -1;
+	*out = (unsigned)(v << shift);
+	return 0;
+}
+
 const char *
 sp_mode_name (SpMode m)
 {
@@ -129,6 +165,19 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 			return sp_error_set (err, "--sp-priority takes a SCHED_FIFO priority from 1 to 99, or 0 for the default policy, not '%s'", value ? value : "");
 		return 0;
 	}
+	if (SP_IS ("--sp-buffer")) {
+		if (sp_parse_size (value, SP_MIN_BUFFER, SP_MAX_BUFFER, &o->buffer) < 0)
+			return sp_error_set (err, "--sp-buffer takes the size of a chunk buffer in bytes, 4K to 1G (K, M, G: "
+					     "powers of 1024), not '%s'", value ? value : "");
+		return 0;
+	}
+	if (SP_IS ("--sp-writer")) {
+		int w = sp_parse_choice (value, sp_writer_names, 2);
+		if (w < 0)
+			return sp_error_set (err, "--sp-writer takes budget or background, not '%s'", value ? value : "");
+		o->writer = (SpWriter)w;
+		return 0;
+	}
 #undef SP_IS
 	return sp_error_set (err, "unknown persistence option '%.*s' (spmono --help lists them)", (int)name_len, arg);
 }
@@ -190,6 +239,12 @@ sp_options_usage (FILE *out)
 		"                           skip (default): takes no snapshot and returns at once\n"
 		"                           (the running cycle's snapshot is the newest); wait:\n"
 		"                           waits for that cycle, then starts its own.\n"
+		"    --sp-buffer=SIZE       Incremental: each of the two chunk buffers through which\n"
+		"                           a snapshot streams to the store (default 1M; 4K-1G).\n"
+		"    --sp-writer=HOW        Incremental: budget (default): the writer task runs at\n"
+		"                           the SP task's priority within the same budget a\n"
+		"                           period (--sp-pause); background: at the normal policy,\n"
+		"                           unbudgeted (when deadlines run on another CPU).\n"
 		"    --sp-barrier=KIND      Methods whose stores are guarded during a cycle:\n"
 		"                           marking (all, default), marking-v2 (methods of\n"
 		"                           [SPersistent] classes), annotating ([SPersistentUpdate]).\n"

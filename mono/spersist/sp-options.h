@@ -18,6 +18,9 @@
 #define SP_DEFAULT_KEEP      2
 #define SP_DEFAULT_PAUSE_US  500       /* the paper's Table 1 settings */
 #define SP_DEFAULT_PERIOD_US 3000
+#define SP_DEFAULT_BUFFER    (1u << 20)  /* bytes of each of the two chunk buffers */
+#define SP_MIN_BUFFER        (4u << 10)
+#define SP_MAX_BUFFER        (1u << 30)
 
 typedef enum SpMode {
 	SP_MODE_STW,            /* SendPData persists on the calling thread and returns when durable */
@@ -31,6 +34,12 @@ typedef enum SpBarrier {
 	SP_BARRIER_MARKING_V2,  /* methods of [SPersistent] classes */
 } SpBarrier;
 
+/* How the writer task shares the CPU (incremental mode). */
+typedef enum SpWriter {
+	SP_WRITER_BUDGET,       /* at the SP task's priority, within the same budget a period (default: safe on one CPU) */
+	SP_WRITER_BACKGROUND,   /* at the normal policy, no budget: for a program whose deadlines run on another CPU */
+} SpWriter;
+
 typedef struct SpOptions {
 	char *store;            /* NULL: SPMONO_STORE, else "<program>.spstore" next to the program */
 	unsigned keep;          /* newest snapshots kept in the store */
@@ -42,12 +51,15 @@ typedef struct SpOptions {
 	unsigned period_us;     /* release period of the SP task */
 	unsigned priority;      /* SCHED_FIFO priority of the SP and writer tasks, 0: the default policy */
 	bool busy_wait;         /* SendPData during a cycle: wait for it, then start one (else: skip, return at once) */
+	unsigned buffer;        /* bytes of a chunk buffer: the serializer fills one while the writer drains the other */
+	SpWriter writer;
 } SpOptions;
 
 /* Defaults, usable as a static initializer (options are parsed before any init runs). */
 #define SP_OPTIONS_DEFAULT { .store = NULL, .keep = SP_DEFAULT_KEEP, .verbose = false, .stats = false, \
 	.mode = SP_MODE_STW, .barrier = SP_BARRIER_MARKING, .pause_us = SP_DEFAULT_PAUSE_US, \
-	.period_us = SP_DEFAULT_PERIOD_US, .priority = 0, .busy_wait = false }
+	.period_us = SP_DEFAULT_PERIOD_US, .priority = 0, .busy_wait = false, .buffer = SP_DEFAULT_BUFFER, \
+	.writer = SP_WRITER_BUDGET }
 
 void sp_options_init (SpOptions *o);
 void sp_options_free (SpOptions *o);
@@ -57,6 +69,7 @@ int sp_options_parse (SpOptions *o, const char *arg, SpError *err);
 int sp_options_check (const SpOptions *o, SpError *err);
 const char *sp_mode_name (SpMode m);
 const char *sp_barrier_name (SpBarrier b);
+const char *sp_writer_name (SpWriter w);
 /* The store location to use for `program` (malloc'd). */
 char *sp_options_store_location (const SpOptions *o, const char *program);
 void sp_options_usage (FILE *out);

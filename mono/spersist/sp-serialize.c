@@ -17,6 +17,7 @@ int
 sp_ser_init (SpSerializer *s)
 {
 	memset (s, 0, sizeof *s);
+	s->piece_bytes = SP_SER_PIECE_BYTES;
 	sp_queue_init (&s->queue);
 	sp_kids_init (&s->kids);
 	return sp_lidmap_init (&s->lids, 1024);
@@ -122,14 +123,76 @@ sp_ser_reach (SpSerializer *s, uint32_t lid, SpError *err)
 void
 sp_ser_reset (SpSerializer *s)
 {
-	/* The previous snapshot's states, as far as it went (a snapshot costs what it wrote). */
-	if (s->state)
-		memset (s->state, 0, s->nobjects + 1 < s->state_cap ? s->nobjects + 1 : s->state_cap);
-	sp_ser_forget_poison (s);
-	sp_lidmap_clear (&s->lids);
-	sp_queue_clear (&s->queue);
-	sp_kids_reset (&s->kids);
-	s->clean = true;
+	while (sp_ser_reset_step (s, SIZE_MAX) == 1)
+		;
+}
+
+enum { SP_RESET_STATES, SP_RESET_LIDMAP, SP_RESET_KIDS };
+
+/* Zero up to `budget` units of [reset_at, reset_end) with clear (from, n); true when the range is done. */
+static bool
+sp_ser_reset_range (SpSerializer *s, size_t budget, void (*clear) (SpSerializer *s, size_t from, size_t n))
+{
+	size_t n = s->reset_end - s->reset_at < budget ? s->reset_end - s->reset_at : budget;
+	if (n)
+		clear (s, s->reset_at, n);
+	s->reset_at += n;
+	return s->reset_at == s->reset_end;
+}
+
+static void
+sp_ser_clear_states (SpSerializer *s, size_t from, size_t n)
+{
+	memset (s->state + from, 0, n);
+}
+
+static void
+sp_ser_clear_lidmap (SpSerializer *s, size_t from, size_t n)
+{
+	sp_lidmap_clear_slots (&s->lids, from, n);
+}
+
+static void
+sp_ser_clear_kids (SpSerializer *s, size_t from, size_t n)
+{
+	for (size_t c = from; c < from + n; c++)
+		sp_kids_reset_chunk (&s->kids, c);
+}
+
+int
+sp_ser_reset_step (SpSerializer *s, size_t max_bytes)
+{
+	if (max_bytes < 4096)
+		max_bytes = 4096;
+	switch (s->reset_phase) {
+	case SP_RESET_STATES:
+		/* The previous snapshot's states, as far as it went (a snapshot costs what it wrote). */
+		if (s->reset_end == 0 && s->state)
+			s->reset_end = s->nobjects + 1 < s->state_cap ? s->nobjects + 1 : s->state_cap;
+		if (!sp_ser_reset_range (s, max_bytes, sp_ser_clear_states))
+			return 1;
+		s->reset_phase = SP_RESET_LIDMAP;
+		s->reset_at = 0;
+		s->reset_end = sp_lidmap_clear_begin (&s->lids);
+		return 1;
+	case SP_RESET_LIDMAP:
+		if (!sp_ser_reset_range (s, max_bytes / sizeof (SpLidEntry), sp_ser_clear_lidmap))
+			return 1;
+		s->reset_phase = SP_RESET_KIDS;
+		s->reset_at = 0;
+		s->reset_end = sp_kids_reset_begin (&s->kids);
+		return 1;
+	case SP_RESET_KIDS:
+		if (!sp_ser_reset_range (s, max_bytes / (sizeof (uint32_t) << SP_KIDS_AT_BITS) + 1, sp_ser_clear_kids))
+			return 1;
+		sp_ser_forget_poison (s);
+		sp_queue_clear (&s->queue);
+		s->clean = true;
+		s->reset_phase = SP_RESET_STATES;
+		s->reset_at = s->reset_end = 0;
+		return 0;
+	}
+	return 0;
 }
 
 /*
@@ -348,9 +411,9 @@ sp_ser_piece_length (const SpSerializer *s, const SpClass *c)
 	if (s->whole_objects)
 		return UINT64_MAX;
 	if (c->kind == SP_CLASS_STRING)
-		return SP_SER_PIECE_BYTES / 2;
+		return s->piece_bytes / 2;
 	if (sp_class_is_primitive_array (c))
-		return SP_SER_PIECE_BYTES / (c->elem_size ? c->elem_size : 1);
+		return s->piece_bytes / (c->elem_size ? c->elem_size : 1);
 	return c->nfields < SP_SER_PIECE_LEAVES ? SP_SER_PIECE_LEAVES / (c->nfields ? c->nfields : 1) : 1;
 }
 
@@ -511,6 +574,13 @@ sp_ser_write (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 		return sp_ser_oom (err);
 	s->objects_written++;
 	return 0;
+}
+
+void
+sp_ser_set_chunk (SpSerializer *s, size_t chunk)
+{
+	size_t piece = chunk / 4;
+	s->piece_bytes = piece < SP_SER_PIECE_BYTES ? (uint32_t)(piece < 16 ? 16 : piece) : SP_SER_PIECE_BYTES;
 }
 
 int

@@ -47,6 +47,7 @@ typedef struct SpSerializer {
 	uint32_t partial_lid;    /* a long string or array whose pieces are being written, 0 = none */
 	uint64_t partial_next;   /* its first element not written yet */
 	bool whole_objects;      /* no pieces: each string or array in one record (stop-the-world) */
+	uint32_t piece_bytes;    /* bytes of primitives or characters a piece (SP_SER_PIECE_BYTES, less for small chunk buffers) */
 	uint8_t *state;          /* [lid]: SP_SER_* bits; room for every LID handed out */
 	size_t state_cap;
 	struct SpPoison *poison; /* why each poisoned object could not be written */
@@ -54,6 +55,9 @@ typedef struct SpSerializer {
 	bool clean;              /* sp_ser_reset ran since the last snapshot */
 	SpWrittenSet *written;   /* if set, every object whose record a step completes is added (sp-wset.h) */
 	SpKids kids;             /* marking: each marked object's children's LIDs, for its record (sp-kids.h) */
+	/* sp_ser_reset_step's progress: which structure, and how far into it. */
+	unsigned reset_phase;
+	size_t reset_at, reset_end;
 } SpSerializer;
 
 int sp_ser_init (SpSerializer *s);
@@ -69,6 +73,13 @@ int sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *e
  * no object (it may run in GC-safe mode).
  */
 void sp_ser_reset (SpSerializer *s);
+/*
+ * sp_ser_reset in steps that each zero about max_bytes (the incremental mode
+ * runs them in the SP task's increments, under the pause bound, whatever the
+ * size of the snapshot forgotten): 1 = more to do, 0 = done (as after
+ * sp_ser_reset).  Nothing else may use the serializer until it is done.
+ */
+int sp_ser_reset_step (SpSerializer *s, size_t max_bytes);
 /* Register root `root_id` (obj may be NULL). */
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /*
@@ -79,12 +90,16 @@ int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
  * object (the pause target holds for any graph).  A piece is sized to take
  * about as long as a few objects (a few microseconds): 16 KiB of primitives
  * or characters, or SP_SER_PIECE_LEAVES values encoded one by one (references
- * and the leaves of structs, each a LID lookup or a store).
+ * and the leaves of structs, each a LID lookup or a store).  A piece is also
+ * at most a quarter of the chunk buffer the snapshot streams through
+ * (sp_ser_set_chunk), so that a step never outgrows it.
  */
 #define SP_SER_PIECE_BYTES (16u << 10)
 #define SP_SER_PIECE_LEAVES 32u
 #define SP_SER_PIECE_COST  8u
 int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
+/* The snapshot streams through buffers of `chunk` bytes: pieces of long objects fit them. */
+void sp_ser_set_chunk (SpSerializer *s, size_t chunk);
 /*
  * Marking, the first phase of an incremental snapshot (paper section 3.2.2):
  * give every object reachable from the roots its LID (queueing it), as the

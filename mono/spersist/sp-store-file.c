@@ -4,11 +4,14 @@
  *   DIR/LOCK                     flock'ed by the process using the store; holds its pid
  *   DIR/snap-<seq, 20 digits>.spm  one committed snapshot each
  *   DIR/snap-<seq>.spm.tmp       a commit in progress (removed at open: never loaded)
+ *   DIR/snap-<seq>.spm.old       a snapshot beyond the newest `keep`, being removed (removed at open)
  *
  * Commit: write the .tmp file, fsync it, rename it over its final name, fsync the
  * directory.  rename is atomic, so after a crash the final name holds either
  * nothing or the complete fsynced bytes.  Older snapshots are removed only after
- * the new one is durable.
+ * the new one is durable (retire): renamed to .old, then shortened a few MiB at
+ * a time and unlinked, because unlinking a large file on tmpfs frees all its
+ * pages at once, milliseconds of CPU that a real-time program would lose.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -36,6 +39,9 @@ typedef struct SpFileStore {
 	int tmp_fd;              /* the snapshot in progress (begin..finish), -1 = none */
 	char tmp [64];           /* its name */
 	off_t flushed;           /* bytes handed to writeback already (sp_file_start_writeback) */
+	int old_fd;              /* the snapshot being retired, -1 = none */
+	char old [64];           /* its name (.old) */
+	off_t old_size;          /* what is left of it */
 } SpFileStore;
 
 #define SP_SNAP_PREFIX "snap-"
@@ -63,9 +69,9 @@ sp_file_mkdirs (const char *dir, SpError *err)
 	}
 }
 
-/* Parse "snap-<digits>.spm" (and with want_tmp, "snap-<digits>.spm.tmp"). */
+/* Parse "snap-<digits>.spm" followed by `extra` ("", ".tmp" or ".old"). */
 static bool
-sp_file_parse_name (const char *name, bool want_tmp, uint64_t *seq)
+sp_file_parse_name (const char *name, const char *extra, uint64_t *seq)
 {
 	size_t plen = strlen (SP_SNAP_PREFIX);
 	if (strncmp (name, SP_SNAP_PREFIX, plen) != 0)
@@ -78,17 +84,16 @@ sp_file_parse_name (const char *name, bool want_tmp, uint64_t *seq)
 	unsigned long long v = strtoull (name + plen, &end, 10);
 	if (errno || end != name + plen + 20 || v == 0)
 		return false;
-	const char *want = want_tmp ? SP_SNAP_SUFFIX ".tmp" : SP_SNAP_SUFFIX;
-	if (strcmp (end, want) != 0)
+	if (strncmp (end, SP_SNAP_SUFFIX, strlen (SP_SNAP_SUFFIX)) != 0 || strcmp (end + strlen (SP_SNAP_SUFFIX), extra) != 0)
 		return false;
 	*seq = v;
 	return true;
 }
 
 static void
-sp_file_name (char *buf, size_t cap, uint64_t seq, bool tmp)
+sp_file_name (char *buf, size_t cap, uint64_t seq, const char *extra)
 {
-	snprintf (buf, cap, SP_SNAP_PREFIX "%020" PRIu64 SP_SNAP_SUFFIX "%s", seq, tmp ? ".tmp" : "");
+	snprintf (buf, cap, SP_SNAP_PREFIX "%020" PRIu64 SP_SNAP_SUFFIX "%s", seq, extra);
 }
 
 /* Sequences of the committed snapshots, newest first. */
@@ -108,11 +113,11 @@ sp_file_sequences (SpFileStore *fs, uint64_t **seqs, size_t *n, bool remove_tmp,
 	struct dirent *de;
 	while (v && (de = readdir (d))) {
 		uint64_t seq;
-		if (remove_tmp && sp_file_parse_name (de->d_name, true, &seq)) {
+		if (remove_tmp && (sp_file_parse_name (de->d_name, ".tmp", &seq) || sp_file_parse_name (de->d_name, ".old", &seq))) {
 			unlinkat (fs->dir_fd, de->d_name, 0);
 			continue;
 		}
-		if (!sp_file_parse_name (de->d_name, false, &seq))
+		if (!sp_file_parse_name (de->d_name, "", &seq))
 			continue;
 		if (count == cap) {
 			uint64_t *bigger = realloc (v, 2 * cap * sizeof *v);
@@ -149,7 +154,7 @@ sp_file_read (SpStore *s, uint64_t seq, uint8_t **data, size_t *size, SpError *e
 {
 	SpFileStore *fs = (SpFileStore *)s;
 	char name [64];
-	sp_file_name (name, sizeof name, seq, false);
+	sp_file_name (name, sizeof name, seq, "");
 	*data = NULL;
 	int fd = openat (fs->dir_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -207,7 +212,7 @@ sp_file_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err)
 	for (size_t i = 0; i < count; i++) {
 		SpSnapInfo *info = &out [i];
 		char name [64];
-		sp_file_name (name, sizeof name, seqs [i], false);
+		sp_file_name (name, sizeof name, seqs [i], "");
 		info->sequence = seqs [i];
 		snprintf (info->path, sizeof info->path, "%s/%s", s->location, name);
 		uint8_t *data;
@@ -248,20 +253,50 @@ sp_file_write_all (int fd, const uint8_t *data, size_t size)
 	return 0;
 }
 
-/* Keep the newest `keep` snapshots; failures to remove old ones are harmless. */
-static void
-sp_file_prune (SpFileStore *fs)
+/*
+ * Remove snapshots beyond the newest `keep`, about max_bytes of them a call: 1
+ * when a call may find more, 0 when none is left.  Failures are harmless (a
+ * file left over is removed by the next retire or open), so they end it.
+ */
+static int
+sp_file_retire (SpStore *s, uint64_t max_bytes, SpError *err)
 {
-	uint64_t *seqs;
-	size_t count;
-	if (sp_file_sequences (fs, &seqs, &count, false, NULL) < 0)
-		return;
-	for (size_t i = fs->base.keep; i < count; i++) {
+	(void)err;
+	SpFileStore *fs = (SpFileStore *)s;
+	if (fs->old_fd < 0) {
+		uint64_t *seqs;
+		size_t count;
+		if (sp_file_sequences (fs, &seqs, &count, false, NULL) < 0)
+			return 0;
+		uint64_t oldest = count > fs->base.keep ? seqs [count - 1] : 0;
+		free (seqs);
+		if (!oldest)
+			return 0;
 		char name [64];
-		sp_file_name (name, sizeof name, seqs [i], false);
-		unlinkat (fs->dir_fd, name, 0);
+		struct stat st;
+		sp_file_name (name, sizeof name, oldest, "");
+		sp_file_name (fs->old, sizeof fs->old, oldest, ".old");
+		if (renameat (fs->dir_fd, name, fs->dir_fd, fs->old) < 0)
+			return 0;
+		fs->old_fd = openat (fs->dir_fd, fs->old, O_WRONLY | O_CLOEXEC);
+		if (fs->old_fd < 0 || fstat (fs->old_fd, &st) < 0) {
+			if (fs->old_fd >= 0)
+				close (fs->old_fd);
+			fs->old_fd = -1;
+			unlinkat (fs->dir_fd, fs->old, 0);
+			return 1;
+		}
+		fs->old_size = st.st_size;
 	}
-	free (seqs);
+	if ((uint64_t)fs->old_size > max_bytes) {
+		fs->old_size -= (off_t)max_bytes;
+		if (ftruncate (fs->old_fd, fs->old_size) == 0)
+			return 1;
+	}
+	close (fs->old_fd);
+	fs->old_fd = -1;
+	unlinkat (fs->dir_fd, fs->old, 0);
+	return 1;
 }
 
 /*
@@ -300,7 +335,7 @@ sp_file_begin (SpStore *s, uint64_t seq, uint64_t size_hint, SpError *err)
 	SpFileStore *fs = (SpFileStore *)s;
 	if (sp_file_crash_now (err))
 		return -1;
-	sp_file_name (fs->tmp, sizeof fs->tmp, seq, true);
+	sp_file_name (fs->tmp, sizeof fs->tmp, seq, ".tmp");
 	fs->tmp_fd = openat (fs->dir_fd, fs->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fs->tmp_fd < 0)
 		return sp_error_set_errno (err, errno, "cannot create %s/%s", s->location, fs->tmp);
@@ -349,7 +384,7 @@ sp_file_finish (SpStore *s, SpError *err)
 {
 	SpFileStore *fs = (SpFileStore *)s;
 	char final [64];
-	sp_file_name (final, sizeof final, s->writing, false);
+	sp_file_name (final, sizeof final, s->writing, "");
 	if (sp_file_crash_now (err))
 		return sp_file_crashed (fs);
 	const char *step = "fsync";
@@ -377,7 +412,6 @@ sp_file_finish (SpStore *s, SpError *err)
 	if (fsync (fs->dir_fd) < 0)
 		return sp_error_set_errno (err, errno, "committing snapshot %" PRIu64 " to %s failed at directory fsync",
 					   s->writing, s->location);
-	sp_file_prune (fs);
 	return 0;
 }
 
@@ -398,6 +432,8 @@ static void
 sp_file_close (SpStore *s)
 {
 	SpFileStore *fs = (SpFileStore *)s;
+	if (fs->old_fd >= 0)
+		close (fs->old_fd);        /* the .old file goes at the next open */
 	if (fs->lock_fd >= 0)
 		close (fs->lock_fd);       /* releases the flock */
 	if (fs->dir_fd >= 0)
@@ -422,6 +458,7 @@ static const SpStoreOps sp_file_store_ops = {
 	.append = sp_file_append,
 	.finish = sp_file_finish,
 	.abort = sp_file_abort,
+	.retire = sp_file_retire,
 	.close = sp_file_close,
 };
 
@@ -464,6 +501,7 @@ sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err)
 	fs->base.keep = 2;
 	fs->lock_fd = -1;
 	fs->tmp_fd = -1;
+	fs->old_fd = -1;
 	fs->dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs->dir_fd < 0) {
 		sp_error_set_errno (err, errno, "cannot open directory");

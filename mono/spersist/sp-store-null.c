@@ -101,6 +101,7 @@ static const SpStoreOps sp_null_store_ops = {
 	.append = sp_null_append,
 	.finish = sp_null_finish,
 	.abort = sp_null_abort,
+	.retire = sp_store_retire_nothing,
 	.close = sp_null_close,
 };
 

@@ -424,6 +424,7 @@ static const SpStoreOps sp_pmem_store_ops = {
 	.append = sp_pmem_append,
 	.finish = sp_pmem_finish,
 	.abort = sp_pmem_abort,
+	.retire = sp_store_retire_nothing,
 	.close = sp_pmem_close,
 };
 

@@ -123,11 +123,31 @@ sp_store_abort (SpStore *s)
 }
 
 int
+sp_store_retire_nothing (SpStore *s, uint64_t max_bytes, SpError *err)
+{
+	(void)s;
+	(void)max_bytes;
+	(void)err;
+	return 0;
+}
+
+int
+sp_store_retire (SpStore *s, uint64_t max_bytes)
+{
+	if (s->readonly)
+		return 0;
+	return s->ops->retire (s, max_bytes, NULL) > 0 ? 1 : 0;
+}
+
+int
 sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err)
 {
-	if (sp_store_begin (s, sequence, size, err) < 0 || sp_store_append (s, data, size, err) < 0)
+	if (sp_store_begin (s, sequence, size, err) < 0 || sp_store_append (s, data, size, err) < 0 ||
+	    sp_store_finish (s, err) < 0)
 		return -1;
-	return sp_store_finish (s, err);
+	while (sp_store_retire (s, UINT64_MAX))
+		;
+	return 0;
 }
 
 static int

@@ -54,10 +54,16 @@ typedef struct SpStoreOps {
 	int (*begin) (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err);
 	/* Its next `size` bytes (they may be on their way to the medium: finish makes them durable). */
 	int (*append) (SpStore *s, const uint8_t *data, size_t size, SpError *err);
-	/* Durable and committed, atomically; snapshots beyond the newest `keep` are then removed. */
+	/* Durable and committed, atomically. */
 	int (*finish) (SpStore *s, SpError *err);
 	/* Drop the snapshot in progress (after a failed append or finish, or a failed cycle). */
 	void (*abort) (SpStore *s);
+	/*
+	 * Remove snapshots beyond the newest `keep`, about max_bytes of storage a
+	 * call (so that a budgeted caller can spread it): 1 when more may be left,
+	 * 0 when none is.  Never touches the newest `keep`.
+	 */
+	int (*retire) (SpStore *s, uint64_t max_bytes, SpError *err);
 	void (*close) (SpStore *s);
 } SpStoreOps;
 
@@ -91,7 +97,9 @@ int sp_store_begin (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *
 int sp_store_append (SpStore *s, const uint8_t *data, size_t size, SpError *err);
 int sp_store_finish (SpStore *s, SpError *err);
 void sp_store_abort (SpStore *s);
-/* A whole snapshot in one go: begin, append, finish. */
+/* Old snapshots' storage, about max_bytes a call: 1 when more may be left, 0 when none is. */
+int sp_store_retire (SpStore *s, uint64_t max_bytes);
+/* A whole snapshot in one go: begin, append, finish, then every old snapshot retired. */
 int sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err);
 static inline uint64_t sp_store_next_sequence (const SpStore *s) { return s->last_sequence + 1; }
 
@@ -112,6 +120,9 @@ int sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWar
 
 /* Bytes from sp_store_load_newest (NULL is ignored). */
 void sp_store_release (SpStore *s, uint8_t *data, size_t size);
+
+/* For stores that overwrite their old snapshots in place: nothing to retire. */
+int sp_store_retire_nothing (SpStore *s, uint64_t max_bytes, SpError *err);
 
 /* Stores register here (sp-store-file.c, sp-store-pmem.c). */
 int sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err);

@@ -95,6 +95,47 @@ test_cycle_options (void **state)
 	sp_options_free (&o);
 }
 
+/* The chunk buffers' size, in bytes or K/M/G, within bounds; the writer's policy. */
+static void
+test_buffer_and_writer_options (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_int_equal (o.buffer, 1u << 20);
+	assert_int_equal (o.writer, SP_WRITER_BUDGET);
+	assert_ok (sp_options_parse (&o, "--sp-buffer=65536", &err), &err);
+	assert_int_equal (o.buffer, 65536);
+	assert_ok (sp_options_parse (&o, "--sp-buffer=4K", &err), &err);
+	assert_int_equal (o.buffer, 4096);
+	assert_ok (sp_options_parse (&o, "--sp-buffer=2MiB", &err), &err);
+	assert_int_equal (o.buffer, 2u << 20);
+	assert_ok (sp_options_parse (&o, "--sp-buffer=1g", &err), &err);
+	assert_int_equal (o.buffer, 1u << 30);
+	assert_ok (sp_options_parse (&o, "--sp-writer=background", &err), &err);
+	assert_int_equal (o.writer, SP_WRITER_BACKGROUND);
+	assert_string_equal (sp_writer_name (o.writer), "background");
+	const char *const bad [] = {
+		"--sp-buffer", "--sp-buffer=", "--sp-buffer=4095", "--sp-buffer=0", "--sp-buffer=-1M", "--sp-buffer=2G",
+		"--sp-buffer=1T", "--sp-buffer=1Mx", "--sp-buffer=M", "--sp-buffer=99999999999999999999",
+		"--sp-writer", "--sp-writer=", "--sp-writer=idle", "--sp-writer=Budget",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
+		err.msg [0] = '\0';
+		if (sp_options_parse (&o, bad [i], &err) != -1) {
+			print_error ("%s was accepted\n", bad [i]);
+			fail ();
+		}
+		char name [32];
+		snprintf (name, sizeof name, "%.*s", (int)strcspn (bad [i], "="), bad [i]);
+		assert_contains (err.msg, name);
+	}
+	assert_int_equal (o.buffer, 1u << 30);
+	assert_int_equal (o.writer, SP_WRITER_BACKGROUND);
+	sp_options_free (&o);
+}
+
 /* An increment longer than its period cannot be scheduled: refused, naming both. */
 static void
 test_pause_must_fit_period (void **state)
@@ -272,6 +313,8 @@ test_usage_lists_every_option (void **state)
 	assert_contains (text, "--sp-barrier");
 	assert_contains (text, "--sp-busy");
 	assert_contains (text, "--sp-stats");
+	assert_contains (text, "--sp-buffer");
+	assert_contains (text, "--sp-writer");
 	assert_contains (text, "SPMONO_STORE");
 	free (text);
 }
@@ -282,6 +325,7 @@ main (void)
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test_setup (test_defaults, setup),
 		cmocka_unit_test_setup (test_cycle_options, setup),
+		cmocka_unit_test_setup (test_buffer_and_writer_options, setup),
 		cmocka_unit_test_setup (test_pause_must_fit_period, setup),
 		cmocka_unit_test_setup (test_store_option, setup),
 		cmocka_unit_test_setup (test_keep_option, setup),

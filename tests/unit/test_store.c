@@ -16,6 +16,10 @@
 #include "sp-serialize.h"
 #include "sp-snapshot.h"
 #include "sp-store.h"
+#include "sp-stream.h"
+
+#include <signal.h>
+#include <sys/resource.h>
 
 typedef struct Fixture {
 	char dir [256];         /* the mkdtemp directory */
@@ -829,6 +833,184 @@ test_null_store_keeps_nothing (void **state)
 	assert_string_equal (before, after);
 }
 
+/* ---- streaming: a snapshot committed in pieces ------------------------------------ */
+
+/*
+ * Stream snapshot `seq` (make_snapshot's bytes) in pieces of `piece` bytes,
+ * with the checksum left 0 as the serializer leaves it: the stream sets it.
+ * The result of the last write or of finish; crash_step: a simulated crash
+ * stops it there (then the store is closed by the caller, as after a crash).
+ */
+static int
+stream_snapshot (SpStore *st, uint64_t seq, size_t piece, SpError *err)
+{
+	SpBuf b;
+	make_snapshot (seq, &b);
+	memset (b.data + b.len - 4, 0, 4);
+	SpStream stream;
+	int rc = sp_stream_begin (&stream, st, seq, b.len, err);
+	for (size_t at = 0; rc == 0 && at < b.len; at += piece) {
+		size_t n = b.len - at < piece ? b.len - at : piece;
+		/* The last piece holds at least the checksum field, as the writer task's do. */
+		if (b.len - at - n < 4)
+			n = b.len - at;
+		rc = sp_stream_write (&stream, b.data + at, n, at + n == b.len, err);
+		if (at + n == b.len)
+			break;
+	}
+	if (rc == 0)
+		rc = sp_stream_finish (&stream, err);
+	sp_buf_free (&b);
+	return rc;
+}
+
+/* Pieces of any size commit the same bytes as a whole commit, in the file and pmem stores. */
+static void
+test_stream_in_pieces_equals_whole (void **state)
+{
+	Fixture *f = *state;
+	char loc [400], path [400];
+	pmem_paths (f, loc, path);
+	const size_t pieces [] = { 1, 5, 64, 100000 };
+	for (int pmem = 0; pmem < 2; pmem++) {
+		for (size_t i = 0; i < sizeof pieces / sizeof pieces [0]; i++) {
+			SpStore *st = open_ok (pmem ? loc : f->store, 2);
+			uint64_t seq = sp_store_next_sequence (st);
+			SpError err = { 0 };
+			assert_ok (stream_snapshot (st, seq, pieces [i], &err), &err);
+			Warnings w = { 0 };
+			load_expect (st, seq, &w);          /* the same bytes as make_snapshot's, checksum and all */
+			assert_int_equal (w.count, 0);
+			sp_store_close (st);
+		}
+	}
+}
+
+/*
+ * A crash between any two pieces of a streamed snapshot, or in its commit:
+ * the snapshot committed before loads (the file store: until the rename;
+ * the pmem store: until the record is written), then the new one; never a
+ * part of it, and nothing is left over once the store is opened again.
+ */
+static void
+test_stream_crash_between_pieces (void **state)
+{
+	Fixture *f = *state;
+	char loc [400], path [400];
+	pmem_paths (f, loc, path);
+	SpBuf probe;
+	make_snapshot (2, &probe);
+	const size_t piece = 16, appends = (probe.len - 4 + piece - 1) / piece;
+	sp_buf_free (&probe);
+	for (int pmem = 0; pmem < 2; pmem++) {
+		/* file: create, each append, fsync, rename, directory fsync; pmem: each append's write and persist, the record's. */
+		unsigned steps = pmem ? 2 * (unsigned)appends + 2 : (unsigned)appends + 4;
+		unsigned new_from = pmem ? 2 * (unsigned)appends + 2 : (unsigned)appends + 4;
+		for (unsigned k = 1; k <= steps + 1; k++) {
+			unlink (path);
+			char cmd [600];
+			snprintf (cmd, sizeof cmd, "rm -rf '%s'", f->store);
+			assert_int_equal (system (cmd), 0);
+			SpStore *st = open_ok (pmem ? loc : f->store, 2);
+			commit (st, 1);
+			*(pmem ? &sp_store_pmem_crash_before_step : &sp_store_file_crash_before_step) = k;
+			SpError err = { 0 };
+			int rc = stream_snapshot (st, 2, piece, &err);
+			sp_store_pmem_crash_before_step = sp_store_file_crash_before_step = 0;
+			sp_store_close (st);
+			assert_int_equal (rc, k <= steps ? -1 : 0);
+			st = open_ok (pmem ? loc : f->store, 2);
+			Warnings w = { 0 };
+			load_expect (st, k < new_from ? 1 : 2, &w);
+			assert_int_equal (w.count, 0);
+			if (!pmem) {
+				char listing [1024];
+				dir_listing (f->store, listing, sizeof listing);
+				assert_null (strstr (listing, ".tmp"));
+			}
+			sp_store_close (st);
+		}
+	}
+}
+
+/*
+ * A write that fails in the middle of a stream (the file-size limit stands
+ * in for a full disk): the error names the step and the reason, the
+ * partial file is gone at once, the snapshot before stays the newest, and
+ * the next snapshot streams and commits once the fault is gone.
+ */
+static void
+test_stream_fault_mid_stream (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	commit (st, 1);
+	SpBuf b;
+	make_snapshot (2, &b);
+	struct rlimit saved, small = { .rlim_cur = b.len / 2, .rlim_max = RLIM_INFINITY };
+	sp_buf_free (&b);
+	assert_int_equal (getrlimit (RLIMIT_FSIZE, &saved), 0);
+	small.rlim_max = saved.rlim_max;
+	void (*old_handler) (int) = signal (SIGXFSZ, SIG_IGN);
+	assert_int_equal (setrlimit (RLIMIT_FSIZE, &small), 0);
+	SpError err = { 0 };
+	int rc = stream_snapshot (st, 2, 8, &err);
+	assert_int_equal (setrlimit (RLIMIT_FSIZE, &saved), 0);
+	signal (SIGXFSZ, old_handler);
+	assert_int_equal (rc, -1);
+	assert_contains (err.msg, "failed at write");
+	assert_contains (err.msg, strerror (EFBIG));
+	char listing [1024];
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000001.spm");
+	Warnings w = { 0 };
+	load_expect (st, 1, &w);
+	assert_ok (stream_snapshot (st, 2, 8, &err), &err);
+	load_expect (st, 2, &w);
+	assert_int_equal (w.count, 0);
+	sp_store_close (st);
+}
+
+/*
+ * Old snapshots go a slice at a time: renamed to .old (never loaded, never
+ * listed), shortened by at most the slice, then unlinked; the newest `keep`
+ * are never touched; a leftover .old is removed at the next open.
+ */
+static void
+test_retire_in_slices (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 1);
+	SpBuf big;
+	commit_sized (st, 1, 3u << 20, &big);
+	sp_buf_free (&big);
+	SpError err = { 0 };
+	assert_ok (stream_snapshot (st, 2, 4096, &err), &err);   /* finish alone retires nothing */
+	char listing [1024], old [400];
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000001.spm snap-00000000000000000002.spm");
+	file_path (f, 1, ".old", old, sizeof old);
+	int calls = 0;
+	while (sp_store_retire (st, 1u << 20)) {
+		calls++;
+		struct stat sb;
+		if (stat (old, &sb) == 0)
+			assert_true (sb.st_size <= (3 << 20) + 4096 - (off_t)calls * (1 << 20) + (1 << 20));
+		Warnings w = { 0 };
+		load_expect (st, 2, &w);
+		assert_int_equal (w.count, 0);
+	}
+	assert_true (calls >= 3);                 /* 3 MiB and some, 1 MiB a call */
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000002.spm");
+	sp_store_close (st);
+	write_file (old, "leftover", 8);
+	st = open_ok (f->store, 1);
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000002.spm");
+	sp_store_close (st);
+}
+
 int
 main (void)
 {
@@ -851,6 +1033,10 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_pmem_torn_record, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_grows, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_foreign_file_and_lock, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_stream_in_pieces_equals_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_stream_crash_between_pieces, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_stream_fault_mid_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_retire_in_slices, setup, teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,0 +1,163 @@
+// Streaming: a snapshot goes to the store through two chunk buffers
+// (--sp-buffer), never whole, in both modes.
+//   streaming.exe persist N            a fixed state (N small objects, long strings and
+//                                      arrays, structs; about 45 MB), persisted once; prints
+//                                      its bytes and how much the process's peak RSS grew
+//                                      meanwhile
+//   streaming.exe check N              the restored state is that fixed state
+//   streaming.exe fault N STORE CONTROL  persisted once; then a snapshot whose writing
+//                                      fails with ENOSPC once its first chunks are in the
+//                                      store (tests/faults/spfaults.c): WaitPersisted says
+//                                      why, nothing is left of it; then one that commits
+using System;
+using System.IO;
+using System.Threading;
+using SPersistence;
+
+struct Sample
+{
+	public long Stamp;
+	public double Value;
+	public byte Quality;
+}
+
+[SPersistent]
+class Item
+{
+	[SPersistentField] public int Id;
+	[SPersistentField] public string Tag;
+	[SPersistentField] public Item Next;
+}
+
+[SPersistent]
+class Plant
+{
+	[SPersistentField] public Item [] Items;
+	[SPersistentField] public int [] Big;
+	[SPersistentField] public string Log;
+	[SPersistentField] public Sample [] Samples;
+	[SPersistentField] public string [] Names;
+	[SPersistentField] public int Version;
+}
+
+static class Program
+{
+	static Plant Build (int n, int version)
+	{
+		var p = new Plant { Items = new Item [n], Big = new int [8000000], Samples = new Sample [70000], Names = new string [5000], Version = version };
+		for (int i = 0; i < n; i++)
+			p.Items [i] = new Item { Id = i * 7, Tag = i % 10 == 0 ? "tag-" + i : null };
+		for (int i = 1; i < n; i++)
+			p.Items [i].Next = p.Items [(i * 31) % i];
+		for (int i = 0; i < p.Big.Length; i++)
+			p.Big [i] = i ^ 0x5a5a;
+		var log = new char [200000];
+		for (int i = 0; i < log.Length; i++)
+			log [i] = (char)(i % 3 == 0 ? 'a' + i % 26 : 0x400 + i % 200);   // UTF-16: pieces of two bytes a unit
+		p.Log = new string (log);
+		for (int i = 0; i < p.Samples.Length; i++)
+			p.Samples [i] = new Sample { Stamp = i * 1000L, Value = i / 3.0, Quality = (byte)i };
+		for (int i = 0; i < p.Names.Length; i++)
+			p.Names [i] = "name " + i;
+		return p;
+	}
+
+	static void Same (Plant want, Plant got)
+	{
+		T.Eq (want.Version, got.Version, "version");
+		T.Eq (want.Items.Length, got.Items.Length, "items");
+		for (int i = 0; i < want.Items.Length; i++) {
+			if (want.Items [i].Id != got.Items [i].Id || want.Items [i].Tag != got.Items [i].Tag)
+				T.Check (false, "item " + i);
+			if (i > 0 && got.Items [i].Next != got.Items [(i * 31) % i])
+				T.Check (false, "item " + i + ": its reference");
+		}
+		for (int i = 0; i < want.Big.Length; i++)
+			if (want.Big [i] != got.Big [i])
+				T.Check (false, "Big [" + i + "]");
+		T.Check (want.Log == got.Log, "the long string");
+		for (int i = 0; i < want.Samples.Length; i++)
+			if (want.Samples [i].Stamp != got.Samples [i].Stamp || want.Samples [i].Value != got.Samples [i].Value ||
+			    want.Samples [i].Quality != got.Samples [i].Quality)
+				T.Check (false, "Samples [" + i + "]");
+		for (int i = 0; i < want.Names.Length; i++)
+			T.Check (want.Names [i] == got.Names [i], "Names [" + i + "]");
+	}
+
+	// The process's peak resident set (VmHWM), kB.
+	static long PeakRssKb ()
+	{
+		foreach (string line in File.ReadAllLines ("/proc/self/status"))
+			if (line.StartsWith ("VmHWM:"))
+				return long.Parse (line.Substring (6).Trim ().Split (' ') [0]);
+		return -1;
+	}
+
+	static int Persist (int n)
+	{
+		Plant p = Build (n, 1);
+		SPC.AddRoot (p);
+		GC.Collect ();
+		long before = PeakRssKb ();
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		long grew = PeakRssKb () - before;
+		Console.WriteLine ("bytes {0} objects {1} peak-rss-growth-kb {2}", SPC.GetStats ().LastBytes, SPC.GetStats ().LastObjects, grew);
+		return 0;
+	}
+
+	// Until the store's snapshot in progress has bytes in it (its first chunks are written).
+	static void AwaitPartial (string store)
+	{
+		for (int i = 0; i < 20000; i++) {
+			foreach (string f in Directory.GetFiles (store, "*.tmp"))
+				if (new FileInfo (f).Length > 0)
+					return;
+			Thread.Sleep (1);
+		}
+		T.Check (false, "a snapshot in progress appeared in the store");
+	}
+
+	static int Fault (int n, string store, string control)
+	{
+		Plant p = Build (n, 1);
+		SPC.AddRoot (p);
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		p.Version = 2;
+		SPC.SendPData ();
+		AwaitPartial (store);
+		File.WriteAllText (control, "enospc");
+		string message = null;
+		try {
+			SPC.WaitPersisted ();
+		} catch (SPersistenceException e) {
+			message = e.Message;
+		}
+		File.WriteAllText (control, "");
+		T.Check (message != null && message.Contains ("No space left on device"), "the fault mid-stream reaches WaitPersisted: " + message);
+		T.Eq (0, Directory.GetFiles (store, "*.tmp").Length, "nothing left of the failed snapshot");
+		Console.WriteLine ("fault: " + message);
+		p.Version = 3;
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		return 0;
+	}
+
+	static int Main (string [] args)
+	{
+		int n = int.Parse (args [1]);
+		switch (args [0]) {
+		case "persist":
+			return Persist (n);
+		case "fault":
+			return Fault (n, args [2], args [3]);
+		case "check":
+			Plant got = (Plant)SPC.RecvPData (1);
+			Same (Build (n, got.Version), got);
+			Console.WriteLine ("restored version " + got.Version);
+			return 0;
+		}
+		return 2;
+	}
+}
