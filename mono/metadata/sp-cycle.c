@@ -75,6 +75,16 @@ sp_barrier_flag_init (void)
 #endif
 }
 
+/*
+ * What a unit of work (sp_cycle_work) takes, by kind: marking, writing
+ * objects, writing a piece of a long object.  A moving average of each, so
+ * that an increment does not start a unit it has no time left for: its
+ * length then overshoots the target by a unit's deviation from its average,
+ * not by a whole unit.
+ */
+typedef enum { SP_UNIT_MARK, SP_UNIT_OBJECTS, SP_UNIT_PIECE, SP_UNIT_FORGET, SP_UNIT_KINDS } SpUnitKind;
+static uint64_t sp_unit_avg_ns [SP_UNIT_KINDS] = { 2000, 2000, 2000, 2000 };
+
 /* Statistics of a cycle (the rows of the paper's Table 1), see SPStats. */
 typedef struct SpCycleStats {
 	uint64_t increments;
@@ -89,6 +99,9 @@ typedef struct SpCycleStats {
 	uint64_t writer_waits;       /* increments that ended with both buffers full (the writer behind) */
 	uint64_t bytes;              /* of the snapshot, handed to the writer so far */
 	uint64_t bytes_total;        /* of the whole snapshot, once its last object is written */
+	uint64_t units [SP_UNIT_KINDS]; /* units of work done, by kind */
+	SpModelPrediction predicted; /* what the cost model said at the start (cycle_ns 0: nothing known yet) */
+	gboolean published;          /* the statistics went out (once the cycle is over and durable) */
 	uint64_t started_ns;
 } SpCycleStats;
 
@@ -270,6 +283,11 @@ sp_cycle_record_failure (uint64_t seq, const SpError *err)
 	mono_coop_cond_broadcast (&sp_cycle.durable);
 }
 
+static gboolean sp_writer_take_chunk (gboolean last);
+static void sp_cycle_end (void);
+static void sp_cycle_publish_when_done (void);
+static gboolean sp_task_has_own_work (void);
+
 /* Under sp_lock: the outcome of the writer's commit of `seq`. */
 static void
 sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns)
@@ -279,6 +297,7 @@ sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns
 		sp_stats [SP_STAT_SNAPSHOTS]++;
 		sp_stats [SP_STAT_LAST_SEQUENCE] = (gint64)seq;
 		sp_stats [SP_STAT_LAST_COMMIT_NS] = (gint64)commit_ns;
+		sp_cycle_publish_when_done ();
 		mono_coop_cond_broadcast (&sp_cycle.durable);
 	} else {
 		sp_cycle_record_failure (seq, err);
@@ -341,8 +360,6 @@ sp_cycle_shutdown_begin (MonoProfiler *prof)
 	mono_coop_mutex_unlock (&sp_lock);
 }
 
-static gboolean sp_writer_take_chunk (gboolean last);
-static void sp_cycle_end (void);
 
 /* Bytes of a slice: small enough for a few tens of microseconds of writing, a piece of the pause. */
 #define SP_WRITER_SLICE (64u << 10)
@@ -545,6 +562,95 @@ sp_writer_take_chunk (gboolean last)
 	return TRUE;
 }
 
+/* ---- the cost model (spersist/sp-model.h) ---------------------------------- */
+
+/* The state as the last cycle saw it (or a restored snapshot): the model's input. */
+static SpModelState sp_model_state;
+/* The SP task's wake-up, a moving average (sp_task_run_period). */
+static uint64_t sp_wake_avg_ns = 20000;
+/* How much of its budget the server really used, thousandths, a moving average over cycles (0: none yet). */
+static uint64_t sp_use_permille;
+
+static void sp_cycle_model_costs (SpModelCosts *costs);
+
+/* A cycle is over (cycle_ns long): its state is the next prediction's input, and its use of the budget is learned. */
+static void
+sp_cycle_learn (uint64_t cycle_ns)
+{
+	const SpCycleStats *c = &sp_cycle.stats;
+	sp_model_state = (SpModelState){ .objects = sp_ser.objects_written, .pieces = c->units [SP_UNIT_PIECE],
+					 .forget_units = c->units [SP_UNIT_FORGET], .bytes = c->bytes_total };
+	SpModelCosts costs;
+	sp_cycle_model_costs (&costs);
+	uint64_t work = c->total_pause_ns + (sp_options.writer == SP_WRITER_BUDGET ? sp_writer.cycle_ns : 0);
+	uint64_t use = sp_model_use_permille (&costs, work, cycle_ns);
+	sp_use_permille = sp_use_permille ? (3 * sp_use_permille + use) / 4 : use;
+}
+
+/* The measured costs and the options, for the model. */
+static void
+sp_cycle_model_costs (SpModelCosts *costs)
+{
+	*costs = (SpModelCosts){
+		.mark_ns = sp_unit_avg_ns [SP_UNIT_MARK], .objects_ns = sp_unit_avg_ns [SP_UNIT_OBJECTS],
+		.piece_ns = sp_unit_avg_ns [SP_UNIT_PIECE], .forget_ns = sp_unit_avg_ns [SP_UNIT_FORGET],
+		.slice_ns = sp_writer.slice_avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
+		.use_permille = sp_use_permille,
+		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
+	};
+	if (sp_options.writer == SP_WRITER_BACKGROUND)
+		costs->slice_ns = 0;    /* the writer is not in the budget */
+}
+
+/* Under sp_lock: what a cycle of the state as last seen would take now; cycle_ns 0 when nothing is known yet. */
+static void
+sp_cycle_predict (SpModelPrediction *out)
+{
+	memset (out, 0, sizeof *out);
+	if (!sp_model_state.objects && sp_stats [SP_STAT_RESTORED_OBJECTS]) {
+		/* The first cycle after a warm restart: the restored snapshot is the state. */
+		sp_model_state.objects = (uint64_t)sp_stats [SP_STAT_RESTORED_OBJECTS];
+		sp_model_state.bytes = (uint64_t)sp_stats [SP_STAT_RESTORED_BYTES];
+	}
+	if (!sp_model_state.objects)
+		return;
+	SpModelCosts costs;
+	sp_cycle_model_costs (&costs);
+	sp_model_predict (&sp_model_state, &costs, out);
+}
+
+/*
+ * Under sp_lock, at every SendPData: the schedulability test.  A call that
+ * comes sooner after the previous one than the model says a cycle of the
+ * state takes, while that cycle still runs (a program that waits for each
+ * cycle paces itself), is counted, and said once on stderr, with what to
+ * change.
+ */
+static void
+sp_cycle_check_schedule (void)
+{
+	static uint64_t last_ns;
+	static gboolean warned;
+	uint64_t now = sp_mono_monotonic_ns (), interval = now - last_ns;
+	SpModelPrediction p;
+	gboolean first = last_ns == 0;
+	last_ns = now;
+	sp_cycle_predict (&p);
+	if (first || !p.cycle_ns || sp_model_schedulable (&p, interval) || !sp_task_has_own_work ())
+		return;
+	sp_stats [SP_STAT_UNSCHEDULABLE_SENDS]++;
+	if (warned)
+		return;
+	warned = TRUE;
+	fprintf (stderr, "spmono: warning: SendPData came %.3f ms after the previous one, but a cycle of this state "
+		 "(%llu objects, %llu bytes) takes about %.3f ms at --sp-pause=%u --sp-period=%u (%llu periods): "
+		 "calls made while a cycle runs %s; give persistence more time (--sp-pause, --sp-period) or call "
+		 "SendPData less often (said once; SPStats.UnschedulableSends counts them)\n",
+		 interval / 1e6, (unsigned long long)sp_model_state.objects, (unsigned long long)sp_model_state.bytes,
+		 p.cycle_ns / 1e6, sp_options.pause_us, sp_options.period_us, (unsigned long long)p.periods,
+		 sp_options.busy_wait ? "wait for it" : "take no snapshot");
+}
+
 /* ---- a cycle ---------------------------------------------------------------- */
 
 /*
@@ -677,6 +783,8 @@ sp_cycle_start (SpError *err)
 	sp_cycle.running = TRUE;
 	uint64_t stop_ns = sp_cycle.stats.stop_ns;
 	memset (&sp_cycle.stats, 0, sizeof sp_cycle.stats);
+	sp_cycle_predict (&sp_cycle.stats.predicted);
+	sp_writer.cycle_ns = 0;
 	sp_cycle.stats.stop_ns = stop_ns;
 	sp_cycle.stats.started_ns = t0;
 	sp_cycle.stats.start_pause_ns = sp_mono_monotonic_ns () - t0;
@@ -700,18 +808,38 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	sp_stats [SP_STAT_CYCLE_BARRIER_CALLS] = (gint64)c->barrier_calls;
 	sp_stats [SP_STAT_CYCLE_BARRIER_WRITES] = (gint64)c->barrier_writes;
 	sp_stats [SP_STAT_CYCLE_WRITER_WAITS] = (gint64)c->writer_waits;
+	sp_stats [SP_STAT_CYCLE_WRITER_NS] = (gint64)sp_writer.cycle_ns;
+	sp_stats [SP_STAT_PREDICTED_CYCLE_NS] = (gint64)c->predicted.cycle_ns;
+	sp_stats [SP_STAT_PREDICTED_INCREMENTS] = (gint64)c->predicted.periods;
+	sp_stats [SP_STAT_PREDICTED_BYTES] = (gint64)c->predicted.bytes;
+	sp_cycle_learn (end_ns - c->started_ns);
 	if (sp_options.stats)
 		fprintf (stderr, "spmono: cycle %llu: %llu increments (%llu marking, %.3f ms), pause max %.1f us avg %.1f us "
 			 "(start %.1f us, of which stopping the world %.1f us), cycle %.3f ms, %llu objects (%llu by barriers, "
 			 "%llu barrier calls, %llu unreferenced), %zu bytes, %llu increments ended with both buffers full, "
-			 "%u stores through pointers logged%s\n",
+			 "%u stores through pointers logged%s, writer %.3f ms, predicted cycle %.3f ms in %llu periods\n",
 			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments,
 			 (unsigned long long)c->marking_increments, c->marking_ns / 1e6, c->max_pause_ns / 1e3,
 			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3, c->stop_ns / 1e3,
 			 (end_ns - c->started_ns) / 1e6, (unsigned long long)sp_ser.objects_written,
 			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls,
 			 (unsigned long long)sp_ser.unreached_written, (size_t)c->bytes_total, (unsigned long long)c->writer_waits,
-			 sp_unseen.log.count, sp_unseen.log.overflowed ? " (overflowed)" : "");
+			 sp_unseen.log.count, sp_unseen.log.overflowed ? " (overflowed)" : "", sp_writer.cycle_ns / 1e6,
+			 c->predicted.cycle_ns / 1e6, (unsigned long long)c->predicted.periods);
+}
+
+/*
+ * Under sp_lock: the cycle's statistics go out once it is over (its
+ * hand-over done) and its snapshot durable, whichever comes last: a cycle's
+ * length is the program's wait for both (WaitPersisted).
+ */
+static void
+sp_cycle_publish_when_done (void)
+{
+	if (sp_cycle.failed || sp_cycle.stats.published || sp_task_has_own_work () || sp_cycle.durable_seq < sp_cycle.seq)
+		return;
+	sp_cycle.stats.published = TRUE;
+	sp_cycle_publish_stats (sp_mono_monotonic_ns ());
 }
 
 /*
@@ -781,9 +909,8 @@ sp_cycle_hand_over_step (void)
 static void
 sp_cycle_end (void)
 {
-	if (!sp_cycle.failed)
-		sp_cycle_publish_stats (sp_mono_monotonic_ns ());
 	sp_cycle.handing_over = FALSE;
+	sp_cycle_publish_when_done ();
 	mono_coop_cond_broadcast (&sp_cycle.idle);
 	mono_coop_cond_broadcast (&sp_cycle.durable);
 }
@@ -806,16 +933,6 @@ sp_cycle_work (SpError *err)
 	}
 	return more;
 }
-
-/*
- * What a unit of work (sp_cycle_work) takes, by kind: marking, writing
- * objects, writing a piece of a long object.  A moving average of each, so
- * that an increment does not start a unit it has no time left for: its
- * length then overshoots the target by a unit's deviation from its average,
- * not by a whole unit.
- */
-typedef enum { SP_UNIT_MARK, SP_UNIT_OBJECTS, SP_UNIT_PIECE, SP_UNIT_FORGET, SP_UNIT_KINDS } SpUnitKind;
-static uint64_t sp_unit_avg_ns [SP_UNIT_KINDS] = { 2000, 2000, 2000, 2000 };
 
 static SpUnitKind
 sp_cycle_next_unit (void)
@@ -893,6 +1010,7 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		worked = TRUE;
 		t = sp_mono_monotonic_ns ();
 		sp_unit_avg_ns [kind] += ((int64_t)(t - u0) - (int64_t)sp_unit_avg_ns [kind]) / 16;
+		sp_cycle.stats.units [kind]++;
 		if (more == 1 && in_cycle && __atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE)) {
 			end = SP_INCREMENT_YIELDED;
 			break;
@@ -1038,6 +1156,7 @@ sp_task_run_period (const struct timespec *release)
 	sp_budget.sp_running = TRUE;
 	uint64_t woke = sp_mono_monotonic_ns () - sp_budget.woke_ns;
 	sp_budget.left_ns = budget > woke ? budget - woke : 0;
+	sp_wake_avg_ns += ((int64_t)woke - (int64_t)sp_wake_avg_ns) / 16;
 	/* A chunk waiting for the writer: it gets half the period's budget at least. */
 	uint64_t own = sp_options.writer == SP_WRITER_BUDGET && sp_writer.busy ? sp_budget.left_ns / 2 : sp_budget.left_ns;
 	/* The writer's progress slice: the SP task has nothing of its own to do, or stops for want of the writer. */
@@ -1140,6 +1259,7 @@ sp_cycle_request (SpError *err)
 		return sp_error_set (err, "SendPData: the runtime is shutting down");
 	if (sp_tasks_start (err) < 0)
 		return -1;
+	sp_cycle_check_schedule ();
 	int rc;
 	for (;;) {
 		if (sp_task_has_own_work () && !sp_options.busy_wait) {

@@ -51,6 +51,7 @@
 #include "../spersist/sp-snapshot.h"
 #include "../spersist/sp-store.h"
 #include "../spersist/sp-stream.h"
+#include "../spersist/sp-model.h"
 
 static SpOptions sp_options = SP_OPTIONS_DEFAULT;
 static char *sp_program;                 /* path of the program being run */
@@ -88,6 +89,8 @@ enum {
 	SP_STAT_CYCLE_INCREMENTS, SP_STAT_CYCLE_MAX_PAUSE_NS, SP_STAT_CYCLE_AVG_PAUSE_NS, SP_STAT_CYCLE_START_PAUSE_NS,
 	SP_STAT_CYCLE_NS, SP_STAT_CYCLE_BARRIER_CALLS, SP_STAT_CYCLE_BARRIER_WRITES, SP_STAT_CYCLE_WRITER_WAITS,
 	SP_STAT_SEND_WAITS, SP_STAT_SEND_WAIT_NS, SP_STAT_SEND_SKIPS,
+	SP_STAT_CYCLE_WRITER_NS, SP_STAT_PREDICTED_CYCLE_NS, SP_STAT_PREDICTED_INCREMENTS, SP_STAT_PREDICTED_BYTES,
+	SP_STAT_UNSCHEDULABLE_SENDS,
 	SP_STAT_COUNT
 };
 static gint64 sp_stats [SP_STAT_COUNT];

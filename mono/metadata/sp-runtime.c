@@ -29,6 +29,7 @@
 #include "../spersist/sp-store-pmem.c"
 #include "../spersist/sp-store-null.c"
 #include "../spersist/sp-stream.c"
+#include "../spersist/sp-model.c"
 
 /* The client (sp-mono-state.h says which file does what); sp-mono.c, the entry points, last. */
 #include "sp-mono-state.h"

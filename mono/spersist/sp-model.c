@@ -1,0 +1,44 @@
+/* sp-model.c: see sp-model.h. */
+#include "sp-model.h"
+
+static uint64_t
+sp_model_div_up (uint64_t a, uint64_t b)
+{
+	return b ? (a + b - 1) / b : 0;
+}
+
+uint64_t
+sp_model_share (const SpModelCosts *costs)
+{
+	uint64_t rest = costs->pause_ns > costs->wake_ns ? costs->pause_ns - costs->wake_ns : 1;
+	uint64_t use = costs->use_permille ? costs->use_permille : 1000;
+	uint64_t share = rest * use / 1000;
+	return share ? share : 1;
+}
+
+uint64_t
+sp_model_use_permille (const SpModelCosts *costs, uint64_t work_ns, uint64_t cycle_ns)
+{
+	SpModelCosts full = *costs;
+	full.use_permille = 1000;
+	uint64_t periods = sp_model_div_up (cycle_ns, costs->period_ns);
+	uint64_t capacity = (periods ? periods : 1) * sp_model_share (&full);
+	uint64_t use = work_ns * 1000 / capacity;
+	return use < 1 ? 1 : use > 1000 ? 1000 : use;
+}
+
+void
+sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelPrediction *out)
+{
+	uint64_t eights = sp_model_div_up (state->objects, 8);
+	uint64_t sp = eights * (costs->mark_ns + costs->objects_ns) + state->pieces * costs->piece_ns +
+		state->forget_units * costs->forget_ns;
+	uint64_t writer = sp_model_div_up (state->bytes, costs->slice_bytes) * costs->slice_ns;
+	uint64_t share = sp_model_share (costs);
+	out->work_ns = sp + writer;
+	out->periods = sp_model_div_up (out->work_ns, share);
+	if (!out->periods)
+		out->periods = 1;
+	out->cycle_ns = (out->periods - 1) * costs->period_ns + (out->work_ns - (out->periods - 1) * share);
+	out->bytes = state->bytes;
+}

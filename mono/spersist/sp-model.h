@@ -1,0 +1,79 @@
+/*
+ * sp-model.h: the cost model of an incremental cycle (the paper's future
+ * work: tell before running whether persistence fits the schedule).
+ *
+ * A cycle is the SP task's units of work and the writer's slices, run by one
+ * server that gets --sp-pause of CPU every --sp-period (sp-cycle.c's
+ * budget).  So from the state and the options:
+ *
+ *   SP work     W_sp = ceil(n / 8) * mark + ceil(n / 8) * objects
+ *                      + pieces * piece + forget_units * forget
+ *   writer      W_w  = ceil(S / slice_bytes) * slice
+ *   work        W    = W_sp + W_w
+ *   share       B    = (pause - wake) * u                (the server's work a period)
+ *   periods     p    = ceil(W / B)
+ *   cycle       T    = (p - 1) * period + (W - (p - 1) * B)
+ *
+ * where n is the state's objects, pieces the pieces its long strings and
+ * arrays are written in, forget_units the steps that forget a cycle's
+ * bookkeeping, S its bytes (the last cycle's, the best knowledge of the state
+ * at SendPData, or a restored snapshot's), and mark, objects, piece, forget,
+ * slice the measured cost of one unit of each kind (moving averages kept by
+ * the SP and writer tasks on this machine), wake the SP task's cost of
+ * waking up, and u the fraction of the rest the server really uses (measured
+ * over past cycles: an increment does not start a unit it has no time left
+ * for, the writer not a slice, and the SP task stops early when both
+ * buffers are full).  Not in the model: the program's own stores during a cycle
+ * (barriers write objects on the program's threads, which shortens the SP
+ * task's part) and stalls of the machine.
+ *
+ * Schedulability: SendPData every `interval` is schedulable when T fits in
+ * it; otherwise calls are skipped (--sp-busy=skip) or wait.
+ */
+#ifndef SP_MODEL_H
+#define SP_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What is known of the state. */
+typedef struct SpModelState {
+	uint64_t objects;        /* n */
+	uint64_t pieces;         /* pieces of long strings and arrays */
+	uint64_t forget_units;
+	uint64_t bytes;          /* S */
+} SpModelState;
+
+/* Measured costs of one unit of each kind, and the budget. */
+typedef struct SpModelCosts {
+	uint64_t mark_ns;        /* marking 8 objects */
+	uint64_t objects_ns;     /* writing 8 objects */
+	uint64_t piece_ns;       /* one piece of a long object */
+	uint64_t forget_ns;      /* one step of forgetting */
+	uint64_t slice_ns;       /* the writer's slice */
+	uint64_t slice_bytes;
+	uint64_t wake_ns;        /* the SP task's wake-up, a period */
+	uint64_t use_permille;   /* u, in thousandths (0: 1000) */
+	uint64_t pause_ns, period_ns;
+} SpModelCosts;
+
+typedef struct SpModelPrediction {
+	uint64_t work_ns;        /* W */
+	uint64_t periods;        /* p: the SP task's increments, about */
+	uint64_t cycle_ns;       /* T */
+	uint64_t bytes;          /* S */
+} SpModelPrediction;
+
+void sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelPrediction *out);
+/* The server's work a period: B. */
+uint64_t sp_model_share (const SpModelCosts *costs);
+/* u as the cycle just measured shows it: its work over its periods' shares (a thousandth at least, 1000 at most). */
+uint64_t sp_model_use_permille (const SpModelCosts *costs, uint64_t work_ns, uint64_t cycle_ns);
+/* Can a cycle complete between two SendPData `interval_ns` apart? */
+static inline bool
+sp_model_schedulable (const SpModelPrediction *p, uint64_t interval_ns)
+{
+	return p->cycle_ns <= interval_ns;
+}
+
+#endif

@@ -1,0 +1,95 @@
+/* test_model.c: the cost model's arithmetic (spersist/sp-model.h) and the schedulability test. */
+#include "unit.h"
+
+#include "sp-model.h"
+
+static const SpModelCosts costs = {
+	.mark_ns = 2000, .objects_ns = 3000, .piece_ns = 4000, .forget_ns = 1000,
+	.slice_ns = 20000, .slice_bytes = 65536, .wake_ns = 20000,
+	.use_permille = 0, .pause_ns = 500000, .period_ns = 3000000,
+};
+
+/* Work from the units the state needs, periods from the server's share (pause less wake-up), the cycle from both. */
+static void
+test_prediction_by_hand (void **state)
+{
+	(void)state;
+	SpModelState s = { .objects = 8000, .pieces = 10, .forget_units = 5, .bytes = 1u << 20 };
+	SpModelPrediction p;
+	sp_model_predict (&s, &costs, &p);
+	/* SP: 1000 eights * (2000 + 3000) + 10 * 4000 + 5 * 1000; writer: 16 slices * 20000. */
+	assert_int_equal (p.work_ns, 5045000 + 320000);
+	assert_int_equal (p.periods, 12);                     /* ceil (5365000 / 480000) */
+	assert_int_equal (p.cycle_ns, 11 * 3000000 + (5365000 - 11 * 480000));
+	assert_int_equal (p.bytes, 1u << 20);
+	assert_true (sp_model_schedulable (&p, 40000000));
+	assert_false (sp_model_schedulable (&p, 30000000));
+}
+
+/* A state that fits one increment: one period, the cycle as long as its work. */
+static void
+test_small_state_one_period (void **state)
+{
+	(void)state;
+	SpModelState s = { .objects = 10, .bytes = 300 };
+	SpModelPrediction p;
+	sp_model_predict (&s, &costs, &p);
+	assert_int_equal (p.periods, 1);
+	assert_int_equal (p.cycle_ns, p.work_ns);
+	assert_int_equal (p.work_ns, 2 * 5000 + 20000);
+}
+
+/* The cycle grows with the state and shrinks with the budget; a budget below the wake-up still predicts. */
+static void
+test_monotone_in_state_and_budget (void **state)
+{
+	(void)state;
+	SpModelPrediction small, large, more_budget, tiny_budget;
+	SpModelState s = { .objects = 100000, .pieces = 1000, .forget_units = 40, .bytes = 40u << 20 };
+	sp_model_predict (&s, &costs, &small);
+	s.objects *= 10;
+	sp_model_predict (&s, &costs, &large);
+	assert_true (large.cycle_ns > small.cycle_ns && large.periods > small.periods);
+	SpModelCosts c = costs;
+	c.pause_ns *= 2;
+	sp_model_predict (&s, &c, &more_budget);
+	assert_true (more_budget.cycle_ns < large.cycle_ns);
+	c.pause_ns = c.wake_ns / 2;
+	sp_model_predict (&s, &c, &tiny_budget);
+	assert_true (tiny_budget.periods >= large.work_ns);   /* 1 ns a period: one period a nanosecond of work */
+}
+
+/* The budget's use: learned from a cycle's work and length; a server that uses half needs twice the periods. */
+static void
+test_use_of_the_budget (void **state)
+{
+	(void)state;
+	/* 12 periods' worth of full shares (480 us each) in a cycle of 12 periods: all of it. */
+	assert_int_equal (sp_model_use_permille (&costs, 12 * 480000, 11 * 3000000 + 1), 1000);
+	/* Half of it. */
+	assert_int_equal (sp_model_use_permille (&costs, 6 * 480000, 11 * 3000000 + 1), 500);
+	/* Never more than all, never nothing. */
+	assert_int_equal (sp_model_use_permille (&costs, 100 * 480000, 3000000), 1000);
+	assert_int_equal (sp_model_use_permille (&costs, 0, 3000000), 1);
+	SpModelCosts half = costs;
+	half.use_permille = 500;
+	SpModelState s = { .objects = 8000, .pieces = 10, .forget_units = 5, .bytes = 1u << 20 };
+	SpModelPrediction full, slow;
+	sp_model_predict (&s, &costs, &full);
+	sp_model_predict (&s, &half, &slow);
+	assert_int_equal (sp_model_share (&half), 240000);
+	assert_int_equal (slow.periods, 23);                  /* ceil (5365000 / 240000) */
+	assert_true (slow.cycle_ns > full.cycle_ns);
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test (test_prediction_by_hand),
+		cmocka_unit_test (test_small_state_one_period),
+		cmocka_unit_test (test_monotone_in_state_and_budget),
+		cmocka_unit_test (test_use_of_the_budget),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}
