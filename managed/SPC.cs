@@ -179,8 +179,8 @@ namespace SPersistence
 		/// <summary>Incremental mode, the latest cycle: the writer task's time (its slices and the
 		/// commit), and what the cost model predicted at the cycle's start from the state as the
 		/// cycle before saw it (docs/INCREMENTAL.md, "The cost model"): the cycle's length, the
-		/// SP task's periods (increments, about) and the bytes; 0 when nothing was known yet.</summary>
-		public readonly long CycleWriterNs, PredictedCycleNs, PredictedIncrements, PredictedBytes;
+		/// periods it spans, and the bytes; 0 when nothing was known yet.</summary>
+		public readonly long CycleWriterNs, PredictedCycleNs, PredictedPeriods, PredictedBytes;
 		/// <summary>Incremental mode, since the start: SendPData calls made sooner after the previous
 		/// one than the cost model says a cycle of the state takes (the schedulability test; the
 		/// first one is also reported on stderr).</summary>
@@ -194,7 +194,7 @@ namespace SPersistence
 			CycleIncrements = v [12]; CycleMaxPauseNs = v [13]; CycleAvgPauseNs = v [14]; CycleStartPauseNs = v [15];
 			CycleNs = v [16]; CycleBarrierCalls = v [17]; CycleBarrierWrites = v [18]; CycleWriterWaits = v [19];
 			SendPDataWaits = v [20]; SendPDataWaitNs = v [21]; SendPDataSkips = v [22];
-			CycleWriterNs = v [23]; PredictedCycleNs = v [24]; PredictedIncrements = v [25]; PredictedBytes = v [26];
+			CycleWriterNs = v [23]; PredictedCycleNs = v [24]; PredictedPeriods = v [25]; PredictedBytes = v [26];
 			UnschedulableSends = v [27];
 		}
 	}

@@ -810,7 +810,7 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	sp_stats [SP_STAT_CYCLE_WRITER_WAITS] = (gint64)c->writer_waits;
 	sp_stats [SP_STAT_CYCLE_WRITER_NS] = (gint64)sp_writer.cycle_ns;
 	sp_stats [SP_STAT_PREDICTED_CYCLE_NS] = (gint64)c->predicted.cycle_ns;
-	sp_stats [SP_STAT_PREDICTED_INCREMENTS] = (gint64)c->predicted.periods;
+	sp_stats [SP_STAT_PREDICTED_PERIODS] = (gint64)c->predicted.periods;
 	sp_stats [SP_STAT_PREDICTED_BYTES] = (gint64)c->predicted.bytes;
 	sp_cycle_learn (end_ns - c->started_ns);
 	if (sp_options.stats)

@@ -5,6 +5,11 @@
 //                                      its bytes and how much the process's peak RSS grew
 //                                      meanwhile
 //   streaming.exe check N              the restored state is that fixed state
+//   streaming.exe paced N              cycles one after the other (each waited for): the
+//                                      cost model predicts each from the one before, and no
+//                                      call is unschedulable
+//   streaming.exe rushed N             SendPData every millisecond, far sooner than a cycle
+//                                      of that state: counted as unschedulable
 //   streaming.exe fault N STORE CONTROL  persisted once; then a snapshot whose writing
 //                                      fails with ENOSPC once its first chunks are in the
 //                                      store (tests/faults/spfaults.c): WaitPersisted says
@@ -144,6 +149,44 @@ static class Program
 		return 0;
 	}
 
+	static int Paced (int n)
+	{
+		SPC.AddRoot (Build (n, 1));
+		for (int i = 0; i < 5; i++) {
+			SPC.SendPData ();
+			SPC.WaitPersisted ();
+			SPStats s = SPC.GetStats ();
+			Console.WriteLine ("cycle {0}: {1} us, predicted {2} us in {4} periods; {3} increments; {5} bytes, predicted {6}",
+					   i, s.CycleNs / 1000, s.PredictedCycleNs / 1000, s.CycleIncrements, s.PredictedPeriods,
+					   s.LastBytes, s.PredictedBytes);
+			if (i == 0) {
+				T.Eq (0L, s.PredictedCycleNs, "no prediction before anything is known of the state");
+				continue;
+			}
+			// Loose bounds for a test on a shared machine (bench/run-mmu.sh measures the accuracy).
+			T.Check (s.PredictedCycleNs > s.CycleNs / 3 && s.PredictedCycleNs < s.CycleNs * 3, "the prediction is of the cycle's order");
+			T.Eq (s.LastBytes, s.PredictedBytes, "the same state, the same bytes");
+		}
+		T.Eq (0L, SPC.GetStats ().UnschedulableSends, "a program that waits for each cycle is schedulable");
+		return 0;
+	}
+
+	static int Rushed (int n)
+	{
+		SPC.AddRoot (Build (n, 1));
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		for (int i = 0; i < 30; i++) {
+			SPC.SendPData ();
+			Thread.Sleep (1);
+		}
+		long count = SPC.GetStats ().UnschedulableSends;
+		T.Check (count > 0, "SendPData far sooner than a cycle completes is unschedulable");
+		SPC.WaitPersisted ();
+		Console.WriteLine ("unschedulable sends: " + count);
+		return 0;
+	}
+
 	static int Main (string [] args)
 	{
 		int n = int.Parse (args [1]);
@@ -152,6 +195,10 @@ static class Program
 			return Persist (n);
 		case "fault":
 			return Fault (n, args [2], args [3]);
+		case "paced":
+			return Paced (n);
+		case "rushed":
+			return Rushed (n);
 		case "check":
 			Plant got = (Plant)SPC.RecvPData (1);
 			Same (Build (n, got.Version), got);

@@ -3,7 +3,8 @@
 # in both (the issue's "no larger than 1.01x"), exact after a restart, with
 # the process's peak memory growing by about the buffers, not the snapshot;
 # a fault in the middle of a stream reaches WaitPersisted and leaves nothing
-# behind; a chunk buffer smaller than a piece of a long object still works.
+# behind; a chunk buffer smaller than a piece of a long object still works;
+# the cost model's predictions and its schedulability warning.
 source "$SRCDIR/lib.sh"
 compile streaming.exe "$SRCDIR/Streaming.cs"
 N=30000
@@ -39,4 +40,16 @@ rm -rf store; : > control
 LD_PRELOAD="$SPFAULTS" SPFAULTS_CONTROL="$PWD/control" "$SPMONO" --sp-store=store --sp-mode=incremental --sp-buffer=4K \
 	--sp-pause=200 --sp-period=1000 streaming.exe fault $N "$PWD/store" "$PWD/control" || fail "fault mid-stream"
 expect_out "restored version 3" spm --sp-store=store streaming.exe check $N
+# The cost model: predictions of the order of the cycles, no warning for a paced program; one
+# warning, and a count, for SendPData every millisecond against cycles of tens of milliseconds.
+rm -rf store
+spm --sp-store=store --sp-mode=incremental --sp-pause=200 --sp-period=1000 streaming.exe paced $N > paced.txt 2>&1 \
+	|| fail "paced: $(cat paced.txt)"
+cat paced.txt
+! grep -q "warning" paced.txt || fail "a paced program was warned: $(cat paced.txt)"
+rm -rf store
+spm --sp-store=store --sp-mode=incremental --sp-pause=200 --sp-period=1000 streaming.exe rushed $N > rushed.txt 2>&1 \
+	|| fail "rushed: $(cat rushed.txt)"
+[ "$(grep -c "warning: SendPData came" rushed.txt)" = 1 ] || fail "the schedulability warning, once: $(cat rushed.txt)"
+grep -q "give persistence more time (--sp-pause, --sp-period)" rushed.txt || fail "the warning says what to change"
 echo "streaming ok"
