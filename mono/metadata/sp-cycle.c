@@ -942,6 +942,9 @@ sp_cycle_next_unit (void)
 	return !sp_ser.mark_done ? SP_UNIT_MARK : sp_ser.partial_lid ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
 }
 
+/* LIDs the last marking increment handed out: the next one makes room for twice as many first. */
+static uint32_t sp_mark_handed_out;
+
 /* Why an increment ended. */
 typedef enum {
 	SP_INCREMENT_BUDGET_USED,
@@ -983,15 +986,23 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 	int more = 1;
 	SpIncrementEnd end = SP_INCREMENT_BUDGET_USED;
 	gboolean in_cycle = sp_cycle.running, was_in_cycle = in_cycle;
+	uint32_t lids_before = UINT32_MAX;
 	if (in_cycle && sp_writer.failure.msg [0]) {
 		err = sp_writer.failure;        /* the store failed this snapshot */
 		sp_error_clear (&sp_writer.failure);
 		more = -1;
 	} else if (in_cycle && !sp_ser.mark_done) {
 		sp_cycle.stats.marking_increments++;
-		/* Marking hands out LIDs: a chunk of room ahead, allocated here rather than in the middle of a step. */
-		if (sp_mono_lid_table_grow (sp_ser.nobjects + SP_LID_CHUNK, &err) < 0)
+		/*
+		 * Marking hands out LIDs: room for twice what the last marking
+		 * increment handed out (a chunk at least), allocated here rather
+		 * than in the middle of a unit.  The table is kept from cycle to
+		 * cycle: only a state larger than any before grows it.
+		 */
+		uint32_t ahead = MAX (SP_LID_CHUNK, 2 * sp_mark_handed_out);
+		if (sp_mono_lid_table_grow (sp_ser.nobjects + ahead, &err) < 0)
 			more = -1;
+		lids_before = sp_ser.nobjects;
 		t = sp_mono_monotonic_ns ();
 	}
 	gboolean worked = FALSE;
@@ -1023,6 +1034,8 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		}
 	}
 	/* The hand-over's increments count with their cycle, whose statistics are published when it is over. */
+	if (lids_before != UINT32_MAX && sp_ser.nobjects >= lids_before)
+		sp_mark_handed_out = sp_ser.nobjects - lids_before;
 	if (worked) {
 		sp_cycle_count_increment (t - t0);
 		sp_trace_run (was_in_cycle ? "increment" : "hand-over", t0, t);

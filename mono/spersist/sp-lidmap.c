@@ -5,6 +5,53 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* Tables of this size and more are mapped (sp_lidmap_release_step). */
+#define SP_LIDMAP_MAP_BYTES (256u << 10)
+
+static SpLidEntry *
+sp_lidmap_table_new (size_t capacity)
+{
+	size_t bytes = capacity * sizeof (SpLidEntry);
+	if (bytes < SP_LIDMAP_MAP_BYTES)
+		return calloc (capacity, sizeof (SpLidEntry));
+	void *p = mmap (NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* A table no longer used: small ones are freed now, mapped ones queued to be given back in slices. */
+static void
+sp_lidmap_table_retire (SpLidMap *m, SpLidEntry *table, size_t capacity)
+{
+	size_t bytes = capacity * sizeof (SpLidEntry);
+	if (!table)
+		return;
+	if (bytes < SP_LIDMAP_MAP_BYTES)
+		free (table);
+	else if (m->nretired < SP_LIDMAP_RETIRED_MAX)
+		m->retired [m->nretired++] = (SpLidRetired){ table, bytes };
+	else
+		munmap (table, bytes);
+}
+
+bool
+sp_lidmap_release_step (SpLidMap *m, size_t max_bytes)
+{
+	while (m->nretired && max_bytes) {
+		SpLidRetired *r = &m->retired [m->nretired - 1];
+		/* Whole pages from the end of the table (mappings start page-aligned and are page multiples). */
+		size_t n = r->bytes < max_bytes ? r->bytes : max_bytes & ~(size_t)4095;
+		if (!n)
+			break;
+		munmap ((uint8_t *)r->at + r->bytes - n, n);
+		r->bytes -= n;
+		max_bytes -= n;
+		if (!r->bytes)
+			m->nretired--;
+	}
+	return m->nretired > 0;
+}
 
 /*
  * Where an object's entry starts.  Identity hashes are address-like (see
@@ -24,7 +71,7 @@ sp_lidmap_slot (uint32_t hash, size_t mask)
 static int
 sp_lidmap_alloc (SpLidMap *m, size_t capacity)
 {
-	SpLidEntry *slots = calloc (capacity, sizeof *slots);
+	SpLidEntry *slots = sp_lidmap_table_new (capacity);
 	if (!slots)
 		return -1;
 	*m = (SpLidMap){ .slots = slots, .mask = capacity - 1, .epoch = sp_client_gc_epoch () };
@@ -82,8 +129,10 @@ sp_lidmap_init (SpLidMap *m, size_t expected)
 void
 sp_lidmap_free (SpLidMap *m)
 {
-	free (m->slots);
-	free (m->old);
+	sp_lidmap_table_retire (m, m->slots, m->mask + 1);
+	sp_lidmap_table_retire (m, m->old, m->old_mask + 1);
+	while (sp_lidmap_release_step (m, SIZE_MAX))
+		;
 	m->slots = m->old = NULL;
 	m->mask = m->count = 0;
 }
@@ -91,13 +140,13 @@ sp_lidmap_free (SpLidMap *m)
 size_t
 sp_lidmap_clear_begin (SpLidMap *m)
 {
-	free (m->old);
+	sp_lidmap_table_retire (m, m->old, m->old_mask + 1);
 	m->old = NULL;
 	size_t want = sp_lidmap_capacity_for (m->count < 1024 ? 1024 : m->count);
-	SpLidEntry *smaller = m->mask + 1 > 4 * want ? calloc (want, sizeof *smaller) : NULL;
+	SpLidEntry *smaller = m->mask + 1 > 4 * want ? sp_lidmap_table_new (want) : NULL;
 	size_t dirty = m->mask + 1;
 	if (smaller) {
-		free (m->slots);
+		sp_lidmap_table_retire (m, m->slots, m->mask + 1);
 		m->slots = smaller;
 		m->mask = want - 1;
 		dirty = 0;
@@ -216,7 +265,7 @@ sp_lidmap_move_some (SpLidMap *m)
 		}
 	}
 	if (m->old_next > m->old_mask) {
-		free (m->old);
+		sp_lidmap_table_retire (m, m->old, m->old_mask + 1);
 		m->old = NULL;
 	}
 }
@@ -227,7 +276,7 @@ sp_lidmap_grow (SpLidMap *m)
 {
 	while (m->old)
 		sp_lidmap_move_some (m);          /* (not reached: the previous doubling is over by now) */
-	SpLidEntry *bigger = calloc ((m->mask + 1) * 2, sizeof *bigger);
+	SpLidEntry *bigger = sp_lidmap_table_new ((m->mask + 1) * 2);
 	if (!bigger)
 		return -1;
 	m->old = m->slots;

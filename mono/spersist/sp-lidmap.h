@@ -54,6 +54,14 @@ typedef struct SpLidEntry {
 #define SP_LIDMAP_MID_BITS 48
 #define SP_LIDMAP_EPOCH_WINDOW 32768u
 
+#define SP_LIDMAP_RETIRED_MAX 16
+
+/* A mapped table no longer used, what is left of it. */
+typedef struct SpLidRetired {
+	void *at;
+	size_t bytes;
+} SpLidRetired;
+
 typedef struct SpLidMap {
 	SpLidEntry *slots;
 	size_t mask;            /* capacity - 1; capacity is a power of two */
@@ -65,6 +73,9 @@ typedef struct SpLidMap {
 	size_t miss_slot;       /* where the last failed find stopped: an add of that hash goes there */
 	uint32_t miss_hash;
 	bool miss_valid;
+	/* Tables no longer used (drained after a doubling, or shrunk away), given back a slice at a time. */
+	SpLidRetired retired [SP_LIDMAP_RETIRED_MAX];
+	unsigned nretired;
 } SpLidMap;
 
 int sp_lidmap_init (SpLidMap *m, size_t expected);
@@ -85,6 +96,15 @@ void sp_lidmap_clear (SpLidMap *m);
  */
 size_t sp_lidmap_clear_begin (SpLidMap *m);
 void sp_lidmap_clear_slots (SpLidMap *m, size_t from, size_t n);
+/*
+ * Large tables are mapped, not allocated (their pages come zeroed when first
+ * touched, so a doubling costs no clearing at once), and when one is no
+ * longer used (the old table once drained, the table a clear shrank away)
+ * its pages go back a slice at a time: giving back the pages of a table of
+ * tens of MB at once costs milliseconds.  Up to max_bytes a call: true when
+ * more are left.  sp_lidmap_free gives back everything.
+ */
+bool sp_lidmap_release_step (SpLidMap *m, size_t max_bytes);
 
 /*
  * The entry of obj (whose identity hash is `hash`), or NULL.  `epoch` is

@@ -2,55 +2,85 @@
 #include "sp-queue.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void
 sp_queue_init (SpQueue *q)
 {
-	q->items = NULL;
-	q->head = q->count = q->cap = 0;
+	memset (q, 0, sizeof *q);
 }
 
 void
 sp_queue_free (SpQueue *q)
 {
-	free (q->items);
+	for (size_t i = 0; i < q->nchunks; i++)
+		free (q->chunks [i]);
+	free (q->chunks);
 	sp_queue_init (q);
 }
 
+/*
+ * Double the ring of chunk pointers.  Each chunk in use moves to the slot its
+ * positions map to in the larger ring; the chunks not in use come along as
+ * spares.
+ */
 static int
 sp_queue_grow (SpQueue *q)
 {
-	size_t cap = q->cap ? q->cap * 2 : 256;
-	uint32_t *items = malloc (cap * sizeof *items);
-	if (!items)
+	size_t n = q->nchunks ? q->nchunks * 2 : 4;
+	uint32_t **ring = calloc (n, sizeof *ring);
+	if (!ring)
 		return -1;
-	/* Unwrap the ring into the new array. */
-	for (size_t i = 0; i < q->count; i++)
-		items [i] = q->items [(q->head + i) & (q->cap - 1)];
-	free (q->items);
-	q->items = items;
-	q->head = 0;
-	q->cap = cap;
+	uint64_t first = q->head >> SP_QUEUE_CHUNK_BITS;
+	uint64_t used = q->tail > q->head ? ((q->tail - 1) >> SP_QUEUE_CHUNK_BITS) - first + 1 : 0;
+	bool *taken = calloc (q->nchunks ? q->nchunks : 1, sizeof *taken);
+	if (!taken) {
+		free (ring);
+		return -1;
+	}
+	for (uint64_t c = first; c < first + used; c++) {
+		size_t from = c & (q->nchunks - 1);
+		ring [c & (n - 1)] = q->chunks [from];
+		taken [from] = true;
+	}
+	/* Spares go where no chunk in use went. */
+	size_t at = 0;
+	for (size_t i = 0; i < q->nchunks; i++) {
+		if (taken [i] || !q->chunks [i])
+			continue;
+		while (ring [at])
+			at++;
+		ring [at] = q->chunks [i];
+	}
+	free (taken);
+	free (q->chunks);
+	q->chunks = ring;
+	q->nchunks = n;
 	return 0;
 }
 
 int
 sp_queue_push (SpQueue *q, uint32_t item)
 {
-	if (q->count == q->cap && sp_queue_grow (q) < 0)
+	/* The tail's chunk would take the slot of the head's: the ring holds nchunks chunks at most. */
+	if (!q->nchunks || (q->tail >> SP_QUEUE_CHUNK_BITS) - (q->head >> SP_QUEUE_CHUNK_BITS) >= q->nchunks) {
+		if (sp_queue_grow (q) < 0)
+			return -1;
+	}
+	uint32_t **chunk = &q->chunks [(q->tail >> SP_QUEUE_CHUNK_BITS) & (q->nchunks - 1)];
+	if (!*chunk && !(*chunk = malloc (SP_QUEUE_CHUNK * sizeof **chunk)))
 		return -1;
-	q->items [(q->head + q->count) & (q->cap - 1)] = item;
-	q->count++;
+	(*chunk) [q->tail & (SP_QUEUE_CHUNK - 1)] = item;
+	q->tail++;
 	return 0;
 }
 
 bool
 sp_queue_pop (SpQueue *q, uint32_t *item)
 {
-	if (q->count == 0)
+	if (q->head == q->tail)
 		return false;
-	*item = q->items [q->head];
-	q->head = (q->head + 1) & (q->cap - 1);
-	q->count--;
+	*item = *sp_queue_slot (q, q->head);
+	q->head++;
 	return true;
 }

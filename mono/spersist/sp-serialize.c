@@ -127,7 +127,7 @@ sp_ser_reset (SpSerializer *s)
 		;
 }
 
-enum { SP_RESET_STATES, SP_RESET_LIDMAP, SP_RESET_KIDS };
+enum { SP_RESET_STATES, SP_RESET_LIDMAP, SP_RESET_KIDS, SP_RESET_RETIRED };
 
 /* Zero up to `budget` units of [reset_at, reset_end) with clear (from, n); true when the range is done. */
 static bool
@@ -184,6 +184,12 @@ sp_ser_reset_step (SpSerializer *s, size_t max_bytes)
 		return 1;
 	case SP_RESET_KIDS:
 		if (!sp_ser_reset_range (s, max_bytes / (sizeof (uint32_t) << SP_KIDS_AT_BITS) + 1, sp_ser_clear_kids))
+			return 1;
+		s->reset_phase = SP_RESET_RETIRED;
+		return 1;
+	case SP_RESET_RETIRED:
+		/* The map's tables of this snapshot that are no longer used: their pages go back. */
+		if (sp_lidmap_release_step (&s->lids, max_bytes))
 			return 1;
 		sp_ser_forget_poison (s);
 		sp_queue_clear (&s->queue);

@@ -65,6 +65,45 @@ test_growth_while_wrapped (void **state)
 	}
 }
 
+/*
+ * The ring of chunks grows with the queue spread over chunks and wrapped in
+ * the ring, the head in the middle of a chunk (the chunk the tail reaches
+ * then maps to the head's slot): order kept, chunks reused after a clear.
+ */
+static void
+test_growth_across_chunks (void **state)
+{
+	(void)state;
+	const uint32_t ch = SP_QUEUE_CHUNK;
+	const uint32_t offsets [] = { 0, 7, ch - 1 };
+	for (size_t o = 0; o < sizeof offsets / sizeof offsets [0]; o++) {
+		SpQueue q;
+		sp_queue_init (&q);
+		for (int round = 0; round < 2; round++) {
+			uint32_t next_in = 0, next_out = 0, item;
+			for (uint32_t i = 0; i < 3 * ch; i++)
+				assert_int_equal (sp_queue_push (&q, next_in++), 0);
+			for (uint32_t i = 0; i < 2 * ch + offsets [o]; i++) {
+				assert_true (sp_queue_pop (&q, &item));
+				assert_int_equal (item, next_out++);
+			}
+			for (uint32_t i = 0; i < 20 * ch + 5; i++)
+				assert_int_equal (sp_queue_push (&q, next_in++), 0);
+			assert_int_equal (sp_queue_count (&q), next_in - next_out);
+			for (uint32_t k = 0; k < 3; k++) {
+				uint32_t peeked;
+				assert_true (sp_queue_peek (&q, k * ch + 1, &peeked));
+				assert_int_equal (peeked, next_out + k * ch + 1);
+			}
+			while (sp_queue_pop (&q, &item))
+				assert_int_equal (item, next_out++);
+			assert_int_equal (next_out, next_in);
+			sp_queue_clear (&q);
+		}
+		sp_queue_free (&q);
+	}
+}
+
 static void
 test_interleaved_push_pop (void **state)
 {
@@ -127,6 +166,7 @@ main (void)
 		cmocka_unit_test (test_empty),
 		cmocka_unit_test (test_fifo_across_growth),
 		cmocka_unit_test (test_growth_while_wrapped),
+		cmocka_unit_test (test_growth_across_chunks),
 		cmocka_unit_test (test_interleaved_push_pop),
 		cmocka_unit_test (test_clear),
 	};
