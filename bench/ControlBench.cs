@@ -13,7 +13,10 @@
 //       persist); a deadline miss is a latency over the period.  A loop that
 //       has run 10 s stops early (BinaryFormatter on a large graph falls ever
 //       further behind), and says how many periods ran.  Prints one CSV row:
-//       periods,misses,p50_ns,p99_ns,max_ns,mean_ns.
+//       periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns
+//       (the last three: the cost model's count of SendPData calls sooner than a
+//       cycle completes, its prediction and the cycle's length, of the last cycle;
+//       0 unless SP incremental).
 //   ControlBench.exe check MECH N PERIODS FILE [last]   the persisted state is
 //       one period's, whole: every object updated as often, and last in the
 //       period, that the period's number says (sp: a warm restart; bf: FILE
@@ -149,8 +152,16 @@ static class ControlBench
 			if (l > PeriodNs)
 				misses++;
 		}
-		Console.WriteLine ("{0},{1},{2},{3},{4},{5}", ran, misses, latencies [ran / 2],
-			latencies [Math.Min (ran - 1, (int)(ran * 0.99))], latencies [ran - 1], total / ran);
+		// The cost model's verdict (SendPData calls sooner than a cycle can complete) and its last prediction.
+		long unschedulable = 0, predicted = 0, cycle = 0;
+		if (mech == "sp") {
+			SPStats s = SPC.GetStats ();
+			unschedulable = s.UnschedulableSends;
+			predicted = s.PredictedCycleNs;
+			cycle = s.CycleNs;
+		}
+		Console.WriteLine ("{0},{1},{2},{3},{4},{5},{6},{7},{8}", ran, misses, latencies [ran / 2],
+			latencies [Math.Min (ran - 1, (int)(ran * 0.99))], latencies [ran - 1], total / ran, unschedulable, predicted, cycle);
 		return 0;
 	}
 

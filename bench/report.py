@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
 files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
-summaries table1.txt, table2.txt, control.txt, recovery.txt, pause.txt, barrier.txt.  Every figure is given as
+summaries table1.txt, table2.txt, control.txt, recovery.txt, pause.txt, barrier.txt, mmu.txt.  Every figure is given as
 min / median / max over its repetitions, with its conditions."""
 import collections
 import csv
@@ -181,6 +181,12 @@ SECTIONS = [
         "The store on tmpfs (the final snapshot checked), then the same run with the null store, then the",
         "machine's floor: increments of a perfectly divisible workload with the same target, period and policy."]),
     ("The barrier's cost, with no cycle and with cycles back to back", "run-barrier.sh", "barrier.txt", []),
+    ("What the application loses (gaps, minimum mutator utilization)", "run-mmu.sh", "mmu.txt", [
+        "An application thread spins on the clock and records every gap of 2 us or more: first with no",
+        "persistence (the machine's floor, same process and run), then over whole cycles back to back. One",
+        "CPU: the application shares the CPU of the SP and writer tasks (SCHED_FIFO 50); two CPUs: it has the",
+        "other one. MMU: over every window of the given length, the smallest fraction the application got.",
+        "The longest gaps are set beside SPMONO_TRACE: what persistence and the collector ran meanwhile."]),
 ]
 
 

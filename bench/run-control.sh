@@ -23,7 +23,7 @@ mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work
 sp=$build/bin/spmono
 rt=(); chrt -f 60 true 2>/dev/null && rt=(chrt -f 60)
 csv=$out/control.csv
-echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns" > "$csv"
+echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns" > "$csv"
 for cpus in 0 0,1; do
 	for n in "${sizes[@]}"; do
 		for mech in none sp-incremental sp-stw sp-incremental-null sp-stw-null bf; do

@@ -20,6 +20,9 @@
 #   pause-*.csv       increment pause histograms, targets 50, 100, 500 us
 #                     (bench/run-pause.sh)
 #   barrier.csv       the barrier's cost with no cycle (bench/run-barrier.sh)
+#   mmu.csv           what the application loses by its own clock: gaps and
+#                     minimum mutator utilization beside the machine's floor,
+#                     one CPU and two (bench/run-mmu.sh)
 #
 # Every workload checks its own result before its figures count; a failed
 # check stops the suite.  Table 1, the control loop and the pauses also run
@@ -91,6 +94,7 @@ bash "$here/run-control.sh" "${control_args[@]}" > "$out/control.txt"
 bash "$here/run-recovery.sh" "${recovery_args[@]}" > "$out/recovery.txt"
 bash "$here/run-pause.sh" "${pause_args[@]}" > "$out/pause.txt"
 bash "$here/run-barrier.sh" "${barrier_args[@]}" > "$out/barrier.txt"
+if [ $smoke = 1 ]; then bash "$here/run-mmu.sh" --smoke > "$out/mmu.txt"; else bash "$here/run-mmu.sh" > "$out/mmu.txt"; fi
 
 # ---- the machine, the runtimes --------------------------------------------------
 {

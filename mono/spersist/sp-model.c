@@ -7,6 +7,19 @@ sp_model_div_up (uint64_t a, uint64_t b)
 	return b ? (a + b - 1) / b : 0;
 }
 
+/* Bookkeeping forgotten at the end of a cycle, bytes an object: state, map slots at half load, LID table, children. */
+#define SP_MODEL_BOOKKEEPING 45
+#define SP_MODEL_FORGET_STEP (64u << 10)
+
+void
+sp_model_state_estimate (SpModelState *state, uint64_t objects, uint64_t bytes)
+{
+	*state = (SpModelState){
+		.objects = objects, .marks = sp_model_div_up (objects, 8), .writes = sp_model_div_up (objects, 8),
+		.forgets = sp_model_div_up (objects * SP_MODEL_BOOKKEEPING, SP_MODEL_FORGET_STEP), .bytes = bytes,
+	};
+}
+
 uint64_t
 sp_model_share (const SpModelCosts *costs)
 {
@@ -30,9 +43,8 @@ sp_model_use_permille (const SpModelCosts *costs, uint64_t work_ns, uint64_t cyc
 void
 sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelPrediction *out)
 {
-	uint64_t eights = sp_model_div_up (state->objects, 8);
-	uint64_t sp = eights * (costs->mark_ns + costs->objects_ns) + state->pieces * costs->piece_ns +
-		state->forget_units * costs->forget_ns;
+	uint64_t sp = state->marks * costs->mark_ns + state->writes * costs->objects_ns + state->pieces * costs->piece_ns +
+		state->forgets * costs->forget_ns;
 	uint64_t writer = sp_model_div_up (state->bytes, costs->slice_bytes) * costs->slice_ns;
 	uint64_t share = sp_model_share (costs);
 	out->work_ns = sp + writer;

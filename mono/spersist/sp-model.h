@@ -6,20 +6,22 @@
  * server that gets --sp-pause of CPU every --sp-period (sp-cycle.c's
  * budget).  So from the state and the options:
  *
- *   SP work     W_sp = ceil(n / 8) * mark + ceil(n / 8) * objects
- *                      + pieces * piece + forget_units * forget
+ *   SP work     W_sp = marks * mark + writes * objects + pieces * piece
+ *                      + forgets * forget
  *   writer      W_w  = ceil(S / slice_bytes) * slice
  *   work        W    = W_sp + W_w
  *   share       B    = (pause - wake) * u                (the server's work a period)
  *   periods     p    = ceil(W / B)
  *   cycle       T    = (p - 1) * period + (W - (p - 1) * B)
  *
- * where n is the state's objects, pieces the pieces its long strings and
- * arrays are written in, forget_units the steps that forget a cycle's
- * bookkeeping, S its bytes (the last cycle's, the best knowledge of the state
- * at SendPData, or a restored snapshot's), and mark, objects, piece, forget,
- * slice the measured cost of one unit of each kind (moving averages kept by
- * the SP and writer tasks on this machine), wake the SP task's cost of
+ * where marks, writes, pieces and forgets are the units of each kind the
+ * state takes (marking eight objects or a quarter piece of a long array of
+ * references, writing eight objects, a piece of a long string or array,
+ * forgetting 64 KiB of bookkeeping: the last cycle's counts, the best
+ * knowledge of the state at SendPData; after a warm restart, estimated from
+ * the restored snapshot's objects), S its bytes, and mark, objects, piece,
+ * forget, slice the measured cost of one unit of each kind (moving averages
+ * kept by the SP and writer tasks on this machine), wake the SP task's cost of
  * waking up, and u the fraction of the rest the server really uses (measured
  * over past cycles: an increment does not start a unit it has no time left
  * for, the writer not a slice, and the SP task stops early when both
@@ -36,13 +38,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* What is known of the state. */
+/* What is known of the state: the units of work it takes, by kind, and its bytes. */
 typedef struct SpModelState {
-	uint64_t objects;        /* n */
-	uint64_t pieces;         /* pieces of long strings and arrays */
-	uint64_t forget_units;
+	uint64_t objects;
+	uint64_t marks, writes, pieces, forgets;
 	uint64_t bytes;          /* S */
 } SpModelState;
+
+/* A state known only by its objects and bytes (a restored snapshot): its units, estimated. */
+void sp_model_state_estimate (SpModelState *state, uint64_t objects, uint64_t bytes);
 
 /* Measured costs of one unit of each kind, and the budget. */
 typedef struct SpModelCosts {

@@ -14,10 +14,10 @@ static void
 test_prediction_by_hand (void **state)
 {
 	(void)state;
-	SpModelState s = { .objects = 8000, .pieces = 10, .forget_units = 5, .bytes = 1u << 20 };
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
 	SpModelPrediction p;
 	sp_model_predict (&s, &costs, &p);
-	/* SP: 1000 eights * (2000 + 3000) + 10 * 4000 + 5 * 1000; writer: 16 slices * 20000. */
+	/* SP: 1000 * 2000 + 1000 * 3000 + 10 * 4000 + 5 * 1000; writer: 16 slices * 20000. */
 	assert_int_equal (p.work_ns, 5045000 + 320000);
 	assert_int_equal (p.periods, 12);                     /* ceil (5365000 / 480000) */
 	assert_int_equal (p.cycle_ns, 11 * 3000000 + (5365000 - 11 * 480000));
@@ -31,12 +31,16 @@ static void
 test_small_state_one_period (void **state)
 {
 	(void)state;
-	SpModelState s = { .objects = 10, .bytes = 300 };
+	SpModelState s;
+	sp_model_state_estimate (&s, 10, 300);
+	assert_int_equal (s.marks, 2);
+	assert_int_equal (s.writes, 2);
+	assert_int_equal (s.forgets, 1);
 	SpModelPrediction p;
 	sp_model_predict (&s, &costs, &p);
 	assert_int_equal (p.periods, 1);
 	assert_int_equal (p.cycle_ns, p.work_ns);
-	assert_int_equal (p.work_ns, 2 * 5000 + 20000);
+	assert_int_equal (p.work_ns, 2 * 5000 + 1000 + 20000);
 }
 
 /* The cycle grows with the state and shrinks with the budget; a budget below the wake-up still predicts. */
@@ -45,9 +49,10 @@ test_monotone_in_state_and_budget (void **state)
 {
 	(void)state;
 	SpModelPrediction small, large, more_budget, tiny_budget;
-	SpModelState s = { .objects = 100000, .pieces = 1000, .forget_units = 40, .bytes = 40u << 20 };
+	SpModelState s;
+	sp_model_state_estimate (&s, 100000, 40u << 20);
 	sp_model_predict (&s, &costs, &small);
-	s.objects *= 10;
+	sp_model_state_estimate (&s, 1000000, 40u << 20);
 	sp_model_predict (&s, &costs, &large);
 	assert_true (large.cycle_ns > small.cycle_ns && large.periods > small.periods);
 	SpModelCosts c = costs;
@@ -73,7 +78,7 @@ test_use_of_the_budget (void **state)
 	assert_int_equal (sp_model_use_permille (&costs, 0, 3000000), 1);
 	SpModelCosts half = costs;
 	half.use_permille = 500;
-	SpModelState s = { .objects = 8000, .pieces = 10, .forget_units = 5, .bytes = 1u << 20 };
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
 	SpModelPrediction full, slow;
 	sp_model_predict (&s, &costs, &full);
 	sp_model_predict (&s, &half, &slow);

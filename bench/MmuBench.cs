@@ -1,0 +1,246 @@
+// MmuBench: what an application loses to persistence, measured by the
+// application's own clock, not by spmono's counters (issue 16, item 4).
+//
+//   spmono [--sp-...] MmuBench.exe run OBJECTS ARRAY CYCLES IDLE_S
+//   spmono --sp-store=S MmuBench.exe check OBJECTS ARRAY CYCLES
+//
+// run: builds a state of OBJECTS small persistent objects (a tenth with a
+// string) and, when ARRAY > 0, an int[ARRAY]; runs cycle 0 (warm-up: the
+// JIT, and the first cycle's growth of the runtime's tables; MMU_FIRST=1
+// measures that cycle too).  Then a probe thread, "the application", spins
+// reading the monotonic clock and records every gap between two reads of
+// 2 us or more: first for IDLE_S seconds with no persistence (the machine's
+// floor, in the same process, the same run), then while a driver thread
+// runs cycles 1..CYCLES back to back (a few hundred objects updated, SendPData,
+// WaitPersisted), from just before the first SendPData until the last
+// WaitPersisted returned: whole cycles, the commit included.  The probe
+// allocates nothing and stores only into an array that cannot be persisted
+// (a store into a persistable array of its own would be copied into the
+// snapshot by its barrier while a cycle marks, and measure that instead).
+//
+// Placement: MMU_APP_CPU pins the probe, MMU_SP_CPU the driver and the
+// runtime's tasks (threads named sp-task and sp-writer), with
+// sched_setaffinity.  Output (stdout): `cpus,app,sp`, then for each phase
+// `phase,NAME,start_ns,duration_ns,reads,gaps` and `gap,NAME,start_ns,length_ns`
+// (CLOCK_MONOTONIC, as SPMONO_TRACE's), and a row a cycle from SPC.GetStats:
+// `cycle,increments,max_pause_ns,cycle_ns,predicted_cycle_ns,bytes,writer_ns`.
+//
+// check: the restored state is the one of the last cycle: every object's
+// stamp and count as the driver's updates left them, the array as built.
+using System;
+using System.Diagnostics;
+using System.IO;
+using System.Runtime.InteropServices;
+using System.Threading;
+using SPersistence;
+
+[SPersistent]
+public class Unit
+{
+	[SPersistentField] public int Count;
+	[SPersistentField] public long Stamp;
+	[SPersistentField] public double Level;
+	[SPersistentField] public Unit Next;
+	[SPersistentField] public string Tag;
+}
+
+[SPersistent]
+public class Plant
+{
+	[SPersistentField] public Unit [] Units;
+	[SPersistentField] public int [] Samples;
+	[SPersistentField] public int Cycles;
+}
+
+public static class MmuBench
+{
+	const int UpdatesPerCycle = 300;
+	const long GapNs = 2000;
+	const int MaxGaps = 1 << 21;
+
+	[DllImport ("libc", SetLastError = true)]
+	static extern int sched_setaffinity (int pid, IntPtr size, ref ulong mask);
+
+	[DllImport ("libc")]
+	static extern int syscall (long number);
+
+	const long SysGettid = 186;     // x86-64
+
+	static volatile bool stop;
+	// Pairs: start, length.  IntPtr[] because it cannot be persisted: a barrier that
+	// meets it while a cycle marks refuses it once and leaves it alone after that.
+	// (A long[] would be copied into the snapshot by the probe's own barrier, and
+	// native memory written through a pointer takes the address barrier's slow path.)
+	static IntPtr [] gaps;
+	static int ngaps;
+	static long reads;
+
+	static Plant Build (int objects, int array)
+	{
+		var p = new Plant { Units = new Unit [objects], Samples = new int [array] };
+		for (int i = 0; i < objects; i++)
+			p.Units [i] = new Unit { Level = i * 0.5, Tag = i % 10 == 0 ? "unit " + i : null };
+		for (int i = 1; i < objects; i++)
+			p.Units [i].Next = p.Units [(i * 7) % i];
+		for (int i = 0; i < array; i++)
+			p.Samples [i] = i * 7 + 1;
+		return p;
+	}
+
+	// Cycle c's updates: a window of units, moving round them.
+	static void Update (Plant p, int c)
+	{
+		int n = p.Units.Length;
+		for (int j = 0; j < UpdatesPerCycle && j < n; j++) {
+			Unit u = p.Units [(c * UpdatesPerCycle + j) % n];
+			u.Count++;
+			u.Stamp = c;
+		}
+		p.Cycles = c;
+	}
+
+	static void Pin (int tid, string env)
+	{
+		string cpu = Environment.GetEnvironmentVariable (env);
+		if (string.IsNullOrEmpty (cpu))
+			return;
+		ulong mask = 1UL << int.Parse (cpu);
+		if (sched_setaffinity (tid, (IntPtr)8, ref mask) != 0)
+			Console.Error.WriteLine ("sched_setaffinity ({0}, cpu {1}) failed: errno {2}", tid, cpu, Marshal.GetLastWin32Error ());
+	}
+
+	// The runtime's tasks, by name.
+	static void PinTasks ()
+	{
+		foreach (string dir in Directory.GetDirectories ("/proc/self/task")) {
+			string comm = File.ReadAllText (dir + "/comm").Trim ();
+			if (comm == "sp-task" || comm == "sp-writer")
+				Pin (int.Parse (Path.GetFileName (dir)), "MMU_SP_CPU");
+		}
+	}
+
+	static long NowNs ()
+	{
+		// Stopwatch reads CLOCK_MONOTONIC, in 100 ns ticks here.
+		return Stopwatch.GetTimestamp () * (1000000000L / Stopwatch.Frequency);
+	}
+
+	// The application: spin on the clock until stopped, recording the gaps.
+	static void Probe ()
+	{
+		Pin ((int)syscall (SysGettid), "MMU_APP_CPU");
+		ngaps = 0;
+		long n = 0, last = NowNs ();
+		while (!stop) {
+			long now = NowNs ();
+			if (now - last >= GapNs && ngaps < MaxGaps) {
+				gaps [2 * ngaps] = (IntPtr)last;
+				gaps [2 * ngaps + 1] = (IntPtr)(now - last);
+				ngaps++;
+			}
+			last = now;
+			n++;
+		}
+		reads = n;
+	}
+
+	static void Measure (string name, Action work)
+	{
+		stop = false;
+		var probe = new Thread (Probe);
+		long t0 = NowNs ();
+		probe.Start ();
+		Thread.Sleep (20);              // the probe is spinning before the work starts
+		work ();
+		stop = true;
+		probe.Join ();
+		long t1 = NowNs ();
+		Console.WriteLine ("phase,{0},{1},{2},{3},{4}", name, t0, t1 - t0, reads, ngaps);
+		if (ngaps == MaxGaps)
+			Console.Error.WriteLine ("phase {0}: more than {1} gaps, the rest not recorded", name, MaxGaps);
+		for (int i = 0; i < ngaps; i++)
+			Console.WriteLine ("gap,{0},{1},{2}", name, (long)gaps [2 * i], (long)gaps [2 * i + 1]);
+	}
+
+	// One cycle of the driver: updates, SendPData, WaitPersisted, the statistics kept.
+	static void Cycle (Plant p, int c, string [] stats)
+	{
+		Update (p, c);
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		SPStats s = SPC.GetStats ();
+		stats [c] = string.Format ("cycle,{0},{1},{2},{3},{4},{5}", s.CycleIncrements, s.CycleMaxPauseNs, s.CycleNs,
+					   s.PredictedCycleNs, s.LastBytes, s.CycleWriterNs);
+	}
+
+	static int Run (int objects, int array, int cycles, double idleSeconds)
+	{
+		gaps = new IntPtr [2 * MaxGaps];
+		Console.WriteLine ("cpus,{0},{1}", Environment.GetEnvironmentVariable ("MMU_APP_CPU") ?? "any",
+				   Environment.GetEnvironmentVariable ("MMU_SP_CPU") ?? "any");
+		Pin ((int)syscall (SysGettid), "MMU_SP_CPU");
+		Plant p = Build (objects, array);
+		SPC.AddRoot (p);
+		var stats = new string [cycles + 1];
+		// Cycle 0, the warm-up: the driver's code compiled (under --sp-barrier=marking the
+		// class library is compiled too, not taken from its AOT image: tens of ms of the
+		// driver's own CPU, on the probe's CPU when they share one), the runtime's tables
+		// grown to the state, the tasks started and pinned.  MMU_FIRST=1 measures the
+		// first cycle itself instead (the tasks are then pinned after it).
+		bool first = Environment.GetEnvironmentVariable ("MMU_FIRST") == "1";
+		if (!first) {
+			Cycle (p, 0, stats);
+			PinTasks ();
+		}
+		GC.Collect ();
+		// The warm-up's old snapshots are removed after its commit, a slice a period: let them go first.
+		Thread.Sleep (300);
+		Measure ("idle", () => Thread.Sleep ((int)(idleSeconds * 1000)));
+		Measure ("sp", () => {
+			for (int c = first ? 0 : 1; c <= cycles; c++)
+				Cycle (p, c, stats);
+		});
+		if (first)
+			PinTasks ();
+		for (int c = 1; c <= cycles; c++)
+			Console.WriteLine (stats [c]);
+		return 0;
+	}
+
+	static int Check (int objects, int array, int cycles)
+	{
+		Plant want = Build (objects, array);
+		for (int c = 0; c <= cycles; c++)
+			Update (want, c);
+		Plant got = (Plant)SPC.RecvPData (1);
+		if (got.Cycles != cycles || got.Units.Length != objects || got.Samples.Length != array) {
+			Console.Error.WriteLine ("CHECK FAILED: cycle {0} of {1}, {2} units, {3} samples", got.Cycles, cycles, got.Units.Length, got.Samples.Length);
+			return 1;
+		}
+		for (int i = 0; i < objects; i++) {
+			Unit w = want.Units [i], g = got.Units [i];
+			if (w.Count != g.Count || w.Stamp != g.Stamp || w.Level != g.Level || w.Tag != g.Tag ||
+			    (i > 0 && g.Next != got.Units [(i * 7) % i])) {
+				Console.Error.WriteLine ("CHECK FAILED: unit {0}", i);
+				return 1;
+			}
+		}
+		for (int i = 0; i < array; i++)
+			if (got.Samples [i] != want.Samples [i]) {
+				Console.Error.WriteLine ("CHECK FAILED: sample {0}", i);
+				return 1;
+			}
+		Console.WriteLine ("check ok: cycle {0}", cycles);
+		return 0;
+	}
+
+	static int Main (string [] args)
+	{
+		int objects = int.Parse (args [1]), array = int.Parse (args [2]), cycles = int.Parse (args [3]);
+		if (args [0] == "run")
+			return Run (objects, array, cycles, double.Parse (args [4], System.Globalization.CultureInfo.InvariantCulture));
+		if (args [0] == "check")
+			return Check (objects, array, cycles);
+		return 2;
+	}
+}

@@ -1,0 +1,66 @@
+#!/bin/bash
+# run-mmu.sh [--smoke] [CYCLES] [SIZES...]: what the application loses while its
+# state is persisted, by its own clock (bench/MmuBench.cs): an application
+# thread spinning on the clock records every gap, first with no persistence
+# (the machine's floor, in the same process and run), then over whole cycles
+# back to back (the commit included).  Reports the longest gap, p99.9, the time
+# lost and the minimum mutator utilization at windows of one period, ten
+# periods and 100 ms, beside the floor, and whether the targets are met
+# (issue 16): one CPU, the application on the CPU of the SP and writer tasks
+# under SCHED_FIFO (--sp-priority): max gap <= pause + the floor's max gap,
+# MMU(period) >= 1 - pause/period - 0.05; two CPUs, the application on the
+# other CPU: max gap within the floor's.
+#
+# SIZES: OBJECTS or OBJECTS+ARRAY (small objects, and an int[ARRAY]); default
+# 25000 100000 100000+10000000 1000000.  Stores: tmpfs, the disk bench/results
+# is on, and the null store; placements: 1cpu, 2cpu.  SP_PAUSE, SP_PERIOD
+# (default 500 / 3000 us) and SP_OPTS (more spmono options) apply to every run.
+# Each run's snapshot is restored and checked (not the null store's).  Writes
+# bench/results/mmu.csv, mmu-<size>-<store>-<placement>.png, and with
+# SPMONO_TRACE, what persistence and the collector ran during the longest gaps.
+# --smoke: small sizes, 2 cycles, 1 s of floor (what CI runs).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD:-$here/../build}
+smoke=0
+[ "${1:-}" = "--smoke" ] && { smoke=1; shift; }
+if [ $smoke = 1 ]; then
+	cycles=${1:-2}; idle=1; sizes=(2000 2000+100000)
+else
+	cycles=${1:-5}; idle=3; shift $(( $# > 0 ? 1 : 0 ))
+	sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(25000 100000 100000+10000000 1000000)
+fi
+pause=${SP_PAUSE:-500}; period=${SP_PERIOD:-3000}
+out=$here/results; mkdir -p "$out"
+work=$(mktemp -d /dev/shm/spmmu.XXXXXX); disk=$(mktemp -d "$out/.mmu-disk.XXXXXX")
+trap 'rm -rf "$work" "$disk"' EXIT
+mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/MmuBench.exe" "$here/MmuBench.cs"
+sp=$build/bin/spmono
+python=/usr/bin/python3; [ -x "$python" ] || python=python3   # Debian's, with python3-matplotlib for the plots
+csv=$out/mmu.csv; rm -f "$csv"
+echo "MMU benchmark: --sp-pause=$pause --sp-period=$period --sp-priority=50, $cycles cycles a run, ${idle} s of floor; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for size in "${sizes[@]}"; do
+	objects=${size%%+*}; array=0; [ "$size" != "$objects" ] && array=${size#*+}
+	for store in tmpfs disk null; do
+		for placement in 1cpu 2cpu; do
+			case $store in
+			tmpfs) loc=$work/store ;;
+			disk) loc=$disk/store ;;
+			null) loc=null: ;;
+			esac
+			rm -rf "$work/store" "$disk/store"
+			app=0; [ $placement = 2cpu ] && app=1
+			label="$size objects, $store, $placement"
+			MMU_APP_CPU=$app MMU_SP_CPU=0 SPMONO_TRACE="$work/trace.csv" "$sp" --sp-mode=incremental --sp-barrier=marking \
+				--sp-pause="$pause" --sp-period="$period" --sp-priority=50 --sp-store="$loc" ${SP_OPTS:-} \
+				"$work/MmuBench.exe" run "$objects" "$array" "$cycles" "$idle" > "$work/run.txt" 2> "$work/err.txt" \
+				|| { cat "$work/err.txt" >&2; echo "$label: the run failed" >&2; exit 1; }
+			if [ $store != null ]; then
+				"$sp" --sp-store="$loc" "$work/MmuBench.exe" check "$objects" "$array" "$cycles" > /dev/null \
+					|| { echo "$label: the persisted state does not check" >&2; exit 1; }
+			fi
+			"$python" "$here/summarize-mmu.py" "$work/run.txt" "$label" "$pause" "$period" "${placement%cpu}" "$csv" \
+				"$work/trace.csv" "$out/mmu-$size-$store-$placement.png"
+		done
+	done
+done

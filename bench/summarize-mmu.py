@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""summarize-mmu.py OUT LABEL PAUSE_US PERIOD_US CPUS CSV [TRACE] [PNG]
+
+What the application lost, from MmuBench's output OUT (its own clock): for the
+idle phase (the machine's floor, measured in the same run) and the persistence
+phase, the longest gap, the 99.9th percentile of the probe's intervals, the
+time lost, and the minimum mutator utilization (MMU: over every window of
+length w placed anywhere in the phase, the smallest fraction of it not lost
+to gaps; Cheng and Blelloch, PLDI 2001) at w = the SP period, 10 periods and
+100 ms.  Appends a row a phase to CSV, prints the issue's targets met or not
+(one CPU: max gap <= pause + the idle floor's max gap, MMU(period) >= 1 -
+pause/period - 0.05; two CPUs: max gap within the idle floor's), and, with
+the SPMONO_TRACE file TRACE, what overlapped the longest gaps.  PNG: MMU
+against the window, idle and persistence.
+
+    summarize-mmu.py --self-test    checks the MMU computation on hand-made cases
+"""
+import bisect
+import csv
+import os
+import sys
+
+
+def parse(path):
+    phases, gaps, cycles = {}, {}, []
+    for line in open(path):
+        f = line.strip().split(",")
+        if f[0] == "phase":
+            phases[f[1]] = {"start": int(f[2]), "duration": int(f[3]), "reads": int(f[4]), "gaps": int(f[5])}
+        elif f[0] == "gap":
+            gaps.setdefault(f[1], []).append((int(f[2]), int(f[3])))
+        elif f[0] == "cycle":
+            cycles.append([int(x) for x in f[1:]])
+    return phases, gaps, cycles
+
+
+class Lost:
+    """Gaps (start, length), sorted and disjoint, and the time they cover in any interval."""
+
+    def __init__(self, gaps):
+        self.gaps = sorted(gaps)
+        self.starts = [s for s, _ in self.gaps]
+        self.ends = [s + l for s, l in self.gaps]
+        self.prefix = [0]
+        for _, l in self.gaps:
+            self.prefix.append(self.prefix[-1] + l)
+
+    def within(self, a, b):
+        """Time lost in [a, b)."""
+        if b <= a or not self.gaps:
+            return 0
+        i = bisect.bisect_right(self.ends, a)      # first gap ending after a
+        j = bisect.bisect_left(self.starts, b)     # gaps before j start before b
+        if i >= j:
+            return 0
+        total = self.prefix[j] - self.prefix[i]
+        total -= max(0, a - self.starts[i])           # the first may start before a
+        total -= max(0, self.ends[j - 1] - b)         # the last may end after b
+        return total
+
+
+def mmu(lost, t0, t1, w):
+    """Minimum over windows [t, t+w) within [t0, t1) of the fraction not lost; the worst window
+    starts at a gap's start or ends at a gap's end (or is at an end of the phase)."""
+    if t1 - t0 <= w:
+        return 1 - lost.within(t0, t1) / max(1, t1 - t0)
+    candidates = [t0, t1 - w]
+    for s, e in zip(lost.starts, lost.ends):
+        candidates += [s, e - w]
+    worst = 0
+    for t in candidates:
+        t = min(max(t, t0), t1 - w)
+        worst = max(worst, lost.within(t, t + w))
+    return 1 - worst / w
+
+
+def percentile_interval(phase, gaps, q):
+    """The q-quantile of all the probe's intervals: those not recorded are under 2 us."""
+    n = phase["reads"]
+    rank = int(q * n)
+    short = n - len(gaps)
+    if rank < short:
+        return None                                   # below the recording threshold
+    lengths = sorted(l for _, l in gaps)
+    return lengths[min(len(lengths) - 1, rank - short)]
+
+
+def figures(phase, gaps, period_ns):
+    lost = Lost(gaps)
+    t0, t1 = phase["start"], phase["start"] + phase["duration"]
+    p999 = percentile_interval(phase, gaps, 0.999)
+    return {
+        "max_gap_us": max((l for _, l in gaps), default=0) / 1e3,
+        "p999_us": p999 / 1e3 if p999 is not None else 2.0,
+        "p999_below_2us": p999 is None,
+        "lost_ms": lost.prefix[-1] / 1e6,
+        "duration_ms": phase["duration"] / 1e6,
+        "mmu_period": mmu(lost, t0, t1, period_ns),
+        "mmu_10periods": mmu(lost, t0, t1, 10 * period_ns),
+        "mmu_100ms": mmu(lost, t0, t1, 100_000_000),
+    }, lost
+
+
+def explain(trace_path, gaps, top=5):
+    runs = []
+    for line in open(trace_path):
+        what, a, b = line.strip().split(",")
+        runs.append((int(a), int(b), what))
+    runs.sort()
+    starts = [r[0] for r in runs]
+    out = []
+    for s, l in sorted(gaps, key=lambda g: -g[1])[:top]:
+        e = s + l
+        i = bisect.bisect_left(starts, s - 50_000_000)
+        inside = [(a, b, w) for a, b, w in runs[i:] if a < e and b > s]
+        covered = sum(min(b, e) - max(a, s) for a, b, w in inside)
+        parts = " ".join(f"{w} {(b - a) / 1e3:.0f}" for a, b, w in inside[:8])
+        out.append(f"    gap {l / 1e3:.0f} us: persistence and collections ran {covered / 1e3:.0f} us of it ({parts or 'nothing traced'})")
+    return out
+
+
+def plot(png, curves, label):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("    (no matplotlib: no plot)")
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, points in curves.items():
+        ax.plot([w / 1e6 for w, _ in points], [u for _, u in points], label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("window (ms)")
+    ax.set_ylabel("minimum mutator utilization")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(label, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
+def main():
+    out, label, pause_us, period_us, cpus, csv_path = sys.argv[1:7]
+    trace = sys.argv[7] if len(sys.argv) > 7 and sys.argv[7] else None
+    png = sys.argv[8] if len(sys.argv) > 8 else None
+    pause_ns, period_ns = int(pause_us) * 1000, int(period_us) * 1000
+    phases, gaps, cycles = parse(out)
+    rows, lost_by = {}, {}
+    for name in ("idle", "sp"):
+        rows[name], lost_by[name] = figures(phases[name], gaps.get(name, []), period_ns)
+    new = not os.path.exists(csv_path)
+    with open(csv_path, "a", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(["label", "phase", "duration_ms", "max_gap_us", "p999_us", "lost_ms", "mmu_period", "mmu_10periods", "mmu_100ms"])
+        for name, r in rows.items():
+            w.writerow([label, name, f"{r['duration_ms']:.1f}", f"{r['max_gap_us']:.1f}", f"{r['p999_us']:.1f}", f"{r['lost_ms']:.3f}",
+                        f"{r['mmu_period']:.4f}", f"{r['mmu_10periods']:.4f}", f"{r['mmu_100ms']:.4f}"])
+    idle, sp = rows["idle"], rows["sp"]
+    print(f"{label}:")
+    for name, r in rows.items():
+        p999 = "< 2" if r["p999_below_2us"] else f"{r['p999_us']:.0f}"
+        print(f"  {name:4}: {r['duration_ms']:8.0f} ms, max gap {r['max_gap_us']:7.0f} us, p99.9 {p999:>5} us, lost {r['lost_ms']:7.2f} ms, "
+              f"MMU {r['mmu_period']:.3f} (period) {r['mmu_10periods']:.3f} (10 periods) {r['mmu_100ms']:.3f} (100 ms)")
+    if cycles:
+        ns = [c[2] for c in cycles]
+        pred = [c[3] for c in cycles if c[3]]
+        print(f"  cycles: {len(cycles)}, {min(ns) / 1e6:.1f}-{max(ns) / 1e6:.1f} ms, {cycles[-1][4]} bytes, increments "
+              f"{min(c[0] for c in cycles)}-{max(c[0] for c in cycles)}, longest {max(c[1] for c in cycles) / 1e3:.0f} us"
+              + (f"; predicted {min(pred) / 1e6:.1f}-{max(pred) / 1e6:.1f} ms (error "
+                 f"{min(p / m - 1 for p, m in zip([c[3] for c in cycles], ns) if p) * 100:+.0f}% to "
+                 f"{max(p / m - 1 for p, m in zip([c[3] for c in cycles], ns) if p) * 100:+.0f}%)" if pred else ""))
+    if cpus == "1":
+        gap_ok = sp["max_gap_us"] <= pause_ns / 1e3 + idle["max_gap_us"]
+        mmu_ok = sp["mmu_period"] >= 1 - pause_ns / period_ns - 0.05
+        print(f"  target, max gap <= pause + idle max ({pause_ns / 1e3 + idle['max_gap_us']:.0f} us): {'met' if gap_ok else 'NOT met'}; "
+              f"MMU(period) >= {1 - pause_ns / period_ns - 0.05:.3f}: {'met' if mmu_ok else 'NOT met'}")
+    else:
+        gap_ok = sp["max_gap_us"] <= idle["max_gap_us"]
+        print(f"  target, max gap within the idle floor's ({idle['max_gap_us']:.0f} us): {'met' if gap_ok else 'NOT met'}")
+    if trace and os.path.exists(trace):
+        print("  the longest gaps, beside SPMONO_TRACE:")
+        print("\n".join(explain(trace, gaps.get("sp", []))))
+    if png:
+        windows = [int(100_000 * 10 ** (k / 4)) for k in range(17)]   # 100 us .. 1 s
+        curves = {}
+        for name in ("idle", "sp"):
+            ph = phases[name]
+            curves[name] = [(w, mmu(lost_by[name], ph["start"], ph["start"] + ph["duration"], w)) for w in windows]
+        plot(png, curves, label)
+
+
+def self_test():
+    # One gap of 1 ms in a phase of 10 ms: windows of 1 ms can be all lost, of 2 ms half.
+    lost = Lost([(2_000_000, 1_000_000)])
+    assert lost.within(0, 10_000_000) == 1_000_000
+    assert lost.within(2_500_000, 2_700_000) == 200_000
+    assert abs(mmu(lost, 0, 10_000_000, 1_000_000) - 0.0) < 1e-9
+    assert abs(mmu(lost, 0, 10_000_000, 2_000_000) - 0.5) < 1e-9
+    assert abs(mmu(lost, 0, 10_000_000, 10_000_000) - 0.9) < 1e-9
+    # Two gaps of 300 us, 1 ms apart (start to start): a 1.3 ms window holds both.
+    lost = Lost([(1_000_000, 300_000), (2_000_000, 300_000)])
+    assert abs(mmu(lost, 0, 5_000_000, 1_300_000) - (1 - 600_000 / 1_300_000)) < 1e-9
+    assert abs(mmu(lost, 0, 5_000_000, 1_000_000) - 0.7) < 1e-9
+    # A gap at the phase's start, partly before it counts only inside.
+    lost = Lost([(0, 500_000)])
+    assert abs(mmu(lost, 0, 4_000_000, 1_000_000) - 0.5) < 1e-9
+    # No gap: full utilization; percentile below the threshold.
+    assert mmu(Lost([]), 0, 1_000_000, 100_000) == 1
+    assert percentile_interval({"reads": 100000}, [(0, 5000)], 0.999) is None
+    assert percentile_interval({"reads": 1000}, [(0, 5000), (10, 7000)], 0.999) == 7000
+    print("summarize-mmu self-test ok")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+    else:
+        main()
