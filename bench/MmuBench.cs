@@ -18,9 +18,11 @@
 // (a store into a persistable array of its own would be copied into the
 // snapshot by its barrier while a cycle marks, and measure that instead).
 //
-// Placement: MMU_APP_CPU pins the probe, MMU_SP_CPU the driver and the
-// runtime's tasks (threads named sp-task and sp-writer), with
-// sched_setaffinity.  Output (stdout): `cpus,app,sp`, then for each phase
+// Placement: MMU_APP_CPU pins the probe, MMU_SP_CPU the runtime's tasks
+// (threads named sp-task and sp-writer), MMU_DRIVER_CPU the driver, with
+// sched_setaffinity.  The driver is part of the program, not of persistence:
+// run-mmu.sh keeps it off the probe's CPU, so that what the probe loses is
+// persistence's (and the machine's).  Output (stdout): `cpus,app,sp,driver`, then for each phase
 // `phase,NAME,start_ns,duration_ns,reads,gaps` and `gap,NAME,start_ns,length_ns`
 // (CLOCK_MONOTONIC, as SPMONO_TRACE's), and a row a cycle from SPC.GetStats:
 // `cycle,increments,max_pause_ns,cycle_ns,predicted_cycle_ns,bytes,writer_ns`.
@@ -176,9 +178,9 @@ public static class MmuBench
 	static int Run (int objects, int array, int cycles, double idleSeconds)
 	{
 		gaps = new IntPtr [2 * MaxGaps];
-		Console.WriteLine ("cpus,{0},{1}", Environment.GetEnvironmentVariable ("MMU_APP_CPU") ?? "any",
-				   Environment.GetEnvironmentVariable ("MMU_SP_CPU") ?? "any");
-		Pin ((int)syscall (SysGettid), "MMU_SP_CPU");
+		Console.WriteLine ("cpus,{0},{1},{2}", Environment.GetEnvironmentVariable ("MMU_APP_CPU") ?? "any",
+				   Environment.GetEnvironmentVariable ("MMU_SP_CPU") ?? "any", Environment.GetEnvironmentVariable ("MMU_DRIVER_CPU") ?? "any");
+		Pin ((int)syscall (SysGettid), "MMU_DRIVER_CPU");
 		Plant p = Build (objects, array);
 		SPC.AddRoot (p);
 		var stats = new string [cycles + 1];

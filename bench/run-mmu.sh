@@ -49,9 +49,11 @@ for size in "${sizes[@]}"; do
 			null) loc=null: ;;
 			esac
 			rm -rf "$work/store" "$disk/store"
-			app=0; [ $placement = 2cpu ] && app=1
+			# The probe ("the application") on CPU 0 with the tasks, or on CPU 1 without them; the driver
+			# (updates, SendPData, WaitPersisted: the program's own work) on the CPU the probe is not on.
+			app=0; driver=1; [ $placement = 2cpu ] && { app=1; driver=0; }
 			label="$size objects, $store, $placement"
-			MMU_APP_CPU=$app MMU_SP_CPU=0 SPMONO_TRACE="$work/trace.csv" "$sp" --sp-mode=incremental --sp-barrier=marking \
+			MMU_APP_CPU=$app MMU_SP_CPU=0 MMU_DRIVER_CPU=$driver SPMONO_TRACE="$work/trace.csv" "$sp" --sp-mode=incremental --sp-barrier=marking \
 				--sp-pause="$pause" --sp-period="$period" --sp-priority=50 --sp-store="$loc" ${SP_OPTS:-} \
 				"$work/MmuBench.exe" run "$objects" "$array" "$cycles" "$idle" > "$work/run.txt" 2> "$work/err.txt" \
 				|| { cat "$work/err.txt" >&2; echo "$label: the run failed" >&2; exit 1; }

@@ -164,10 +164,10 @@ static struct {
 /*
  * The persistence server's budget (--sp-writer=budget, the default): in each
  * of the SP task's periods, its increments and the writer's slices together
- * take at most --sp-pause of CPU, and run only from the release until a
- * target before the next one (so that a period's runs never meet the next
- * period's: the program never loses more than a target at a stretch, and any
- * window of a period holds at most about a target of persistence work).  The
+ * take at most --sp-pause of CPU, and run only within the period's window
+ * after the release (sp_task_window_end: the program never loses more than a
+ * target at a stretch, and any stretch of a period holds at most about a
+ * target and a twentieth of a period of persistence work).  The
  * SP task runs first; the writer runs while the SP task sleeps, on what is
  * left.  When the writer holds a chunk at the release, the SP task leaves
  * it half the budget.  The SP task's wake-up (taking the lock, entering the
@@ -178,10 +178,11 @@ static struct {
  */
 static struct {
 	uint64_t left_ns;            /* budget left in this period */
-	uint64_t deadline_ns;        /* no run may end after this (a target before the next release) */
+	uint64_t deadline_ns;        /* no run may end after this (sp_task_window_end) */
 	gboolean sp_running;         /* the SP task runs: the writer waits */
 	uint64_t woke_ns;            /* when the SP task last came back from a sleep (the time since is charged when it sleeps again) */
 	gboolean writer_owed;        /* the SP task could not go on for want of the writer: it gets a slice, whatever is left */
+	uint64_t start_ns;           /* a cycle's stopped instant not charged yet: the next period's budget pays for it */
 } sp_budget;
 
 gboolean
@@ -812,6 +813,7 @@ sp_cycle_start (SpError *err)
 	sp_cycle.stats.started_ns = t0;
 	sp_cycle.stats.start_pause_ns = sp_mono_monotonic_ns () - t0;
 	sp_trace_run ("start", t0, t0 + sp_cycle.stats.start_pause_ns);
+	sp_budget.start_ns = sp_cycle.stats.start_pause_ns;
 	mono_coop_cond_broadcast (&sp_cycle.wake);
 	return 0;
 }
@@ -1125,9 +1127,8 @@ sp_task_sleep_until (const struct timespec *until)
  * The SP task sleeps in doubling steps from SP_RESUME_STEP_NS and resumes
  * once no barrier has written an object for a whole step (the program is not
  * storing into the snapshot's objects now, so it will not wait), with what
- * is left of the budget.  It gives up when the run could not end at least a
- * target before the next release (so that its runs never come back to back)
- * or less than SP_RESUME_MIN_NS is left.  "No barrier has written" compares
+ * is left of the budget.  It gives up when the run could not end within the
+ * period's window (sp_task_window_end) or less than SP_RESUME_MIN_NS is left.  "No barrier has written" compares
  * the cycle's count of barrier writes before and after the step (both read
  * under sp_lock): a time stamp instead, a clock read in every barrier write,
  * cost a loop rewriting 10,000 objects about 200 us a period.
@@ -1135,18 +1136,28 @@ sp_task_sleep_until (const struct timespec *until)
 #define SP_RESUME_STEP_NS 50000
 #define SP_RESUME_MIN_NS 10000
 
-/* The latest a resumed run may end: a target before the next release. */
+/*
+ * The latest any run of the period released at `release_ns` may end (the SP
+ * task's resumed runs, the writer's slices): the target and a twentieth of
+ * the period after the release.  All of a period's work then lies in that
+ * window, so that any stretch of the program's time one period long holds
+ * at most about a target and a twentieth of a period of it (the minimum
+ * mutator utilization at a period, bench/run-mmu.sh), and no run meets the
+ * next period's.  (Before session 10 the bound was a target before the next
+ * release: a period's first increment and a late resumed run or a late
+ * writer could then take two targets out of one period's stretch.)
+ */
 static uint64_t
-sp_task_resume_deadline (uint64_t next_release_ns)
+sp_task_window_end (uint64_t release_ns)
 {
-	return next_release_ns - (uint64_t)sp_options.pause_us * 1000;
+	return release_ns + (uint64_t)sp_options.pause_us * 1000 + (uint64_t)sp_options.period_us * 1000 / 20;
 }
 
-/* Under sp_lock: the budget of a resumed run in the period ending at `next_release_ns`, 0 for none. */
+/* Under sp_lock: the budget of a resumed run in this period's window, 0 for none. */
 static uint64_t
-sp_task_await_quiet (uint64_t next_release_ns, uint64_t budget_left_ns)
+sp_task_await_quiet (uint64_t budget_left_ns)
 {
-	uint64_t deadline = sp_task_resume_deadline (next_release_ns);
+	uint64_t deadline = sp_budget.deadline_ns;
 	for (uint64_t step = SP_RESUME_STEP_NS; budget_left_ns >= SP_RESUME_MIN_NS; step *= 2) {
 		uint64_t wake = sp_mono_monotonic_ns () + step;
 		if (wake + SP_RESUME_MIN_NS > deadline)
@@ -1188,20 +1199,23 @@ static void
 sp_task_run_period (const struct timespec *release)
 {
 	uint64_t budget = (uint64_t)sp_options.pause_us * 1000;
-	uint64_t next_release_ns = sp_timespec_ns (release) + (uint64_t)sp_options.period_us * 1000;
 	sp_budget.left_ns = budget;
-	sp_budget.deadline_ns = sp_task_resume_deadline (next_release_ns);
+	sp_budget.deadline_ns = sp_task_window_end (sp_timespec_ns (release));
 	sp_budget.sp_running = TRUE;
 	/* The SP task's own share: the budget less its wake-up so far and its sleep to come (charged when it sleeps). */
 	uint64_t woke = sp_mono_monotonic_ns () - sp_budget.woke_ns, overhead = woke + SP_SLEEP_ENTRY_NS;
 	sp_wake_avg_ns += ((int64_t)overhead - (int64_t)sp_wake_avg_ns) / 16;
+	/* A cycle's start stopped the program's threads just before: that was persistence too. */
+	overhead += sp_budget.start_ns;
+	sp_budget_charge (sp_budget.start_ns);
+	sp_budget.start_ns = 0;
 	uint64_t own = budget > overhead ? budget - overhead : 0;
 	/* A chunk waiting for the writer: it gets half the period's budget at least. */
 	if (sp_options.writer == SP_WRITER_BUDGET && sp_writer.busy)
 		own /= 2;
 	/* The writer's progress slice: the SP task has nothing of its own to do, or stops for want of the writer. */
 	sp_budget.writer_owed = !sp_task_has_own_work ();
-	for (uint64_t run = MAX (own, 1); run > 0 && sp_task_has_own_work (); run = sp_task_await_quiet (next_release_ns, own)) {
+	for (uint64_t run = MAX (own, 1); run > 0 && sp_task_has_own_work (); run = sp_task_await_quiet (own)) {
 		uint64_t used;
 		SpIncrementEnd end = sp_cycle_increment (run, &used);
 		sp_budget.writer_owed = end == SP_INCREMENT_BUFFERS_FULL || !sp_task_has_own_work ();
