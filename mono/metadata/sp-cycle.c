@@ -593,8 +593,8 @@ sp_writer_take_chunk (gboolean last)
 static SpModelState sp_model_state;
 /* The SP task's wake-up, a moving average (sp_task_run_period). */
 static uint64_t sp_wake_avg_ns = 20000;
-/* How much of its budget the server really used, thousandths, a moving average over cycles (0: none yet). */
-static uint64_t sp_use_permille;
+/* How much of its budget the server really used, and its work over its units' costs, thousandths, moving averages over cycles (0: none yet). */
+static uint64_t sp_use_permille, sp_work_permille;
 
 static void sp_cycle_model_costs (SpModelCosts *costs);
 
@@ -607,9 +607,17 @@ sp_cycle_learn (uint64_t cycle_ns)
 		.objects = sp_ser.objects_written, .marks = c->units [SP_UNIT_MARK], .writes = c->units [SP_UNIT_OBJECTS],
 		.pieces = c->units [SP_UNIT_PIECE], .forgets = c->units [SP_UNIT_FORGET], .bytes = c->bytes_total,
 	};
+	/* A process's first cycle grows every table to the state and compiles its code: not a cycle to learn costs from. */
+	static gboolean seen_one;
+	if (!seen_one) {
+		seen_one = TRUE;
+		return;
+	}
 	SpModelCosts costs;
 	sp_cycle_model_costs (&costs);
 	uint64_t work = c->total_pause_ns + (sp_options.writer == SP_WRITER_BUDGET ? sp_writer.cycle_ns : 0);
+	uint64_t k = sp_model_work_permille (&sp_model_state, &costs, work);
+	sp_work_permille = sp_work_permille ? (3 * sp_work_permille + k) / 4 : k;
 	uint64_t use = sp_model_use_permille (&costs, work, cycle_ns);
 	sp_use_permille = sp_use_permille ? (3 * sp_use_permille + use) / 4 : use;
 }
@@ -622,7 +630,7 @@ sp_cycle_model_costs (SpModelCosts *costs)
 		.mark_ns = sp_unit_avg_ns [SP_UNIT_MARK], .objects_ns = sp_unit_avg_ns [SP_UNIT_OBJECTS],
 		.piece_ns = sp_unit_avg_ns [SP_UNIT_PIECE], .forget_ns = sp_unit_avg_ns [SP_UNIT_FORGET],
 		.slice_ns = sp_writer.slice_avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
-		.use_permille = sp_use_permille,
+		.use_permille = sp_use_permille, .work_permille = sp_work_permille,
 		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
 	};
 	if (sp_options.writer == SP_WRITER_BACKGROUND)

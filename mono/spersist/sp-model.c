@@ -40,6 +40,17 @@ sp_model_use_permille (const SpModelCosts *costs, uint64_t work_ns, uint64_t cyc
 	return use < 1 ? 1 : use > 1000 ? 1000 : use;
 }
 
+uint64_t
+sp_model_work_permille (const SpModelState *units, const SpModelCosts *costs, uint64_t work_ns)
+{
+	SpModelCosts plain = *costs;
+	SpModelPrediction p;
+	plain.work_permille = 1000;
+	sp_model_predict (units, &plain, &p);
+	uint64_t k = p.work_ns ? work_ns * 1000 / p.work_ns : 1000;
+	return k < 500 ? 500 : k > 5000 ? 5000 : k;
+}
+
 void
 sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelPrediction *out)
 {
@@ -47,7 +58,7 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 		state->forgets * costs->forget_ns;
 	uint64_t writer = sp_model_div_up (state->bytes, costs->slice_bytes) * costs->slice_ns;
 	uint64_t share = sp_model_share (costs);
-	out->work_ns = sp + writer;
+	out->work_ns = (sp + writer) * (costs->work_permille ? costs->work_permille : 1000) / 1000;
 	out->periods = sp_model_div_up (out->work_ns, share);
 	if (!out->periods)
 		out->periods = 1;

@@ -9,7 +9,7 @@
  *   SP work     W_sp = marks * mark + writes * objects + pieces * piece
  *                      + forgets * forget
  *   writer      W_w  = ceil(S / slice_bytes) * slice
- *   work        W    = W_sp + W_w
+ *   work        W    = (W_sp + W_w) * k
  *   share       B    = (pause - wake) * u                (the server's work a period)
  *   periods     p    = ceil(W / B)
  *   cycle       T    = (p - 1) * period + (W - (p - 1) * B)
@@ -22,7 +22,10 @@
  * the restored snapshot's objects), S its bytes, and mark, objects, piece,
  * forget, slice the measured cost of one unit of each kind (moving averages
  * kept by the SP and writer tasks on this machine), wake the SP task's cost of
- * waking up, and u the fraction of the rest the server really uses (measured
+ * waking up, k how much more the server's work is than the sum of its
+ * units' averages (the first unit of an increment, after a sleep, finds cold
+ * caches; the checks between units; measured over past cycles), and u the
+ * fraction of the rest the server really uses (measured
  * over past cycles: an increment does not start a unit it has no time left
  * for, the writer not a slice, and the SP task stops early when both
  * buffers are full).  Not in the model: the program's own stores during a cycle
@@ -58,6 +61,7 @@ typedef struct SpModelCosts {
 	uint64_t slice_bytes;
 	uint64_t wake_ns;        /* the SP task's wake-up, a period */
 	uint64_t use_permille;   /* u, in thousandths (0: 1000) */
+	uint64_t work_permille;  /* k: the server's work over the sum of its units' costs, thousandths (0: 1000) */
 	uint64_t pause_ns, period_ns;
 } SpModelCosts;
 
@@ -71,6 +75,8 @@ typedef struct SpModelPrediction {
 void sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelPrediction *out);
 /* The server's work a period: B. */
 uint64_t sp_model_share (const SpModelCosts *costs);
+/* k as the cycle just measured shows it: its work over what its own units' costs add up to (thousandths, 500-5000). */
+uint64_t sp_model_work_permille (const SpModelState *units, const SpModelCosts *costs, uint64_t work_ns);
 /* u as the cycle just measured shows it: its work over its periods' shares (a thousandth at least, 1000 at most). */
 uint64_t sp_model_use_permille (const SpModelCosts *costs, uint64_t work_ns, uint64_t cycle_ns);
 /* Can a cycle complete between two SendPData `interval_ns` apart? */

@@ -87,6 +87,23 @@ test_use_of_the_budget (void **state)
 	assert_true (slow.cycle_ns > full.cycle_ns);
 }
 
+/* k: a cycle whose work was twice what its units' costs add up to makes the next prediction's work twice. */
+static void
+test_work_over_units (void **state)
+{
+	(void)state;
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
+	SpModelPrediction plain, doubled;
+	sp_model_predict (&s, &costs, &plain);
+	uint64_t k = sp_model_work_permille (&s, &costs, 2 * plain.work_ns);
+	assert_int_equal (k, 2000);
+	SpModelCosts c = costs;
+	c.work_permille = k;
+	sp_model_predict (&s, &c, &doubled);
+	assert_int_equal (doubled.work_ns, 2 * plain.work_ns);
+	assert_int_equal (sp_model_work_permille (&s, &costs, plain.work_ns / 10), 500);   /* bounded */
+}
+
 int
 main (void)
 {
@@ -95,6 +112,7 @@ main (void)
 		cmocka_unit_test (test_small_state_one_period),
 		cmocka_unit_test (test_monotone_in_state_and_budget),
 		cmocka_unit_test (test_use_of_the_budget),
+		cmocka_unit_test (test_work_over_units),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
