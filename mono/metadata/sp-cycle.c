@@ -618,8 +618,11 @@ sp_cycle_learn (uint64_t cycle_ns)
 	uint64_t work = c->total_pause_ns + (sp_options.writer == SP_WRITER_BUDGET ? sp_writer.cycle_ns : 0);
 	uint64_t k = sp_model_work_permille (&sp_model_state, &costs, work);
 	sp_work_permille = sp_work_permille ? (3 * sp_work_permille + k) / 4 : k;
-	uint64_t use = sp_model_use_permille (&costs, work, cycle_ns);
-	sp_use_permille = sp_use_permille ? (3 * sp_use_permille + use) / 4 : use;
+	/* The budget's use shows only in a cycle that needed more than one period's. */
+	if (cycle_ns > costs.period_ns) {
+		uint64_t use = sp_model_use_permille (&costs, work, cycle_ns);
+		sp_use_permille = sp_use_permille ? (3 * sp_use_permille + use) / 4 : use;
+	}
 }
 
 /* The measured costs and the options, for the model. */
