@@ -36,6 +36,22 @@ test_defaults (void **state)
 }
 
 /* Each option of the schedulable cycle: its values, and its refusals naming it. */
+/* Each of `bad` is refused, with a message naming its option. */
+static void
+assert_all_refused (SpOptions *o, const char *const *bad, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		SpError err = { 0 };
+		if (sp_options_parse (o, bad [i], &err) != -1) {
+			print_error ("%s was accepted\n", bad [i]);
+			fail ();
+		}
+		char name [32];
+		snprintf (name, sizeof name, "%.*s", (int)strcspn (bad [i], "="), bad [i]);
+		assert_contains (err.msg, name);
+	}
+}
+
 static void
 test_cycle_options (void **state)
 {
@@ -76,16 +92,7 @@ test_cycle_options (void **state)
 		"--sp-priority=100", "--sp-priority=-1", "--sp-priority=high",
 		"--sp-stats=1", "--sp-busy", "--sp-busy=", "--sp-busy=block", "--sp-busy=Wait",
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
-		err.msg [0] = '\0';
-		if (sp_options_parse (&o, bad [i], &err) != -1) {
-			print_error ("%s was accepted\n", bad [i]);
-			fail ();
-		}
-		char name [32];
-		snprintf (name, sizeof name, "%.*s", (int)strcspn (bad [i], "="), bad [i]);
-		assert_contains (err.msg, name);
-	}
+	assert_all_refused (&o, bad, sizeof bad / sizeof bad [0]);
 	/* Refusals changed nothing. */
 	assert_int_equal (o.pause_us, 50);
 	assert_int_equal (o.period_us, 1000);
@@ -121,16 +128,7 @@ test_buffer_and_writer_options (void **state)
 		"--sp-buffer=1T", "--sp-buffer=1Mx", "--sp-buffer=M", "--sp-buffer=99999999999999999999",
 		"--sp-writer", "--sp-writer=", "--sp-writer=idle", "--sp-writer=Budget",
 	};
-	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
-		err.msg [0] = '\0';
-		if (sp_options_parse (&o, bad [i], &err) != -1) {
-			print_error ("%s was accepted\n", bad [i]);
-			fail ();
-		}
-		char name [32];
-		snprintf (name, sizeof name, "%.*s", (int)strcspn (bad [i], "="), bad [i]);
-		assert_contains (err.msg, name);
-	}
+	assert_all_refused (&o, bad, sizeof bad / sizeof bad [0]);
 	assert_int_equal (o.buffer, 1u << 30);
 	assert_int_equal (o.writer, SP_WRITER_BACKGROUND);
 	sp_options_free (&o);
