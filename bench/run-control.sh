@@ -24,9 +24,10 @@ sp=$build/bin/spmono
 rt=(); chrt -f 60 true 2>/dev/null && rt=(chrt -f 60)
 csv=$out/control.csv
 echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns" > "$csv"
-for cpus in 0 0,1; do
+# MECHS and CPUS narrow the run (e.g. MECHS=sp-incremental CPUS=0 for the 10 runs on one CPU).
+for cpus in ${CPUS:-0 0,1}; do
 	for n in "${sizes[@]}"; do
-		for mech in none sp-incremental sp-stw sp-incremental-null sp-stw-null bf; do
+		for mech in ${MECHS:-none sp-incremental sp-stw sp-incremental-null sp-stw-null bf}; do
 			for rep in $(seq "$reps"); do
 				opts=(--sp-store="$work/store" --sp-keep=1)
 				case $mech in
