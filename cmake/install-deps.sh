@@ -5,7 +5,9 @@
 # g++: configure requires a C++ compiler; zlib1g-dev: system zlib;
 # xz-utils: the orig tarball; dpkg-dev: apt-get source; mono-devel: mcs and the
 # class libraries the runtime loads from /usr/lib/mono; libisal-dev: CRC-32C;
-# clang: the libFuzzer target (tests/fuzz); util-linux: taskset, setpriv,
+# clang, libclang-rt-14-dev: the libFuzzer target (tests/fuzz; its fuzzer and
+# sanitizer runtimes are only recommended by clang, and --no-install-recommends
+# leaves them out on a fresh machine); util-linux: taskset, setpriv,
 # flock in the tests; libnewtonsoft-json-cil-dev, python3-matplotlib: the
 # benchmark suite's JSON contender and its plots (bench/run-suite.sh); the rest:
 # core + tests.
@@ -16,5 +18,5 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends \
   ca-certificates cmake make gcc g++ pkg-config autoconf automake libtool gettext \
   python3 xz-utils dpkg-dev patch file mono-devel zlib1g-dev \
-  libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev clang util-linux \
+  libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev clang libclang-rt-14-dev util-linux \
   libnewtonsoft-json-cil-dev python3-matplotlib
