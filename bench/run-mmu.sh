@@ -13,7 +13,8 @@
 #
 # SIZES: OBJECTS or OBJECTS+ARRAY (small objects, and an int[ARRAY]); default
 # 25000 100000 100000+10000000 1000000.  Stores: tmpfs, the disk bench/results
-# is on, and the null store; placements: 1cpu, 2cpu.  SP_PAUSE, SP_PERIOD
+# is on, and the null store; placements: 1cpu, 2cpu (STORES and PLACEMENTS
+# narrow them, e.g. STORES=tmpfs for 10,000,000 objects).  SP_PAUSE, SP_PERIOD
 # (default 500 / 3000 us) and SP_OPTS (more spmono options) apply to every run.
 # Each run's snapshot is restored and checked (not the null store's).  Writes
 # bench/results/mmu.csv, mmu-<size>-<store>-<placement>.png, and with
@@ -41,8 +42,8 @@ csv=$out/mmu.csv; rm -f "$csv"
 echo "MMU benchmark: --sp-pause=$pause --sp-period=$period --sp-priority=50, $cycles cycles a run, ${idle} s of floor; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for size in "${sizes[@]}"; do
 	objects=${size%%+*}; array=0; [ "$size" != "$objects" ] && array=${size#*+}
-	for store in tmpfs disk null; do
-		for placement in 1cpu 2cpu; do
+	for store in ${STORES:-tmpfs disk null}; do
+		for placement in ${PLACEMENTS:-1cpu 2cpu}; do
 			case $store in
 			tmpfs) loc=$work/store ;;
 			disk) loc=$disk/store ;;
