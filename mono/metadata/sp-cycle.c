@@ -28,14 +28,18 @@
  *             a store into an object of the snapshot that is not written yet
  *             writes it first (sp_barrier_store), under sp_lock, so exactly one
  *             of them writes each object, with its state at the start;
- *   handing   the finished snapshot's buffer is swapped with the writer task's
- *             (double buffering: the SP task waits, counted, only when the
- *             writer still holds the previous one), and the writer commits
- *             it to the store (write, fsync, rename) outside sp_lock.
+ *   streaming all along, each full chunk buffer is swapped with the writer
+ *             task's once the writer has drained it (double buffering), and
+ *             the writer streams it to the store in slices outside sp_lock;
+ *             the snapshot's last chunk ends with the store's commit;
+ *   hand-over after the last object: the last chunk to the writer, the
+ *             cycle's objects forgotten, in increments (sp_cycle_hand_over_step).
  *
- * SendPData during a cycle waits until that cycle is written (counted), then
- * starts its own: every snapshot is the state at a SendPData instant.
- * SPC.WaitPersisted waits until the newest requested snapshot is durable.
+ * The SP task and the writer share one budget a period (sp_budget).
+ * SendPData during a cycle takes no snapshot (--sp-busy=skip) or waits for
+ * it (wait): every snapshot is the state at a SendPData instant.
+ * SPC.WaitPersisted waits until the newest requested snapshot is durable and
+ * its cycle over.
  *
  * GC: the SP task is a runtime thread.  During an increment it runs in GC-
  * unsafe mode, so a collection waits at most one increment; between

@@ -29,7 +29,7 @@ uint8_t *sp_buf_reserve (SpBuf *b, size_t n);
 /*
  * Capacity for `size` bytes from the start, every page of it written once, so
  * that filling it later takes no page fault (nor a realloc) on the way: the
- * incremental mode prepares its next serializing buffer between cycles.
+ * incremental mode prepares its two chunk buffers when its tasks start.
  * Keeps the contents.  -1 when memory runs out.
  */
 int sp_buf_prepare (SpBuf *b, size_t size);

@@ -145,8 +145,9 @@ int sp_ser_write_now (SpSerializer *s, void *obj, SpError *err);
 int sp_ser_finish (SpSerializer *s, SpError *err);
 /*
  * sp_ser_finish in two parts: the trailer (its checksum left 0), then the
- * checksum of a closed snapshot, which reads the whole snapshot: the
- * incremental mode leaves it to the writer task, off the SP task's increments.
+ * checksum of a closed snapshot held whole in one buffer.  A snapshot
+ * streamed in chunks is closed only: sp-stream.h computes its checksum as
+ * the chunks go by.
  */
 int sp_ser_close (SpSerializer *s, SpError *err);
 void sp_ser_seal (SpBuf *closed);
