@@ -59,6 +59,11 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 	uint64_t writer = sp_model_div_up (state->bytes, costs->slice_bytes) * costs->slice_ns;
 	uint64_t share = sp_model_share (costs);
 	out->work_ns = (sp + writer) * (costs->work_permille ? costs->work_permille : 1000) / 1000;
+	/* Work that fits one period's whole share needs no hand-off between periods, whose cost u stands for. */
+	SpModelCosts whole = *costs;
+	whole.use_permille = 1000;
+	if (out->work_ns <= sp_model_share (&whole))
+		share = sp_model_share (&whole);
 	out->periods = sp_model_div_up (out->work_ns, share);
 	if (!out->periods)
 		out->periods = 1;

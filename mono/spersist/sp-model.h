@@ -10,7 +10,8 @@
  *                      + forgets * forget
  *   writer      W_w  = ceil(S / slice_bytes) * slice
  *   work        W    = (W_sp + W_w) * k
- *   share       B    = (pause - wake) * u                (the server's work a period)
+ *   share       B    = (pause - wake) * u                (the server's work a period;
+ *                                                       u = 1 when W fits one period)
  *   periods     p    = ceil(W / B)
  *   cycle       T    = (p - 1) * period + (W - (p - 1) * B)
  *

@@ -85,6 +85,12 @@ test_use_of_the_budget (void **state)
 	assert_int_equal (sp_model_share (&half), 240000);
 	assert_int_equal (slow.periods, 23);                  /* ceil (5365000 / 240000) */
 	assert_true (slow.cycle_ns > full.cycle_ns);
+	/* Work that fits one whole share is one period, whatever u says of longer cycles. */
+	SpModelState small = { .objects = 400, .marks = 50, .writes = 50, .bytes = 3000 };   /* 270 us of work */
+	sp_model_predict (&small, &half, &slow);
+	assert_int_equal (slow.periods, 1);
+	assert_int_equal (slow.cycle_ns, slow.work_ns);
+	assert_true (slow.work_ns > sp_model_share (&half) && slow.work_ns <= sp_model_share (&costs));
 }
 
 /* k: a cycle whose work was twice what its units' costs add up to makes the next prediction's work twice. */
