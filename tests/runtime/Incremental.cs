@@ -295,6 +295,10 @@ static class Program
 		SPC.AddRoot (grid);
 		for (int attempt = 1; attempt <= 20; attempt++) {
 			SetGeneration (grid, 1);
+			// A cycle's first release keeps a period after the last cycle's last one: start
+			// each attempt a period later, so that its first increment runs at once and
+			// meets the barriers of the rewrite that follows.
+			System.Threading.Thread.Sleep ((int)(periodUs / 1000) + 50);
 			SPC.SendPData ();
 			for (int i = 0; i < n; i++)
 				grid.Rewrite (-attempt, i);
