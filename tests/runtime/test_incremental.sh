@@ -101,6 +101,11 @@ if [ "$(id -u)" = 0 ]; then
 	spm --sp-store=prio --sp-mode=incremental --sp-priority=12 inc.exe priority > prio.txt 2>&1 || fail "priority: $(cat prio.txt)"
 	grep -q "sp-task policy fifo rt 12" prio.txt && grep -q "sp-writer policy fifo rt 12" prio.txt \
 		|| fail "--sp-priority=12 as root: $(cat prio.txt)"
+	# --sp-writer=background: the writer stays at the normal policy, the SP task does not.
+	spm --sp-store=prio4 --sp-mode=incremental --sp-priority=12 --sp-writer=background inc.exe priority > prio.txt 2>&1 \
+		|| fail "priority, background writer: $(cat prio.txt)"
+	grep -q "sp-task policy fifo rt 12" prio.txt && grep -q "sp-writer policy normal" prio.txt \
+		|| fail "--sp-writer=background: $(cat prio.txt)"
 fi
 # (Raising RLIMIT_RTPRIO needs CAP_SYS_RESOURCE or a hard limit of 5 or more: not every container has either.)
 if [ "$(id -u)" = 0 ] && (ulimit -r 5) 2> /dev/null; then

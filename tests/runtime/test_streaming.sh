@@ -28,6 +28,12 @@ for buffer in 4K 1M; do
 		[ "$grew" -lt $(( stw / 1024 / 3 )) ] || fail "--sp-mode=$mode --sp-buffer=$buffer: the peak RSS grew by $grew kB while persisting a $stw-byte snapshot"
 	done
 done
+# The writer outside the budget (--sp-writer=background): the same snapshot, and its thread at the normal policy.
+rm -rf store
+spm --sp-store=store --sp-mode=incremental --sp-writer=background --sp-priority=50 streaming.exe persist $N > background.txt \
+	|| fail "persist, --sp-writer=background: $(cat background.txt)"
+[ "$(bytes background.txt)" = "$(bytes incremental-1M.txt)" ] || fail "--sp-writer=background: $(bytes background.txt) bytes, not $(bytes incremental-1M.txt)"
+expect_out "restored version 1" spm --sp-store=store streaming.exe check $N
 # Mutators during the cycle, with buffers smaller than a piece of the long objects (16 KiB).
 compile inc.exe "$SRCDIR/Incremental.cs"
 rm -rf store
