@@ -39,6 +39,17 @@ sp_mono_start (SpError *err)
 	if (sp_warm) {
 		sp_stats [SP_STAT_RESTORED_SEQUENCE] = (gint64)seq;
 		sp_stats [SP_STAT_RESTORED_BYTES] = (gint64)size;
+		/*
+		 * The state is known now: its LID table is made here, part of the
+		 * restart, rather than grown by the first cycle, where each chunk is
+		 * an allocation that can start a collection in the middle of the
+		 * program's periods (docs/INCREMENTAL.md, "Not covered yet").  A
+		 * cold start learns the state's size from its first cycle.
+		 */
+		uint64_t objects = (uint64_t)sp_stats [SP_STAT_RESTORED_OBJECTS];
+		SpError ignored = { 0 };
+		if (sp_options.mode == SP_MODE_INCREMENTAL && objects < UINT32_MAX / 2)
+			sp_mono_lid_table_grow ((uint32_t)(objects + objects / 4 + 1024), &ignored);
 	}
 	sp_stats [SP_STAT_RESTORE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
 	if (sp_warm && sp_options.verbose)
