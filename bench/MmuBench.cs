@@ -22,9 +22,11 @@
 // (threads named sp-task and sp-writer), MMU_DRIVER_CPU the driver, with
 // sched_setaffinity.  The driver is part of the program, not of persistence:
 // run-mmu.sh keeps it off the probe's CPU, so that what the probe loses is
-// persistence's (and the machine's).  Output (stdout): `cpus,app,sp,driver`, then for each phase
-// `phase,NAME,start_ns,duration_ns,reads,gaps` and `gap,NAME,start_ns,length_ns`
-// (CLOCK_MONOTONIC, as SPMONO_TRACE's), and a row a cycle from SPC.GetStats:
+// persistence's (and the machine's).  Output (stdout): `cpus,app,sp,driver`, `task,COMM,TID,POLICY`
+// for each task pinned, then for each phase `phase,NAME,start_ns,duration_ns,reads,gaps`,
+// `probe,NAME,POLICY` (0: SCHED_OTHER) and `gap,NAME,start_ns,length_ns` (CLOCK_MONOTONIC,
+// as SPMONO_TRACE's; the probe reads it through Stopwatch, 100 ns ticks, about 28 ns a read
+// where a P/Invoke of clock_gettime takes 80-95 ns), and a row a cycle from SPC.GetStats:
 // `cycle,increments,max_pause_ns,cycle_ns,predicted_cycle_ns,bytes,writer_ns`.
 //
 // check: the restored state is the one of the last cycle: every object's
@@ -66,9 +68,13 @@ public static class MmuBench
 	[DllImport ("libc")]
 	static extern int syscall (long number);
 
+	[DllImport ("libc")]
+	static extern int sched_getscheduler (int pid);
+
 	const long SysGettid = 186;     // x86-64
 
-	static volatile bool stop;
+	static volatile bool stop, ready, go;
+	static long goNs, endNs;        // the phase: from the driver's go to the probe's last read
 	// Pairs: start, length.  IntPtr[] because it cannot be persisted: a barrier that
 	// meets it while a cycle marks refuses it once and leaves it alone after that.
 	// (A long[] would be copied into the snapshot by the probe's own barrier, and
@@ -76,6 +82,7 @@ public static class MmuBench
 	static IntPtr [] gaps;
 	static int ngaps;
 	static long reads;
+	static int probePolicy;
 
 	static Plant Build (int objects, int array)
 	{
@@ -111,14 +118,22 @@ public static class MmuBench
 			Console.Error.WriteLine ("sched_setaffinity ({0}, cpu {1}) failed: errno {2}", tid, cpu, Marshal.GetLastWin32Error ());
 	}
 
-	// The runtime's tasks, by name.
+	// The runtime's tasks, by name; each printed with its policy (`task,COMM,TID,POLICY`:
+	// 0 SCHED_OTHER, 1 SCHED_FIFO), so that a run says where they ran and at what policy.
 	static void PinTasks ()
 	{
+		int found = 0;
 		foreach (string dir in Directory.GetDirectories ("/proc/self/task")) {
 			string comm = File.ReadAllText (dir + "/comm").Trim ();
-			if (comm == "sp-task" || comm == "sp-writer")
-				Pin (int.Parse (Path.GetFileName (dir)), "MMU_SP_CPU");
+			if (comm == "sp-task" || comm == "sp-writer") {
+				int tid = int.Parse (Path.GetFileName (dir));
+				Pin (tid, "MMU_SP_CPU");
+				Console.WriteLine ("task,{0},{1},{2}", comm, tid, sched_getscheduler (tid));
+				found++;
+			}
 		}
+		if (found == 0)
+			Console.Error.WriteLine ("no sp-task or sp-writer thread found: the runtime's tasks are not pinned");
 	}
 
 	static long NowNs ()
@@ -131,8 +146,15 @@ public static class MmuBench
 	static void Probe ()
 	{
 		Pin ((int)syscall (SysGettid), "MMU_APP_CPU");
+		probePolicy = sched_getscheduler (0);
 		ngaps = 0;
 		long n = 0, last = NowNs ();
+		// Spinning already (compiled, pinned, on its CPU) when the driver says go; the
+		// phase starts at the driver's own reading, so a probe late to see it loses that time.
+		ready = true;
+		while (!go)
+			last = NowNs ();
+		last = goNs;
 		while (!stop) {
 			long now = NowNs ();
 			if (now - last >= GapNs && ngaps < MaxGaps) {
@@ -143,23 +165,30 @@ public static class MmuBench
 			last = now;
 			n++;
 		}
+		endNs = last;
 		reads = n;
 	}
 
 	static void Measure (string name, Action work)
 	{
-		stop = false;
+		stop = ready = go = false;
 		var probe = new Thread (Probe);
-		long t0 = NowNs ();
 		probe.Start ();
-		Thread.Sleep (20);              // the probe is spinning before the work starts
+		while (!ready)
+			Thread.Sleep (1);
+		Thread.Sleep (20);              // the probe has spun a while before the work starts
+		goNs = NowNs ();
+		go = true;
 		work ();
 		stop = true;
 		probe.Join ();
-		long t1 = NowNs ();
-		Console.WriteLine ("phase,{0},{1},{2},{3},{4}", name, t0, t1 - t0, reads, ngaps);
-		if (ngaps == MaxGaps)
+		// reads: the probe's intervals, the gaps among them; together they cover the phase.
+		Console.WriteLine ("phase,{0},{1},{2},{3},{4}", name, goNs, endNs - goNs, reads, ngaps);
+		Console.WriteLine ("probe,{0},{1}", name, probePolicy);
+		if (ngaps == MaxGaps) {
+			Console.WriteLine ("full,{0},{1}", name, MaxGaps);
 			Console.Error.WriteLine ("phase {0}: more than {1} gaps, the rest not recorded", name, MaxGaps);
+		}
 		for (int i = 0; i < ngaps; i++)
 			Console.WriteLine ("gap,{0},{1},{2}", name, (long)gaps [2 * i], (long)gaps [2 * i + 1]);
 	}

@@ -14,7 +14,9 @@
 # SIZES: OBJECTS or OBJECTS+ARRAY (small objects, and an int[ARRAY]); default
 # 25000 100000 100000+10000000 1000000.  Stores: tmpfs, the disk bench/results
 # is on, and the null store; placements: 1cpu, 2cpu (STORES and PLACEMENTS
-# narrow them, e.g. STORES=tmpfs for 10,000,000 objects).  SP_PAUSE, SP_PERIOD
+# narrow them, e.g. STORES=tmpfs for 10,000,000 objects).  The driver (updates,
+# SendPData, WaitPersisted) runs on the CPU the probe is not on; DRIVER_CPU
+# places it elsewhere (0: with the SP tasks).  SP_PAUSE, SP_PERIOD
 # (default 500 / 3000 us) and SP_OPTS (more spmono options) apply to every run.
 # Each run's snapshot is restored and checked (not the null store's).  Writes
 # bench/results/mmu.csv, mmu-<size>-<store>-<placement>.png, and with
@@ -52,7 +54,9 @@ for size in "${sizes[@]}"; do
 			rm -rf "$work/store" "$disk/store"
 			# The probe ("the application") on CPU 0 with the tasks, or on CPU 1 without them; the driver
 			# (updates, SendPData, WaitPersisted: the program's own work) on the CPU the probe is not on.
+			# DRIVER_CPU overrides (DRIVER_CPU=0: with the SP tasks, on the probe's CPU in 1cpu).
 			app=0; driver=1; [ $placement = 2cpu ] && { app=1; driver=0; }
+			driver=${DRIVER_CPU:-$driver}
 			label="$size objects, $store, $placement"
 			MMU_APP_CPU=$app MMU_SP_CPU=0 MMU_DRIVER_CPU=$driver SPMONO_TRACE="$work/trace.csv" "$sp" --sp-mode=incremental --sp-barrier=marking \
 				--sp-pause="$pause" --sp-period="$period" --sp-priority=50 --sp-store="$loc" ${SP_OPTS:-} \
