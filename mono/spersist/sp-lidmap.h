@@ -76,6 +76,10 @@ typedef struct SpLidMap {
 	/* Tables no longer used (drained after a doubling, or shrunk away), given back a slice at a time. */
 	SpLidRetired retired [SP_LIDMAP_RETIRED_MAX];
 	unsigned nretired;
+	/* The table the next doubling takes, mapped ahead and written a page an add (sp_lidmap_ahead). */
+	SpLidEntry *next;
+	size_t next_capacity;
+	size_t next_written;    /* bytes of it whose pages are written */
 } SpLidMap;
 
 int sp_lidmap_init (SpLidMap *m, size_t expected);
