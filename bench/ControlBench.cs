@@ -152,16 +152,19 @@ static class ControlBench
 			if (l > PeriodNs)
 				misses++;
 		}
-		// The cost model's verdict (SendPData calls sooner than a cycle can complete) and its last prediction.
-		long unschedulable = 0, predicted = 0, cycle = 0;
+		// The cost model's count (SendPData calls sooner than a cycle can complete), its last
+		// prediction, and the periods whose SendPData took no snapshot (a cycle still ran).
+		long unschedulable = 0, predicted = 0, cycle = 0, skipped = 0;
 		if (mech == "sp") {
 			SPStats s = SPC.GetStats ();
 			unschedulable = s.UnschedulableSends;
 			predicted = s.PredictedCycleNs;
 			cycle = s.CycleNs;
+			skipped = s.SendPDataSkips;
 		}
-		Console.WriteLine ("{0},{1},{2},{3},{4},{5},{6},{7},{8}", ran, misses, latencies [ran / 2],
-			latencies [Math.Min (ran - 1, (int)(ran * 0.99))], latencies [ran - 1], total / ran, unschedulable, predicted, cycle);
+		Console.WriteLine ("{0},{1},{2},{3},{4},{5},{6},{7},{8},{9}", ran, misses, latencies [ran / 2],
+			latencies [Math.Min (ran - 1, (int)(ran * 0.99))], latencies [ran - 1], total / ran, unschedulable, predicted, cycle,
+			skipped);
 		return 0;
 	}
 

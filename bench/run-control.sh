@@ -23,7 +23,7 @@ mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work
 sp=$build/bin/spmono
 rt=(); chrt -f 60 true 2>/dev/null && rt=(chrt -f 60)
 csv=$out/control.csv
-echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns" > "$csv"
+echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns,skipped,warned" > "$csv"
 # MECHS and CPUS narrow the run (e.g. MECHS=sp-incremental CPUS=0 for the issue's 10 runs on one CPU).
 for cpus in ${CPUS:-0 0,1}; do
 	for n in "${sizes[@]}"; do
@@ -36,13 +36,15 @@ for cpus in ${CPUS:-0 0,1}; do
 				case $mech in *-null) opts[0]=--sp-store=null: ;; esac
 				rm -rf "$work/store" "$work/state.bf"
 				prog=${mech%%-*}
-				row=$(taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf")
+				row=$(taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf" 2> "$work/stderr")
+				# The schedulability warning, as the user sees it (said once on stderr).
+				warned=$(grep -c "SendPData calls came while a cycle ran" "$work/stderr" || true)
 				if [ "$prog" != none ] && [ "${mech%-null}" = "$mech" ]; then
 					last=last; [ "$mech" = sp-incremental ] && last=any
 					"$sp" --sp-store="$work/store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \
 						|| { echo "$mech, $n objects, cpus $cpus: check failed" >&2; exit 1; }
 				fi
-				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row" >> "$csv"
+				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row,$warned" >> "$csv"
 			done
 		done
 	done

@@ -111,6 +111,20 @@ sp_mono_monotonic_ns (void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * CPU time of the calling thread.  The cost model learns from it rather than
+ * from the clock: a run preempted by the program (a control loop at a higher
+ * priority, storing through barriers) is not longer work.  A system call (not
+ * in the vDSO): read per run, never per unit.
+ */
+static uint64_t
+sp_mono_thread_cpu_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 
 static void
 sp_mono_warn (void *ctx, const char *message)

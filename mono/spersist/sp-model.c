@@ -70,3 +70,30 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 	out->cycle_ns = (out->periods - 1) * costs->period_ns + (out->work_ns - (out->periods - 1) * share);
 	out->bytes = state->bytes;
 }
+
+void
+sp_model_learn (SpModelLearned *learned, const SpModelState *units, const SpModelCosts *costs, uint64_t work_ns,
+		uint64_t cycle_ns)
+{
+	uint64_t k = sp_model_work_permille (units, costs, work_ns);
+	learned->work_permille = learned->work_permille ? (3 * learned->work_permille + k) / 4 : k;
+	SpModelCosts whole = *costs;
+	whole.use_permille = 1000;
+	if (work_ns > sp_model_share (&whole) && cycle_ns > costs->period_ns) {
+		uint64_t use = sp_model_use_permille (costs, work_ns, cycle_ns);
+		learned->use_permille = learned->use_permille ? (3 * learned->use_permille + use) / 4 : use;
+	}
+	learned->cycles++;
+}
+
+uint32_t
+sp_model_verdict_add (SpModelVerdict *verdict, bool late)
+{
+	verdict->calls++;
+	verdict->late += late;
+	if (verdict->calls < SP_MODEL_VERDICT_CALLS)
+		return 0;
+	uint32_t late_calls = verdict->late * 4 >= verdict->calls ? verdict->late : 0;
+	*verdict = (SpModelVerdict){ 0 };
+	return late_calls;
+}

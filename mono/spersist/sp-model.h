@@ -80,6 +80,45 @@ uint64_t sp_model_share (const SpModelCosts *costs);
 uint64_t sp_model_work_permille (const SpModelState *units, const SpModelCosts *costs, uint64_t work_ns);
 /* u as the cycle just measured shows it: its work over its periods' shares (a thousandth at least, 1000 at most). */
 uint64_t sp_model_use_permille (const SpModelCosts *costs, uint64_t work_ns, uint64_t cycle_ns);
+/*
+ * What past cycles taught: k and u as moving averages (0: not learned yet),
+ * and how many cycles they were learned from.  u is learned only from a
+ * cycle whose work needed more than one period's whole share: a cycle that
+ * fit one period's budget but ran past the period was stalled (the program
+ * or the machine took the CPU), and says nothing of how much of a budget the
+ * server uses; learning from it drove u down and the model predicted three
+ * periods for a cycle of a fifth of one.
+ */
+typedef struct SpModelLearned {
+	uint64_t work_permille, use_permille;
+	uint64_t cycles;
+} SpModelLearned;
+
+/* A cycle of `units` took `work_ns` of the server's work and `cycle_ns` from start to commit: learn from it. */
+void sp_model_learn (SpModelLearned *learned, const SpModelState *units, const SpModelCosts *costs, uint64_t work_ns,
+		     uint64_t cycle_ns);
+/* Cycles learned from before a prediction is trusted enough to warn the user. */
+#define SP_MODEL_CALIBRATION_CYCLES 2
+
+/*
+ * The verdict the user is told (once, on stderr): calls to SendPData judged
+ * in blocks of SP_MODEL_VERDICT_CALLS, after calibration; a block of which
+ * at least a quarter came while a cycle ran that the model says cannot fit
+ * the interval is a schedule to change.  A single late call is not: a
+ * state whose cycle needs most of a period's budget has a cycle stretched
+ * over two periods now and then by a stall of the machine (measured: 1 to
+ * 15 calls in a thousand, a 1 kHz loop persisting 1,000 objects with
+ * --sp-pause=200), and the warning then spoke of a schedule that held.
+ */
+#define SP_MODEL_VERDICT_CALLS 32
+typedef struct SpModelVerdict {
+	uint32_t calls, late;
+} SpModelVerdict;
+
+/* One call judged (late: while a cycle ran that the model says is longer than the interval); a block
+ * that ends unschedulable returns its late calls, anything else 0. */
+uint32_t sp_model_verdict_add (SpModelVerdict *verdict, bool late);
+
 /* Can a cycle complete between two SendPData `interval_ns` apart? */
 static inline bool
 sp_model_schedulable (const SpModelPrediction *p, uint64_t interval_ns)

@@ -171,12 +171,15 @@ static class Program
 		return 0;
 	}
 
+	// Three cycles first: the model warns only once it has learned the costs of this machine.
 	static int Rushed (int n)
 	{
 		SPC.AddRoot (Build (n, 1));
-		SPC.SendPData ();
-		SPC.WaitPersisted ();
-		for (int i = 0; i < 30; i++) {
+		for (int i = 0; i < 3; i++) {
+			SPC.SendPData ();
+			SPC.WaitPersisted ();
+		}
+		for (int i = 0; i < 80; i++) {
 			SPC.SendPData ();
 			Thread.Sleep (1);
 		}

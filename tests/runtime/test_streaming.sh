@@ -56,6 +56,6 @@ cat paced.txt
 rm -rf store
 spm --sp-store=store --sp-mode=incremental --sp-pause=200 --sp-period=1000 streaming.exe rushed $N > rushed.txt 2>&1 \
 	|| fail "rushed: $(cat rushed.txt)"
-[ "$(grep -c "warning: SendPData came" rushed.txt)" = 1 ] || fail "the schedulability warning, once: $(cat rushed.txt)"
+[ "$(grep -c "SendPData calls came while a cycle ran" rushed.txt)" = 1 ] || fail "the schedulability warning, once: $(cat rushed.txt)"
 grep -q "give persistence more time (--sp-pause, --sp-period)" rushed.txt || fail "the warning says what to change"
 echo "streaming ok"

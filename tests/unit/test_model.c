@@ -110,6 +110,60 @@ test_work_over_units (void **state)
 	assert_int_equal (sp_model_work_permille (&s, &costs, plain.work_ns / 10), 500);   /* bounded */
 }
 
+/* Learning: k from every cycle; u only from a cycle whose work needed more than one period's whole share. */
+static void
+test_learning_ignores_stalled_short_cycles (void **state)
+{
+	(void)state;
+	SpModelState small = { .objects = 400, .marks = 50, .writes = 50, .bytes = 3000 };   /* 270 us of work */
+	SpModelLearned l = { 0 };
+	/* 270 us of work, stalled past the period (the program took the CPU): k learned, u not. */
+	sp_model_learn (&l, &small, &costs, 270000, 2 * 3000000 + 5000);
+	assert_int_equal (l.cycles, 1);
+	assert_int_equal (l.work_permille, 1000);
+	assert_int_equal (l.use_permille, 0);
+	SpModelCosts c = costs;
+	c.work_permille = l.work_permille;
+	c.use_permille = l.use_permille;
+	SpModelPrediction p;
+	sp_model_predict (&small, &c, &p);
+	assert_int_equal (p.periods, 1);                      /* still one period */
+	/* A cycle of 12 full shares of work over 23 periods: the server used about half its budget. */
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
+	sp_model_learn (&l, &s, &costs, 12 * 480000, 22 * 3000000 + 1);
+	assert_int_equal (l.cycles, 2);
+	assert_int_equal (l.use_permille, 521);               /* 12 / 23 */
+	/* The next such cycle moves u a quarter of the way. */
+	sp_model_learn (&l, &s, &costs, 12 * 480000, 11 * 3000000 + 1);
+	assert_int_equal (l.use_permille, (3 * 521 + 1000) / 4);
+	assert_true (l.cycles >= SP_MODEL_CALIBRATION_CYCLES);
+}
+
+/* The verdict: a block of calls a quarter late is unschedulable; a late call now and then is not. */
+static void
+test_verdict_needs_a_quarter_of_a_block (void **state)
+{
+	(void)state;
+	SpModelVerdict v = { 0 };
+	/* One late call in every 16 (a stalled cycle now and then): never a verdict. */
+	for (int i = 0; i < 50 * SP_MODEL_VERDICT_CALLS; i++)
+		assert_int_equal (sp_model_verdict_add (&v, i % 16 == 5), 0);
+	/* Late calls piling up in one block (a cycle two intervals long: every other call). */
+	uint32_t said = 0;
+	for (int i = 0; i < SP_MODEL_VERDICT_CALLS; i++) {
+		assert_int_equal (said, 0);
+		said = sp_model_verdict_add (&v, i % 2 == 1);
+	}
+	assert_int_equal (said, SP_MODEL_VERDICT_CALLS / 2);
+	/* A quarter exactly is enough, one fewer is not. */
+	for (int i = 0; i < SP_MODEL_VERDICT_CALLS; i++)
+		said = sp_model_verdict_add (&v, i < SP_MODEL_VERDICT_CALLS / 4);
+	assert_int_equal (said, SP_MODEL_VERDICT_CALLS / 4);
+	for (int i = 0; i < SP_MODEL_VERDICT_CALLS; i++)
+		said = sp_model_verdict_add (&v, i < SP_MODEL_VERDICT_CALLS / 4 - 1);
+	assert_int_equal (said, 0);
+}
+
 int
 main (void)
 {
@@ -119,6 +173,8 @@ main (void)
 		cmocka_unit_test (test_monotone_in_state_and_budget),
 		cmocka_unit_test (test_use_of_the_budget),
 		cmocka_unit_test (test_work_over_units),
+		cmocka_unit_test (test_learning_ignores_stalled_short_cycles),
+		cmocka_unit_test (test_verdict_needs_a_quarter_of_a_block),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
