@@ -80,6 +80,7 @@ typedef struct SpLidMap {
 	SpLidEntry *next;
 	size_t next_capacity;
 	size_t next_written;    /* bytes of it whose pages are written */
+	size_t last_count;      /* entries when last cleared: the last cycle's state, which the table was sized for */
 } SpLidMap;
 
 int sp_lidmap_init (SpLidMap *m, size_t expected);

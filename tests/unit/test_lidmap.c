@@ -201,6 +201,37 @@ test_clear_forgets (void **state)
 }
 
 /* Objects move (the epoch changes): found at their new addresses, not at the old ones. */
+/*
+ * The next doubling's table is prepared (sp_lidmap_ahead) only while the map
+ * holds more than the last cycle's state: a steady state, which the table
+ * was sized for, never doubles it, and preparing a table each cycle cost the
+ * adding thread (a program's, in a barrier) page faults and an unmapping.
+ */
+static void
+test_steady_state_prepares_no_next_table (void **state)
+{
+	(void)state;
+	const uint32_t n = 100000;
+	void **objs = make_bound_objects (n + 1);
+	SpLidMap m;
+	assert_int_equal (sp_lidmap_init (&m, 16), 0);
+	add_all (&m, objs, n);                               /* the first cycle: grows, and prepares ahead */
+	size_t capacity = m.mask + 1;
+	assert_true ((size_t)n * 4 >= capacity);             /* a quarter full at least: where preparing starts */
+	sp_lidmap_clear (&m);
+	assert_null (m.next);
+	add_all (&m, objs, n);                               /* the same state again */
+	assert_null (m.next);
+	assert_int_equal (m.mask + 1, capacity);
+	check_all_found (&m, objs, n);
+	/* One object more than the last cycle's: the state grows, the next table is prepared. */
+	assert_non_null (sp_lidmap_add (&m, sp_client_identity_hash (objs [n + 1]), n + 1, objs [n + 1], sp_client_gc_epoch ()));
+	assert_non_null (m.next);
+	assert_int_equal (m.next_capacity, 2 * capacity);
+	sp_lidmap_free (&m);
+	free (objs);
+}
+
 static void
 test_entries_follow_moved_objects (void **state)
 {
@@ -286,6 +317,7 @@ main (void)
 		cmocka_unit_test_teardown (test_growth_keeps_entries_and_bits, fake_teardown),
 		cmocka_unit_test_teardown (test_serialized_bit, fake_teardown),
 		cmocka_unit_test_teardown (test_clear_forgets, fake_teardown),
+		cmocka_unit_test_teardown (test_steady_state_prepares_no_next_table, fake_teardown),
 		cmocka_unit_test_teardown (test_entries_follow_moved_objects, fake_teardown),
 		cmocka_unit_test_teardown (test_epoch_tags_that_wrap_are_refreshed, fake_teardown),
 	};
