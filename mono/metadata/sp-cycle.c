@@ -690,17 +690,23 @@ sp_cycle_check_schedule (void)
 	static uint64_t last_ns;
 	static gboolean warned;
 	static SpModelVerdict verdict;
+	static SpModelPrediction at_late;        /* the prediction at the block's latest late call */
 	uint64_t now = sp_mono_monotonic_ns (), interval = now - last_ns;
 	SpModelPrediction p;
 	gboolean first = last_ns == 0;
 	last_ns = now;
 	sp_cycle_predict (&p);
 	gboolean late = !first && p.cycle_ns && !sp_model_schedulable (&p, interval) && sp_task_has_own_work ();
-	if (late)
+	if (late) {
 		sp_stats [SP_STAT_UNSCHEDULABLE_SENDS]++;
+		at_late = p;
+	}
 	uint32_t late_calls;
-	if (warned || sp_learned.cycles < SP_MODEL_CALIBRATION_CYCLES || !(late_calls = sp_model_verdict_add (&verdict, late)))
+	if (warned || sp_learned.cycles < SP_MODEL_CALIBRATION_CYCLES)
 		return;
+	if (!(late_calls = sp_model_verdict_add (&verdict, late)))
+		return;
+	p = at_late;
 	warned = TRUE;
 	fprintf (stderr, "spmono: warning: %d of the last %d SendPData calls came while a cycle ran: a cycle of this "
 		 "state (%llu objects, %llu bytes) takes about %.3f ms at --sp-pause=%u --sp-period=%u (%llu periods), "
