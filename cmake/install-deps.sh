@@ -9,8 +9,9 @@
 # sanitizer runtimes are only recommended by clang, and --no-install-recommends
 # leaves them out on a fresh machine); util-linux: taskset, setpriv,
 # flock in the tests; libnewtonsoft-json-cil-dev, python3-matplotlib: the
-# benchmark suite's JSON contender and its plots (bench/run-suite.sh); the rest:
-# core + tests.
+# benchmark suite's JSON contender and its plots (bench/run-suite.sh); help2man:
+# the man pages, from the programs' --help; mono-xbuild: the project template
+# (examples/template, built by cmake/test-package.sh); the rest: core + tests.
 set -euo pipefail
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
@@ -19,4 +20,4 @@ $SUDO apt-get install -y --no-install-recommends \
   ca-certificates cmake make gcc g++ pkg-config autoconf automake libtool gettext \
   python3 xz-utils dpkg-dev patch file mono-devel zlib1g-dev \
   libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev clang libclang-rt-14-dev util-linux \
-  libnewtonsoft-json-cil-dev python3-matplotlib
+  libnewtonsoft-json-cil-dev python3-matplotlib help2man mono-xbuild

@@ -5,13 +5,27 @@ using System;
 
 namespace SPersistence
 {
-	/// <summary>Instances of this class (and of classes derived from it) may be persisted.</summary>
-	[AttributeUsage (AttributeTargets.Class, Inherited = true, AllowMultiple = false)]
+	/// <summary>
+	/// On a class: instances of this class (and of classes derived from it) may be
+	/// persisted; their [SPersistentField] fields are their persistent state, the other
+	/// fields are not persisted (a restored object has them at their default value, and
+	/// no constructor runs).
+	/// On a struct: allowed, and changes nothing. A struct is persisted whole wherever a
+	/// persistent field or an array holds it, with every one of its instance fields,
+	/// marked or not (a struct is a value: persisting a part of it
+	/// would restore a different value); it needs no attribute, and this one only says so.
+	/// A boxed struct (a struct stored as object) cannot be persisted.
+	/// </summary>
+	[AttributeUsage (AttributeTargets.Class | AttributeTargets.Struct, Inherited = true, AllowMultiple = false)]
 	public sealed class SPersistentAttribute : Attribute
 	{
 	}
 
-	/// <summary>This instance field is part of the persistent state of its object.</summary>
+	/// <summary>
+	/// This instance field of an [SPersistent] class is part of the persistent state of
+	/// its object. On a struct's field it changes nothing: a struct is persisted with all
+	/// of its fields (see <see cref="SPersistentAttribute"/>).
+	/// </summary>
 	[AttributeUsage (AttributeTargets.Field, Inherited = true, AllowMultiple = false)]
 	public sealed class SPersistentFieldAttribute : Attribute
 	{

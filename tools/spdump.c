@@ -9,12 +9,14 @@
  *   verify  exit status 0 only when the newest snapshot is valid (checksum and
  *           every structural invariant of docs/FORMAT.md); says why not
  *
- * STORE is a location as spmono takes it ("DIR" or "file:DIR").  The store is
+ * STORE is a location as spmono takes it ("DIR", "file:DIR" or "pmem:FILE").  The store is
  * opened read-only and unlocked: a running program may be using it.  show and
  * dump take the newest valid snapshot, or --seq N.  Text output shows the
  * first 32 elements of a long array or string; --all shows every one (JSON
  * always does).  Exit status: 0 fine, 1 the store or snapshot is not valid or
- * cannot be read, 2 wrong usage.
+ * cannot be read, 2 wrong usage.  --help (the usage, on stdout) and --version
+ * exit 0, as GNU tools do; the usage is also the source of spdump(1)
+ * (help2man, CMakeLists.txt), so the two cannot drift apart.
  *
  * Everything here reads through the core's validating walk (sp_snapshot_parse):
  * spdump never interprets bytes the walk has not checked.
@@ -23,6 +25,7 @@
 #include "sp-format.h"
 #include "sp-snapshot.h"
 #include "sp-store.h"
+#include "sp-version.h"
 #include "sp-walk.h"
 
 #include <inttypes.h>
@@ -43,15 +46,40 @@ typedef struct Options {
 
 #define TEXT_ELEMENTS 32
 
+static void
+print_usage (FILE *out)
+{
+	fprintf (out, "Usage: spdump [--seq N] [--json] [--all] list|show|dump|verify STORE\n"
+		 "Look into a spmono store, read-only (a running program may be using it).\n"
+		 "\n"
+		 "Commands:\n"
+		 "  list         the snapshots, newest first: sequence, time, size, valid or why not\n"
+		 "  show         a snapshot's header, class cache and roots (the newest valid, or --seq N)\n"
+		 "  dump         its objects, as text or JSON (--json); text shows 32 elements of long\n"
+		 "               arrays and strings unless --all\n"
+		 "  verify       exit status 0 only when the newest snapshot is valid (its checksum and\n"
+		 "               every structural invariant of the format); says why not\n"
+		 "\n"
+		 "Options:\n"
+		 "  --seq N      show or dump snapshot N instead of the newest valid one\n"
+		 "  --json       dump as one JSON document\n"
+		 "  --all        dump every element of long arrays and strings\n"
+		 "  --help       print this and exit\n"
+		 "  --version    print the version and exit\n"
+		 "\n"
+		 "STORE is a location as spmono's --sp-store takes it: a directory (DIR or\n"
+		 "file:DIR) or a persistent-memory file (pmem:FILE).\n"
+		 "\n"
+		 "Exit status:\n"
+		 "  0            fine\n"
+		 "  1            the store or the snapshot is not valid or cannot be read\n"
+		 "  2            wrong usage\n");
+}
+
 static int
 usage (void)
 {
-	fprintf (stderr, "usage: spdump [--seq N] [--json] [--all] list|show|dump|verify STORE\n"
-		 "  list    the snapshots, newest first: sequence, time, size, valid or why not\n"
-		 "  show    a snapshot's header, class cache and roots (the newest valid, or --seq N)\n"
-		 "  dump    its objects, as text or JSON (--json); text shows 32 elements of long arrays unless --all\n"
-		 "  verify  exit status 0 only when the newest snapshot is valid\n"
-		 "STORE: a directory or file:DIR, as spmono's --sp-store takes it.\n");
+	print_usage (stderr);
 	return 2;
 }
 
@@ -61,7 +89,13 @@ parse_options (int argc, char **argv, Options *o)
 	int positional = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv [i];
-		if (strcmp (a, "--json") == 0) {
+		if (strcmp (a, "--help") == 0 || strcmp (a, "-h") == 0) {
+			print_usage (stdout);
+			exit (0);
+		} else if (strcmp (a, "--version") == 0) {
+			printf ("spdump (spmono) %s\n", SPMONO_VERSION);
+			exit (0);
+		} else if (strcmp (a, "--json") == 0) {
 			o->json = true;
 		} else if (strcmp (a, "--all") == 0) {
 			o->all = true;

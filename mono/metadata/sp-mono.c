@@ -310,7 +310,11 @@ sp_mono_print_usage (FILE *out)
 	sp_options_usage (out);
 }
 
-/* SPersistence.dll is found next to the runtime (<bin>/../lib), before any other copy. */
+/*
+ * SPersistence.dll is found beside the runtime, before any other copy: in
+ * <bin>/../lib (the build tree) or <bin>/../lib/spmono (installed, as the
+ * Debian package puts it: /usr/bin/spmono, /usr/lib/spmono/SPersistence.dll).
+ */
 static MonoAssembly *
 sp_mono_preload (MonoAssemblyLoadContext *alc, MonoAssemblyName *aname, char **paths, gboolean refonly, gpointer user_data, MonoError *error)
 {
@@ -325,6 +329,10 @@ sp_mono_preload (MonoAssemblyLoadContext *alc, MonoAssemblyName *aname, char **p
 	exe [len] = '\0';
 	char *bindir = g_path_get_dirname (exe);
 	char *path = g_build_filename (bindir, "..", "lib", "SPersistence.dll", (const char *)NULL);
+	if (!g_file_test (path, G_FILE_TEST_EXISTS)) {
+		g_free (path);
+		path = g_build_filename (bindir, "..", "lib", "spmono", "SPersistence.dll", (const char *)NULL);
+	}
 	MonoAssembly *assembly = NULL;
 	if (g_file_test (path, G_FILE_TEST_EXISTS)) {
 		MonoAssemblyOpenRequest req;

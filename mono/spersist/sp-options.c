@@ -3,6 +3,7 @@
 #define _GNU_SOURCE   /* strdup */
 #endif
 #include "sp-options.h"
+#include "sp-version.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -114,7 +115,7 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 #define SP_IS(name) (name_len == strlen (name) && strncmp (arg, name, name_len) == 0)
 	if (SP_IS ("--sp-store")) {
 		if (!value || !*value)
-			return sp_error_set (err, "--sp-store needs a location: --sp-store=DIR or --sp-store=file:DIR");
+			return sp_error_set (err, "--sp-store needs a location: --sp-store=DIR, file:DIR, pmem:FILE or null:");
 		free (o->store);
 		o->store = strdup (value);
 		return o->store ? 0 : sp_error_set (err, "out of memory");
@@ -220,7 +221,7 @@ sp_options_usage (FILE *out)
 {
 	fprintf (out,
 		"\n"
-		"Persistence (spmono; also accepted in MONO_ENV_OPTIONS):\n"
+		"Persistence (spmono " SPMONO_VERSION "; also accepted in MONO_ENV_OPTIONS):\n"
 		"    --sp-store=LOCATION    Where snapshots are kept: a directory (created when\n"
 		"                           missing), also spelled file:DIR, or pmem:FILE (one file\n"
 		"                           mapped with libpmem, keeping the 2 newest snapshots),\n"

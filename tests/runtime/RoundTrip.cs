@@ -11,7 +11,9 @@ using SPersistence;
 enum Color : byte { Red = 1, Green = 2, Blue = 200 }
 enum Big : long { Min = long.MinValue, Max = long.MaxValue }
 
-struct Point { public int X; public double Y; }
+// [SPersistent] on a struct is accepted and changes nothing: a struct is persisted whole, its
+// unmarked field Y too (managed/Attributes.cs); Tagged, unannotated, is persisted the same way.
+[SPersistent] struct Point { [SPersistentField] public int X; public double Y; }
 struct Tagged { public Point P; public string Name; public Node Link; public Color C; }
 
 [SPersistent]
@@ -192,6 +194,8 @@ static class Program
 		T.Check (object.ReferenceEquals (ra.Any, ra.Ints), "array shared through object field");
 		T.Check (object.ReferenceEquals (ra.Children [0], ra.Children [2]), "shared array elements");
 		T.Check (object.ReferenceEquals (ra.Tag.Link, rc), "reference inside a struct field");
+		T.Eq (2.0, ra.Tag.P.Y, "an [SPersistent] struct's unmarked field is persisted (the struct is whole)");
+		T.Eq (-8.0, ra.Points [1].Y, "the same in an array of structs");
 		T.Eq (0, ra.Transient, "non-persistent field has its default");
 		T.Eq (null, ra.TransientText, "non-persistent reference field is null");
 		T.Eq (0, ra.NotPersistentInBase, "non-persistent base field has its default");

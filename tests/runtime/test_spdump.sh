@@ -61,6 +61,17 @@ expect_out "snapshot 2:" flock many/LOCK "$SPDUMP" show many
 rc=0; "$SPDUMP" > /dev/null 2>&1 || rc=$?; [ "$rc" = 2 ] || fail "no arguments: exit $rc"
 rc=0; "$SPDUMP" frob rich > /dev/null 2>&1 || rc=$?; [ "$rc" = 2 ] || fail "unknown command: exit $rc"
 rc=0; "$SPDUMP" --seq x show rich > /dev/null 2>&1 || rc=$?; [ "$rc" = 2 ] || fail "--seq x: exit $rc"
+rc=0; "$SPDUMP" --frob list rich > out.txt 2> err.txt || rc=$?
+[ "$rc" = 2 ] && [ ! -s out.txt ] && grep -q "unknown option '--frob'" err.txt || fail "unknown option: exit $rc, $(cat out.txt err.txt)"
+# --help: the usage on stdout, exit 0 (GNU); it names every command and option and the pmem store.
+"$SPDUMP" --help > help.txt 2> err.txt || fail "--help exits $?"
+[ ! -s err.txt ] || fail "--help wrote to stderr: $(cat err.txt)"
+for word in list show dump verify --seq --json --all --version "pmem:FILE" "file:DIR"; do
+	grep -q -- "$word" help.txt || fail "--help does not mention $word: $(cat help.txt)"
+done
+# --version: the one version of sp-version.h.
+version=$(sed -n 's/^#define SPMONO_VERSION "\(.*\)"/\1/p' "$SRCDIR/../../mono/spersist/sp-version.h")
+[ "$("$SPDUMP" --version)" = "spdump (spmono) $version" ] || fail "--version: $("$SPDUMP" --version), not $version"
 expect_fail "store 'nowhere'" "$SPDUMP" list nowhere
 [ ! -e nowhere ] || fail "spdump created the store it was asked about"
 echo "spdump reads stores"
