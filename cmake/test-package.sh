@@ -18,12 +18,12 @@ deb=$build/spmono_${version}_amd64.deb
 rm -f "$deb"
 (cd "$build" && cpack -G DEB > cpack.log 2>&1) || { cat "$build/cpack.log"; fail "cpack -G DEB"; }
 [ -f "$deb" ] || fail "cpack made no $deb: $(ls "$build"/*.deb 2>/dev/null)"
-dpkg-deb -f "$deb" Depends | grep -q "mono-runtime (>= 6.8.0.105)" || fail "Depends lacks mono-runtime: $(dpkg-deb -f "$deb" Depends)"
+grep -q "mono-runtime (>= 6.8.0.105)" <<< "$(dpkg-deb -f "$deb" Depends)" || fail "Depends lacks mono-runtime: $(dpkg-deb -f "$deb" Depends)"
 contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/spmono ./usr/bin/spdump ./usr/lib/spmono/SPersistence.dll ./usr/lib/pkgconfig/spersistence.pc \
 	./usr/share/man/man1/spmono.1.gz ./usr/share/man/man1/spdump.1.gz ./usr/share/doc/spmono/README.md \
 	./usr/share/doc/spmono/FORMAT.md ./usr/share/doc/spmono/examples/template/Plant.csproj; do
-	echo "$contents" | grep -qx -- "$f" || fail "the package lacks $f"
+	grep -qx -- "$f" <<< "$contents" || fail "the package lacks $f"
 done
 
 work=$(mktemp -d /tmp/spmono-package.XXXXXX)
@@ -41,9 +41,9 @@ man -w spmono > /dev/null 2>&1 || [ -f /usr/share/man/man1/spmono.1.gz ] || fail
 restarts () {
 	local exe=$1 out
 	out=$(spmono "$exe" 3) || fail "spmono $exe: $out"
-	echo "$out" | grep -q "^cold start" || fail "$exe, first run: $out"
+	grep -q "^cold start" <<< "$out" || fail "$exe, first run: $out"
 	out=$(spmono "$exe" 2) || fail "spmono $exe, again: $out"
-	echo "$out" | grep -q "^warm restart: resuming after period 3" || fail "$exe, second run: $out"
+	grep -q "^warm restart: resuming after period 3" <<< "$out" || fail "$exe, second run: $out"
 }
 mcs -nologo -warnaserror -pkg:spersistence -out:plant.exe "$here/examples/template/Program.cs" || fail "mcs -pkg:spersistence"
 restarts plant.exe

@@ -312,8 +312,9 @@ sp_mono_print_usage (FILE *out)
 
 /*
  * SPersistence.dll is found beside the runtime, before any other copy: in
- * <bin>/../lib (the build tree) or <bin>/../lib/spmono (installed, as the
- * Debian package puts it: /usr/bin/spmono, /usr/lib/spmono/SPersistence.dll).
+ * <bin>/../lib/spmono (installed, as the Debian package puts it:
+ * /usr/bin/spmono, /usr/lib/spmono/SPersistence.dll) or <bin>/../lib (the
+ * build tree).
  */
 static MonoAssembly *
 sp_mono_preload (MonoAssemblyLoadContext *alc, MonoAssemblyName *aname, char **paths, gboolean refonly, gpointer user_data, MonoError *error)
@@ -328,10 +329,11 @@ sp_mono_preload (MonoAssemblyLoadContext *alc, MonoAssemblyName *aname, char **p
 		return NULL;
 	exe [len] = '\0';
 	char *bindir = g_path_get_dirname (exe);
-	char *path = g_build_filename (bindir, "..", "lib", "SPersistence.dll", (const char *)NULL);
+	/* The installed place first: a stray /usr/lib/SPersistence.dll must not shadow the package's. */
+	char *path = g_build_filename (bindir, "..", "lib", "spmono", "SPersistence.dll", (const char *)NULL);
 	if (!g_file_test (path, G_FILE_TEST_EXISTS)) {
 		g_free (path);
-		path = g_build_filename (bindir, "..", "lib", "spmono", "SPersistence.dll", (const char *)NULL);
+		path = g_build_filename (bindir, "..", "lib", "SPersistence.dll", (const char *)NULL);
 	}
 	MonoAssembly *assembly = NULL;
 	if (g_file_test (path, G_FILE_TEST_EXISTS)) {

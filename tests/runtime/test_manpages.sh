@@ -22,4 +22,10 @@ grep -q "^.TH SPMONO \"1\" .* \"spmono $version\"" spmono.txt || fail "spmono(1)
 for s in list show dump verify --seq --json --all --help --version pmem:FILE 'SS "Exit status:"'; do
 	grep -q -- "$s" spdump.txt || fail "spdump(1) lacks $s"
 done
+# The exit statuses spmono(1) states, as the runtime really gives them.
+printf 'class P { static int Main () { return 7; } }' > p.cs && "$MCS" -nologo -out:p.exe p.cs || fail "compiling p.exe"
+rc=0; "$SPMONO" p.exe || rc=$?; [ "$rc" = 7 ] || fail "the program's own status: $rc"
+rc=0; "$SPMONO" --sp-pause=abc p.exe 2> err.txt || rc=$?
+[ "$rc" = 1 ] && grep -q -- "--sp-pause" err.txt || fail "a wrong option: exit $rc, $(cat err.txt)"
+rc=0; "$SPMONO" nowhere.exe 2> /dev/null || rc=$?; [ "$rc" = 2 ] || fail "an assembly that cannot be opened: exit $rc"
 echo "man pages: $(echo $options | wc -w) persistence options in spmono(1), spdump(1) whole"
