@@ -163,6 +163,7 @@ static struct {
 	gboolean retiring;           /* snapshots beyond the newest --sp-keep are left to remove (a slice at a time) */
 	SpError failure;             /* why the writer abandoned the running cycle's snapshot, for the SP task to fail it with */
 	uint64_t slice_avg_ns;       /* moving average of a slice's time */
+	uint64_t retire_avg_ns;      /* moving average of a retire slice's time (1 MiB of an old snapshot removed) */
 	uint64_t snapshot_ns;        /* writing time of the snapshot in progress (slices and commit) */
 	uint64_t cycle_ns;           /* writing time in the running cycle (SPStats) */
 	MonoCoopCond cond;           /* busy changed, or the writer may run (under sp_lock) */
@@ -409,9 +410,16 @@ sp_writer_may_run (void)
 		return TRUE;
 	if (sp_budget.sp_running)
 		return FALSE;
-	if (sp_budget.writer_owed)
+	/*
+	 * The progress slice is for a chunk; removing old snapshots waits for a
+	 * budget it fits (a retire slice after a hand-over of 420 us took the
+	 * period's run to 580 us at --sp-pause=500), unless it is longer than half
+	 * a target, which a period may never leave.
+	 */
+	uint64_t need = sp_writer.busy ? sp_writer.slice_avg_ns : sp_writer.retire_avg_ns;
+	if (sp_budget.writer_owed && (sp_writer.busy || need > (uint64_t)sp_options.pause_us * 1000 / 2))
 		return TRUE;
-	return sp_budget.left_ns >= sp_writer.slice_avg_ns && sp_mono_monotonic_ns () + sp_writer.slice_avg_ns <= sp_budget.deadline_ns;
+	return sp_budget.left_ns >= need && sp_mono_monotonic_ns () + need <= sp_budget.deadline_ns;
 }
 
 /* Under sp_lock: snapshot seq is not to be written (its cycle failed, or its writing did). */
@@ -506,7 +514,9 @@ sp_writer_retire_slice (void)
 	uint64_t t1 = sp_mono_monotonic_ns ();
 	mono_coop_mutex_lock (&sp_lock);
 	sp_trace_run ("retire", t0, t1);
-	sp_budget_charge (sp_mono_monotonic_ns () - t0);
+	uint64_t ns = sp_mono_monotonic_ns () - t0;
+	sp_writer.retire_avg_ns += ((int64_t)ns - (int64_t)sp_writer.retire_avg_ns) / 8;
+	sp_budget_charge (ns);
 	sp_writer.retiring = more;
 }
 
@@ -1123,18 +1133,16 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 
 /* ---- the SP task ------------------------------------------------------------ */
 
-static void
-sp_timespec_add_ns (struct timespec *t, uint64_t ns)
-{
-	uint64_t total = (uint64_t)t->tv_nsec + ns;
-	t->tv_sec += (time_t)(total / 1000000000u);
-	t->tv_nsec = (long)(total % 1000000000u);
-}
-
 static uint64_t
 sp_timespec_ns (const struct timespec *t)
 {
 	return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
+static struct timespec
+sp_timespec_of_ns (uint64_t ns)
+{
+	return (struct timespec){ (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
 }
 
 /*
@@ -1243,7 +1251,7 @@ sp_task_await_quiet (uint64_t budget_left_ns)
 		uint64_t wake = sp_mono_monotonic_ns () + step;
 		if (wake + SP_RESUME_MIN_NS > deadline)
 			return 0;
-		struct timespec until = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
+		struct timespec until = sp_timespec_of_ns (wake);
 		uint64_t writes = sp_cycle.stats.barrier_writes;
 		sp_task_sleep_until (&until);
 		if (!sp_cycle.running)
@@ -1315,31 +1323,20 @@ sp_task_run_period (const struct timespec *release)
 	mono_coop_cond_broadcast (&sp_writer.cond);
 }
 
-/*
- * Under sp_lock: the earliest first release of a cycle, after periods the
- * last of which was released at `last_release_ns` (0: none).  Never sooner
- * than a period less a target after the last run ended (the SP task's or the
- * writer's): any stretch a period long then holds at most a target of
- * persistence work across the two, so that a cycle's hand-over and the next
- * cycle's first increment (SendPData right after WaitPersisted) are never
- * one run of two targets.  And never later than a period after the last
- * release, the rule before session 12, which kept the SP task's releases in
- * the phase of the first: a program calling SendPData at the SP task's own
- * period found its cycles starting later and later after its calls (each
- * late wake-up or late call moved the phase for good), until an increment
- * met the program's next period and the cycle took two (measured: cycles
- * starting 171 us after SendPData at a 1 kHz loop's 1,000th period, 1 to 15
- * calls in 1,000 skipped).  A run that used less than a target moves the
- * next release earlier by the rest: the phase comes back to the calls.
- */
+/* Under sp_lock: a cycle's first release, the last period released at `last_release_ns` (sp_model_first_release). */
 static uint64_t
 sp_task_first_release (uint64_t last_release_ns)
 {
-	uint64_t period_ns = (uint64_t)sp_options.period_us * 1000, pause_ns = (uint64_t)sp_options.pause_us * 1000;
-	if (!last_release_ns)
-		return 0;
-	uint64_t after_run = sp_budget.ran_until_ns + (period_ns > pause_ns ? period_ns - pause_ns : 0);
-	return MIN (last_release_ns + period_ns, after_run);
+	return sp_model_first_release (last_release_ns, sp_budget.ran_until_ns, (uint64_t)sp_options.period_us * 1000,
+				       (uint64_t)sp_options.pause_us * 1000);
+}
+
+/* Under sp_lock: the release after the period released at `last_release_ns` (sp_model_next_release). */
+static uint64_t
+sp_task_next_release (uint64_t last_release_ns)
+{
+	return sp_model_next_release (last_release_ns, sp_task_window_end (last_release_ns), sp_budget.ran_until_ns,
+				      (uint64_t)sp_options.period_us * 1000, (uint64_t)sp_options.pause_us * 1000);
 }
 
 static gsize
@@ -1361,17 +1358,17 @@ sp_task_main (gpointer arg)
 		clock_gettime (CLOCK_MONOTONIC, &release);
 		uint64_t next = sp_task_first_release (last_release_ns);
 		if (sp_timespec_ns (&release) < next) {
-			release = (struct timespec){ (time_t)(next / 1000000000u), (long)(next % 1000000000u) };
+			release = sp_timespec_of_ns (next);
 			sp_task_sleep_until (&release);
 		}
 		for (;;) {
 			last_release_ns = sp_timespec_ns (&release);
 			sp_task_run_period (&release);
-			if (!sp_task_has_work ()) {
-				sp_budget.ran_until_ns = sp_mono_monotonic_ns ();
+			sp_budget.ran_until_ns = sp_mono_monotonic_ns ();   /* the SP task's run of the period ends */
+			if (!sp_task_has_work ())
 				break;
-			}
-			sp_timespec_add_ns (&release, (uint64_t)sp_options.period_us * 1000);
+			uint64_t next = sp_task_next_release (last_release_ns);
+			release = sp_timespec_of_ns (next);
 			if (sp_task_has_own_work ())
 				sp_task_sleep_until (&release);
 			else if (sp_task_sleep_nudgeable (&release))
@@ -1394,6 +1391,7 @@ sp_tasks_start (SpError *err)
 	if (sem_init (&sp_task.nudge, 0, 0) < 0)
 		return sp_error_set (err, "cannot make the SP task's semaphore: %s", g_strerror (errno));
 	sp_buf_init (&sp_writer.buf);
+	sp_writer.retire_avg_ns = 100000;       /* until measured: a 1 MiB truncation on tmpfs, about */
 	/* The two chunk buffers, a chunk and a unit's output each, their pages faulted in now rather than in increments. */
 	size_t room = (size_t)sp_options.buffer + sp_options.buffer / 2;
 	if (sp_buf_prepare (&sp_out, room) < 0 || sp_buf_prepare (&sp_writer.buf, room) < 0)

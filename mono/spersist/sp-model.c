@@ -97,3 +97,28 @@ sp_model_verdict_add (SpModelVerdict *verdict, bool late)
 	*verdict = (SpModelVerdict){ 0 };
 	return late_calls;
 }
+
+/* A period less a target: the least time between the end of one period's runs and the next period's first. */
+static uint64_t
+sp_model_rest (uint64_t period, uint64_t pause)
+{
+	return period > pause ? period - pause : 0;
+}
+
+uint64_t
+sp_model_next_release (uint64_t release, uint64_t window_end, uint64_t ran_until, uint64_t period, uint64_t pause)
+{
+	uint64_t next = release + period;
+	if (ran_until > window_end && ran_until + sp_model_rest (period, pause) > next)
+		next = ran_until + sp_model_rest (period, pause);
+	return next;
+}
+
+uint64_t
+sp_model_first_release (uint64_t release, uint64_t ran_until, uint64_t period, uint64_t pause)
+{
+	if (!release)
+		return 0;
+	uint64_t after_run = ran_until + sp_model_rest (period, pause);
+	return after_run < release + period ? after_run : release + period;
+}

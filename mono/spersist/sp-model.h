@@ -119,6 +119,28 @@ typedef struct SpModelVerdict {
  * that ends unschedulable returns its late calls, anything else 0. */
 uint32_t sp_model_verdict_add (SpModelVerdict *verdict, bool late);
 
+/*
+ * The server's releases (sp-cycle.c's SP task), times in ns on one clock.
+ * Runs of the period released at R lie in R .. window_end (the target and a
+ * twentieth of the period after R); ran_until is when the last run ended.
+ *
+ * The next period's release: R + period, unless the runs overran the window
+ * (a stalled run); then not sooner than a period less a target after the
+ * overrun ended, instead of running the missed releases back to back.
+ */
+uint64_t sp_model_next_release (uint64_t release, uint64_t window_end, uint64_t ran_until, uint64_t period,
+				uint64_t pause);
+/*
+ * A cycle's first release, after an idle time, the last period released at R
+ * (0: none; the release is then at once): no sooner than a period less a
+ * target after the last run ended, so that no stretch a period long holds
+ * more than about a target across the two; and no later than R + period,
+ * however late the last run ended.  A run shorter than the target brings the
+ * release earlier by the rest, so the releases come back to the program's
+ * SendPData instead of drifting behind it.
+ */
+uint64_t sp_model_first_release (uint64_t release, uint64_t ran_until, uint64_t period, uint64_t pause);
+
 /* Can a cycle complete between two SendPData `interval_ns` apart? */
 static inline bool
 sp_model_schedulable (const SpModelPrediction *p, uint64_t interval_ns)

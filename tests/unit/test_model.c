@@ -164,6 +164,34 @@ test_verdict_needs_a_quarter_of_a_block (void **state)
 	assert_int_equal (said, 0);
 }
 
+/* Releases (times in us for reading; ns in the calls): period 1000, target 200, window 250. */
+#define US 1000ull
+static void
+test_next_release_skips_after_an_overrun (void **state)
+{
+	(void)state;
+	/* Runs within the window: the next period, on the schedule. */
+	assert_int_equal (sp_model_next_release (10000 * US, 10250 * US, 10240 * US, 1000 * US, 200 * US), 11000 * US);
+	/* A run stalled until 15,500: not the missed releases at once, but 800 after the stall. */
+	assert_int_equal (sp_model_next_release (10000 * US, 10250 * US, 15500 * US, 1000 * US, 200 * US), 16300 * US);
+	/* A small overrun: the schedule still holds where it leaves 800 of rest. */
+	assert_int_equal (sp_model_next_release (10000 * US, 10250 * US, 10260 * US, 1000 * US, 200 * US), 11060 * US);
+	assert_int_equal (sp_model_next_release (10000 * US, 10250 * US, 10190 * US, 1000 * US, 200 * US), 11000 * US);
+}
+
+static void
+test_first_release_follows_the_calls (void **state)
+{
+	(void)state;
+	assert_int_equal (sp_model_first_release (0, 0, 1000 * US, 200 * US), 0);   /* nothing before: at once */
+	/* The last period's run ended 120 after its release: the next may come 920 after it, not 1000. */
+	assert_int_equal (sp_model_first_release (10000 * US, 10120 * US, 1000 * US, 200 * US), 10920 * US);
+	/* Whatever ran late (a writer's slices), never later than a period after the last release. */
+	assert_int_equal (sp_model_first_release (10000 * US, 10900 * US, 1000 * US, 200 * US), 11000 * US);
+	/* A target as long as the period: no rest to keep. */
+	assert_int_equal (sp_model_first_release (10000 * US, 10500 * US, 1000 * US, 1000 * US), 10500 * US);
+}
+
 int
 main (void)
 {
@@ -175,6 +203,8 @@ main (void)
 		cmocka_unit_test (test_work_over_units),
 		cmocka_unit_test (test_learning_ignores_stalled_short_cycles),
 		cmocka_unit_test (test_verdict_needs_a_quarter_of_a_block),
+		cmocka_unit_test (test_next_release_skips_after_an_overrun),
+		cmocka_unit_test (test_first_release_follows_the_calls),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
