@@ -388,8 +388,7 @@ sp_cycle_shutdown_begin (MonoProfiler *prof)
 #define SP_SLEEP_ENTRY_NS 10000
 #define SP_SWITCH_IN_NS 5000
 
-/* Under sp_lock: ns of CPU out of the period's budget. */
-/* A run ends (the SP task's, or a slice of the writer's): `ns` of the period's budget are spent. */
+/* Under sp_lock: a run ends (the SP task's, or a slice of the writer's), `ns` of the period's budget spent. */
 static void
 sp_budget_charge (uint64_t ns)
 {
