@@ -10,6 +10,12 @@
 //   TreeBench.exe bf-cold N FILE    BinaryFormatter's restore as the first thing a
 //                                   fresh process does: read FILE, deserialize
 //                                   ("restore-cold", JIT included as SP's start is)
+// Beside them, in the same processes, the peers issue 20 names: what a user
+// writes instead, a hand-written preorder BinaryWriter serializer
+// ("BinaryWriter", serialize) and its BinaryReader rebuild ("BinaryReader",
+// restore), and the floors: a plain traversal reading every field of every
+// node ("Traversal", serialize) and allocating and filling the same nodes with
+// `new` ("New", restore).
 // Prints CSV rows: mechanism,operation,nodes,rep,ns,bytes.  Each restored graph
 // is compared with a freshly built one before its time counts.
 using System;
@@ -80,6 +86,51 @@ static class TreeBench
 		return tail == n;
 	}
 
+	// The floor of serializing: reading every field of every node, in preorder.
+	static long Traverse (TreeNode t)
+	{
+		if (t == null)
+			return 0;
+		long sum = t.Key + t.Stamp + (long)t.Weight + (t.Red ? 1 : 0) + t.Depth + (t.Parent != null ? 1 : 0);
+		return sum + Traverse (t.Left) + Traverse (t.Right);
+	}
+
+	// What a user writes instead: a preorder writer, the parent links implied by the order.
+	static void HandWrite (BinaryWriter w, TreeNode t)
+	{
+		if (t == null) {
+			w.Write ((byte)0);
+			return;
+		}
+		w.Write ((byte)1);
+		w.Write (t.Key); w.Write (t.Stamp); w.Write (t.Weight); w.Write (t.Red); w.Write (t.Depth);
+		HandWrite (w, t.Left);
+		HandWrite (w, t.Right);
+	}
+
+	static TreeNode HandRead (BinaryReader r, TreeNode parent)
+	{
+		if (r.ReadByte () == 0)
+			return null;
+		var t = new TreeNode { Key = r.ReadInt32 (), Stamp = r.ReadInt64 (), Weight = r.ReadDouble (), Red = r.ReadBoolean (),
+				       Depth = r.ReadInt16 (), Parent = parent };
+		t.Left = HandRead (r, t);
+		t.Right = HandRead (r, t);
+		return t;
+	}
+
+	// The floor of restoring: the same nodes allocated and filled with `new`, in preorder (node i's children are 2i+1, 2i+2).
+	static TreeNode NewTree (int i, int n, TreeNode parent)
+	{
+		if (i >= n)
+			return null;
+		var t = new TreeNode { Key = i * 7, Stamp = (long)i << 20, Weight = i * 0.5, Red = i % 3 == 0, Parent = parent,
+				       Depth = (short)(parent == null ? 0 : parent.Depth + 1) };
+		t.Left = NewTree (2 * i + 1, n, t);
+		t.Right = NewTree (2 * i + 2, n, t);
+		return t;
+	}
+
 	static void Row (string mech, string op, int n, int rep, long ns, long bytes)
 	{
 		Console.WriteLine ("{0},{1},{2},{3},{4},{5}", mech, op, n, rep, ns, bytes);
@@ -118,6 +169,22 @@ static class TreeBench
 				if (r > 0) Row ("BinaryFormatter", "serialize", n, r, Ns (sw), ms.Length);
 				if (r == reps) File.WriteAllBytes (args [3], ms.ToArray ());
 			}
+			long fields = Traverse (root);
+			for (int r = 0; r <= reps; r++) {
+				Settle ();
+				sw.Restart (); long sum = Traverse (root); sw.Stop ();
+				if (sum != fields) { Console.Error.WriteLine ("the traversal differs"); return 1; }
+				if (r > 0) Row ("Traversal", "serialize", n, r, Ns (sw), 0);
+			}
+			for (int r = 0; r <= reps; r++) {
+				var ms = new MemoryStream ();
+				Settle ();
+				sw.Restart ();
+				using (var w = new BinaryWriter (ms, System.Text.Encoding.UTF8, true))
+					HandWrite (w, root);
+				sw.Stop ();
+				if (r > 0) Row ("BinaryWriter", "serialize", n, r, Ns (sw), ms.Length);
+			}
 			SPC.AddRoot (root);
 			for (int r = 0; r <= reps; r++) {
 				Settle ();
@@ -145,6 +212,26 @@ static class TreeBench
 		}
 		if (reps == 0)                                  // SP alone (for profiling)
 			return 0;
+		var hand = new MemoryStream ();
+		using (var w = new BinaryWriter (hand, System.Text.Encoding.UTF8, true))
+			HandWrite (w, expected);
+		for (int r = 0; r <= reps; r++) {
+			hand.Position = 0;
+			Settle ();
+			sw.Restart ();
+			TreeNode back;
+			using (var rd = new BinaryReader (hand, System.Text.Encoding.UTF8, true))
+				back = HandRead (rd, null);
+			sw.Stop ();
+			if (!Same (expected, back, n)) { Console.Error.WriteLine ("BinaryReader rebuild differs"); return 1; }
+			if (r > 0) Row ("BinaryReader", "restore", n, r, Ns (sw), hand.Length);
+		}
+		for (int r = 0; r <= reps; r++) {
+			Settle ();
+			sw.Restart (); TreeNode fresh = NewTree (0, n, null); sw.Stop ();
+			if (!Same (expected, fresh, n)) { Console.Error.WriteLine ("the tree built with new differs"); return 1; }
+			if (r > 0) Row ("New", "restore", n, r, Ns (sw), 0);
+		}
 		var f = new BinaryFormatter ();
 		var buf = new MemoryStream ();
 		f.Serialize (buf, expected);

@@ -18,6 +18,18 @@ for bf_op, sp_op in (("serialize", "serialize"), ("restore", "restore"), ("resto
         bf, sp = rows.get(("BinaryFormatter", bf_op, n)), rows.get(("SP", sp_op, n))
         if bf and sp:
             print(f"{n} nodes: SP {sp_op} is {statistics.median(bf) / statistics.median(sp):.1f}x faster than BinaryFormatter {bf_op} (medians)")
+# Issue 20's anchors: SP against what a user writes by hand, and against the floors (medians).
+def med(mech, op, n):
+    v = rows.get((mech, op, n))
+    return statistics.median(v) if v else None
+for n in sorted({k[2] for k in rows}):
+    sp_ser, sp_res = med("SP", "serialize", n), med("SP", "restore", n)
+    for label, sp, peer, kind in (("serialize", sp_ser, med("BinaryWriter", "serialize", n), "hand-written BinaryWriter"),
+                                  ("serialize", sp_ser, med("Traversal", "serialize", n), "traversal floor"),
+                                  ("restore", sp_res, med("BinaryReader", "restore", n), "hand-written BinaryReader"),
+                                  ("restore", sp_res, med("New", "restore", n), "`new` floor")):
+        if sp and peer:
+            print(f"{n} nodes: SP {label} {sp:.3f} ms, {kind} {peer:.3f} ms: SP/peer {sp / peer:.2f}")
 n = max(k[2] for k in rows)
 if ("SP", "serialize", n) in size and ("BinaryFormatter", "serialize", n) in size:
     b, s = size[("BinaryFormatter", "serialize", n)], size[("SP", "serialize", n)]
