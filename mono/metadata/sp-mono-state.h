@@ -96,19 +96,23 @@ enum {
 static gint64 sp_stats [SP_STAT_COUNT];
 
 static uint64_t
-sp_mono_now_ns (void)
+sp_mono_clock_ns (clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime (CLOCK_REALTIME, &ts);
+	clock_gettime (clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t
+sp_mono_now_ns (void)
+{
+	return sp_mono_clock_ns (CLOCK_REALTIME);
 }
 
 static uint64_t
 sp_mono_monotonic_ns (void)
 {
-	struct timespec ts;
-	clock_gettime (CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return sp_mono_clock_ns (CLOCK_MONOTONIC);
 }
 
 /*
@@ -120,11 +124,8 @@ sp_mono_monotonic_ns (void)
 static uint64_t
 sp_mono_thread_cpu_ns (void)
 {
-	struct timespec ts;
-	clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return sp_mono_clock_ns (CLOCK_THREAD_CPUTIME_ID);
 }
-
 
 static void
 sp_mono_warn (void *ctx, const char *message)

@@ -290,8 +290,8 @@ sp_lidmap_move_some (SpLidMap *m)
  * preparing a table for every cycle of a steady state wasted its pages'
  * faults and their unmapping each cycle, on whichever thread added, the
  * program's own in a barrier (session 12: a 1 kHz loop updating 1,000 of
- * 100,000 objects through barriers went from 0-1 to 27-67 deadline misses
- * in 5,000 periods).
+ * 100,000 objects through barriers went from 0-1 to 27-76 deadline misses
+ * in 5,000 periods; 0 since).
  */
 static void
 sp_lidmap_ahead (SpLidMap *m)

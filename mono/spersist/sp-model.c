@@ -71,18 +71,22 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 	out->bytes = state->bytes;
 }
 
+/* A moving average over cycles, a quarter of the way to each new value; 0 is "none yet". */
+static uint64_t
+sp_model_average (uint64_t average, uint64_t value)
+{
+	return average ? (3 * average + value) / 4 : value;
+}
+
 void
 sp_model_learn (SpModelLearned *learned, const SpModelState *units, const SpModelCosts *costs, uint64_t work_ns,
 		uint64_t cycle_ns)
 {
-	uint64_t k = sp_model_work_permille (units, costs, work_ns);
-	learned->work_permille = learned->work_permille ? (3 * learned->work_permille + k) / 4 : k;
+	learned->work_permille = sp_model_average (learned->work_permille, sp_model_work_permille (units, costs, work_ns));
 	SpModelCosts whole = *costs;
 	whole.use_permille = 1000;
-	if (work_ns > sp_model_share (&whole) && cycle_ns > costs->period_ns) {
-		uint64_t use = sp_model_use_permille (costs, work_ns, cycle_ns);
-		learned->use_permille = learned->use_permille ? (3 * learned->use_permille + use) / 4 : use;
-	}
+	if (work_ns > sp_model_share (&whole) && cycle_ns > costs->period_ns)
+		learned->use_permille = sp_model_average (learned->use_permille, sp_model_use_permille (costs, work_ns, cycle_ns));
 	learned->cycles++;
 }
 
