@@ -359,6 +359,8 @@ sp_mono_class_map_build (MonoClass *klass, SpError *err)
 	SpClass *c = sp_mono_class_new (klass, kind, leaves);
 	if (kind == SP_CLASS_ARRAY)
 		c->elem_size = (uint32_t)mono_array_element_size (klass);
+	else
+		c->lid_slot = sp_mono_identity_slot_of (klass);
 	return c;
 }
 

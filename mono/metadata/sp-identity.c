@@ -49,6 +49,111 @@ sp_client_array_data (void *arr)
 }
 
 /*
+ * The identity slot.  An [SPersistent] class of automatic layout (a C# class
+ * unless it says [StructLayout]) gets 4 bytes more in its instances, the last
+ * 4 of its instance size (runtime-patches/0008 calls
+ * sp_mono_layout_identity_slot when Mono lays the class out; subclasses
+ * inherit the slot, their fields come after it).  No managed code sees them:
+ * the serializer keeps there the LID the object has in the snapshot being
+ * written, so finding an object's LID is one load from the object it is
+ * reading anyway, not a probe of the LID map (half the serializer's time
+ * before).  A slot is only a hint: it counts when the LID table binds that LID
+ * to this very object (sp_ser_lid_of), so a stale value from an earlier cycle,
+ * or one MemberwiseClone copied, is never taken for identity.  Classes without
+ * a slot (arrays, strings, the class library's collections, value types,
+ * explicit or sequential layout) go through the LID map.
+ *
+ * Where the slot is follows from metadata alone (the class that introduces it
+ * keeps it in its last 4 bytes), so reading it takes no lock and loads no
+ * class: mono_class_metadata_foreach_custom_attr reads the custom attribute
+ * table only, which Mono says is safe while classes are being initialized,
+ * and it is safe with the world stopped.
+ */
+static gboolean
+sp_mono_attr_is_persistent (MonoImage *image, guint32 scope, const gchar *nspace, const gchar *name, guint32 method, gpointer found)
+{
+	(void)image;
+	(void)scope;
+	(void)nspace;
+	(void)method;
+	if (strcmp (name, "SPersistentAttribute") != 0)
+		return FALSE;
+	*(gboolean *)found = TRUE;
+	return TRUE;
+}
+
+static gboolean
+sp_mono_declares_persistent (MonoClass *klass)
+{
+	gboolean found = FALSE;
+	MonoImage *image = m_class_get_image (klass);
+	if (image == mono_defaults.corlib || image_is_dynamic (image))
+		return FALSE;
+	mono_class_metadata_foreach_custom_attr (klass, sp_mono_attr_is_persistent, &found);
+	return found;
+}
+
+/* Would instances of klass carry a slot, were none inherited? */
+static gboolean
+sp_mono_wants_identity_slot (MonoClass *klass)
+{
+	if (m_class_is_valuetype (klass) || m_class_get_rank (klass) || mono_class_is_interface (klass))
+		return FALSE;
+	if ((mono_class_get_flags (klass) & TYPE_ATTRIBUTE_LAYOUT_MASK) != TYPE_ATTRIBUTE_AUTO_LAYOUT)
+		return FALSE;
+	for (MonoClass *k = klass; k; k = m_class_get_parent (k))
+		if (sp_mono_declares_persistent (k))
+			return TRUE;
+	return FALSE;
+}
+
+/* The topmost class of klass's ancestry (klass included) whose layout added the slot; NULL: none. */
+static MonoClass *
+sp_mono_identity_slot_owner (MonoClass *klass)
+{
+	MonoClass *owner = NULL;
+	for (MonoClass *k = klass; k; k = m_class_get_parent (k))
+		if (sp_mono_wants_identity_slot (k))
+			owner = k;
+	return owner;
+}
+
+static guint32
+sp_mono_identity_slot_of (MonoClass *klass)
+{
+	MonoClass *owner = sp_mono_identity_slot_owner (klass);
+	return owner ? (guint32)m_class_get_instance_size (owner) - 4 : 0;
+}
+
+int
+sp_mono_layout_identity_slot (MonoClass *klass, int fields_end, int instance_size, int min_align)
+{
+	if (sp_mono_identity_slot_owner (klass) != klass)
+		return instance_size;
+	/* The slot is the last 4 bytes (sp_mono_identity_slot_of), 4-aligned. */
+	int align = MAX (min_align, 4);
+	int with_slot = (fields_end + 4 + align - 1) & ~(align - 1);
+	return MAX (with_slot, instance_size);
+}
+
+/*
+ * sp_client_lid_slot: a cache in front of sp_mono_identity_slot_of, which
+ * reads metadata (callers hold sp_lock).
+ */
+uint32_t
+sp_client_lid_slot (void *obj)
+{
+	static struct { MonoClass *klass; guint32 slot; } cache [64];
+	MonoClass *klass = mono_object_class ((MonoObject *)obj);
+	size_t i = ((uintptr_t)klass >> 4) & 63;
+	if (cache [i].klass != klass) {
+		cache [i].slot = sp_mono_identity_slot_of (klass);
+		cache [i].klass = klass;
+	}
+	return cache [i].slot;
+}
+
+/*
  * Mono's identity hash is (address / 8) * 2654435761 mod 2^32, taken from the
  * address the object had when first hashed and kept in its header ever after
  * (monitor.c).  Multiplying by the inverse of that factor gives back address / 8:

@@ -37,6 +37,7 @@
 #include <mono/metadata/class-init.h>
 #include <mono/metadata/class-inlines.h>
 #include <mono/metadata/class-internals.h>
+#include <mono/metadata/custom-attrs-internals.h>
 #include <mono/metadata/icall-internals.h>
 #include <mono/metadata/object-internals.h>
 #include <mono/metadata/profiler.h>
@@ -133,5 +134,8 @@ sp_mono_warn (void *ctx, const char *message)
 	(void)ctx;
 	fprintf (stderr, "spmono: warning: %s\n", message);
 }
+
+/* sp-identity.c: where instances of klass keep their LID (0: they have no slot). */
+static guint32 sp_mono_identity_slot_of (MonoClass *klass);
 
 #endif

@@ -17,6 +17,12 @@
 
 /* One "--sp-..." option from the command line or MONO_ENV_OPTIONS; FALSE (after a message on stderr) when bad. */
 gboolean sp_mono_parse_option (const char *arg);
+/*
+ * Class layout (runtime-patches/0008): klass's instance size, given where its
+ * fields end, grown by the 4-byte identity slot when klass introduces one
+ * (sp-identity.c).
+ */
+int sp_mono_layout_identity_slot (MonoClass *klass, int fields_end, int instance_size, int min_align);
 /* The persistence part of `spmono --help`. */
 void sp_mono_print_usage (FILE *out);
 /* Once the JIT is up: register SPC's internal calls; `program` is the assembly being run. */

@@ -42,6 +42,13 @@ void *sp_client_array_data (void *arr);
  * LID map uses that for cache locality.  Any hash is correct, only slower.
  */
 uint32_t sp_client_identity_hash (void *obj);
+/*
+ * Where obj keeps its LID while a snapshot is written: the offset of 4 bytes
+ * of it the client reserved for the serializer (its class map's lid_slot,
+ * found without building the map), or 0 when it has none and the LID map
+ * keeps its identity.  Cheap: called for every reference the snapshot meets.
+ */
+uint32_t sp_client_lid_slot (void *obj);
 /* Record that `lid` (1, 2, ... in order) names obj; -1 when memory runs out. */
 int sp_client_lid_bind (uint32_t lid, void *obj, SpError *err);
 /* The object named by lid, at its current address. */

@@ -95,6 +95,10 @@ typedef struct SpClass {
 	SpField *fields;
 	uint32_t elem_size;     /* ARRAY: distance between elements in memory */
 	void *client;           /* the client's class handle (MonoClass *) */
+	/* OBJECT: where instances keep their LID in the snapshot being written
+	 * (4 bytes the client reserved; a hint, checked against the LID table);
+	 * 0: none, identity goes through the LID map. */
+	uint32_t lid_slot;
 	/* Owned by the serializer: the class id in the snapshot being written, and
 	 * the largest encoding of one instance/element (set with the id). */
 	uint64_t snap_cycle;

@@ -11,7 +11,7 @@
 static uint64_t sp_ser_cycle_counter;
 
 /* How many queued objects ahead sp_ser_step prefetches (about a memory latency of work). */
-#define SP_SER_PREFETCH_DISTANCE 4
+#define SP_SER_PREFETCH_DISTANCE 8
 
 int
 sp_ser_init (SpSerializer *s)
@@ -202,6 +202,55 @@ sp_ser_reset_step (SpSerializer *s, size_t max_bytes)
 }
 
 /*
+ * obj's LID in this snapshot when its slot names it, else 0.  The slot is a
+ * hint (sp_client_lid_slot): a value left by an earlier snapshot, or copied
+ * with the object by a clone, counts only when the LID table binds that LID
+ * to obj itself.  (The LID table holds the objects' current addresses, and
+ * obj is on this thread's stack, pinned, so they compare.)
+ */
+static inline uint32_t
+sp_ser_slot_lid (const SpSerializer *s, void *obj, uint32_t slot)
+{
+	uint32_t lid;
+	memcpy (&lid, (const uint8_t *)obj + slot, sizeof lid);
+	return lid && lid <= s->nobjects && sp_client_lid_object (lid) == obj ? lid : 0;
+}
+
+/* obj's LID if it has one in this snapshot, else 0 (objects with a slot first, then the LID map). */
+static inline uint32_t
+sp_ser_known_lid (SpSerializer *s, void *obj, uint32_t slot)
+{
+	if (slot)
+		return sp_ser_slot_lid (s, obj, slot);
+	SpLidEntry *e = sp_lidmap_find (&s->lids, sp_client_identity_hash (obj), obj, sp_client_gc_epoch ());
+	return e ? sp_lid_of (e) : 0;
+}
+
+/* Hand obj (not yet in the snapshot) the next LID, and queue it. */
+static int
+sp_ser_new_lid (SpSerializer *s, void *obj, uint32_t slot, bool reached, uint32_t *lid, SpError *err)
+{
+	if (!sp_client_class_of (obj, err))
+		return -1;
+	if (s->nobjects >= SP_LID_MAX)
+		return sp_error_set (err, "the snapshot would hold more than %u objects", SP_LID_MAX);
+	uint32_t new_lid = s->nobjects + 1;
+	if (sp_ser_state_room (s, new_lid, err) < 0 || sp_client_lid_bind (new_lid, obj, err) < 0)
+		return -1;
+	if (reached)
+		s->state [new_lid] = SP_SER_REACHED;
+	if (slot)
+		memcpy ((uint8_t *)obj + slot, &new_lid, sizeof new_lid);
+	/* Binding may allocate, and so collect: read the epoch again for the cached address. */
+	else if (!sp_lidmap_add (&s->lids, sp_client_identity_hash (obj), new_lid, obj, sp_client_gc_epoch ()))
+		return sp_ser_oom (err);
+	if (sp_queue_push (&s->queue, new_lid) < 0)
+		return sp_ser_oom (err);
+	*lid = s->nobjects = new_lid;
+	return 0;
+}
+
+/*
  * The LID of obj, handing out a new one (and queueing obj) the first time;
  * `reached`: obj is a root or referenced by an object of the snapshot (not
  * merely met by a barrier).  Fails, with err saying why, when obj's class
@@ -214,27 +263,12 @@ sp_ser_lid_of (SpSerializer *s, void *obj, bool reached, uint32_t *lid, SpError 
 		*lid = 0;
 		return 0;
 	}
-	uint32_t hash = sp_client_identity_hash (obj);
-	uint32_t epoch = sp_client_gc_epoch ();
-	SpLidEntry *e = sp_lidmap_find (&s->lids, hash, obj, epoch);
-	if (e) {
-		*lid = sp_lid_of (e);
-		return reached ? sp_ser_reach (s, *lid, err) : 0;
-	}
-	if (!sp_client_class_of (obj, err))
-		return -1;
-	if (s->nobjects >= SP_LID_MAX)
-		return sp_error_set (err, "the snapshot would hold more than %u objects", SP_LID_MAX);
-	uint32_t new_lid = s->nobjects + 1;
-	if (sp_ser_state_room (s, new_lid, err) < 0 || sp_client_lid_bind (new_lid, obj, err) < 0)
-		return -1;
-	if (reached)
-		s->state [new_lid] = SP_SER_REACHED;
-	/* Binding may allocate, and so collect: read the epoch again for the cached address. */
-	if (!sp_lidmap_add (&s->lids, hash, new_lid, obj, sp_client_gc_epoch ()) || sp_queue_push (&s->queue, new_lid) < 0)
-		return sp_ser_oom (err);
-	*lid = s->nobjects = new_lid;
-	return 0;
+	uint32_t slot = sp_client_lid_slot (obj);
+	uint32_t known = sp_ser_known_lid (s, obj, slot);
+	if (!known)
+		return sp_ser_new_lid (s, obj, slot, reached, lid, err);
+	*lid = known;
+	return reached ? sp_ser_reach (s, known, err) : 0;
 }
 
 /* Say which reference led to an object that cannot be persisted (only on failure). */
@@ -589,6 +623,35 @@ sp_ser_set_chunk (SpSerializer *s, size_t chunk)
 	s->piece_bytes = piece < SP_SER_PIECE_BYTES ? (uint32_t)(piece < 16 ? 16 : piece) : SP_SER_PIECE_BYTES;
 }
 
+/*
+ * Breadth-first order is known ahead: fetch the object 2d turns before its
+ * turn, and d turns before it, when it is in the cache, what its references
+ * point to, which its turn reads to give them LIDs (on a heap whose
+ * neighbours in the graph are not neighbours in memory, each is a cache miss).
+ */
+static inline void
+sp_ser_prefetch_ahead (SpSerializer *s)
+{
+	uint32_t ahead;
+	if (sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &ahead))
+		__builtin_prefetch (sp_client_lid_object (ahead));
+	if (!sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &ahead))
+		return;
+	const uint8_t *obj = sp_client_lid_object (ahead);
+	SpError ignored;
+	const SpClass *c = sp_client_class_of ((void *)obj, &ignored);
+	if (!c || c->kind != SP_CLASS_OBJECT)
+		return;
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		void *child;
+		if (c->fields [i].kind != SP_KIND_REF)
+			continue;
+		memcpy (&child, obj + c->fields [i].offset, sizeof child);
+		if (child)
+			__builtin_prefetch (child);
+	}
+}
+
 int
 sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 {
@@ -602,10 +665,7 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		}
 		if (!sp_queue_pop (&s->queue, &lid))
 			return 0;
-		/* Breadth-first order is known ahead: fetch an object a few turns before its turn. */
-		uint32_t ahead;
-		if (sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &ahead))
-			__builtin_prefetch (sp_client_lid_object (ahead));
+		sp_ser_prefetch_ahead (s);
 		/* Written by a barrier already, or met only by one and not writable (not in the snapshot). */
 		if ((s->state [lid] & SP_SER_POISONED) || !sp_ser_claim (s, lid))
 			continue;
@@ -733,10 +793,7 @@ sp_ser_mark (SpSerializer *s, size_t max_objects, SpError *err)
 uint32_t
 sp_ser_lid_if_known (SpSerializer *s, void *obj)
 {
-	if (!obj)
-		return 0;
-	SpLidEntry *e = sp_lidmap_find (&s->lids, sp_client_identity_hash (obj), obj, sp_client_gc_epoch ());
-	return e ? sp_lid_of (e) : 0;
+	return obj ? sp_ser_known_lid (s, obj, sp_client_lid_slot (obj)) : 0;
 }
 
 /* Can every object obj (class c) references be persisted?  Else err names the first that cannot. */

@@ -26,6 +26,7 @@ static void **fake_lids;          /* [0..fake_nlids] */
 static uint32_t fake_nlids, fake_lid_cap;
 static uint32_t fake_hash_counter;
 static uint32_t fake_hash_buckets;
+static bool fake_no_identity_slots;
 static uint32_t fake_bind_fail_from;
 static unsigned fake_class_failures;
 static uint32_t fake_epoch;
@@ -246,6 +247,25 @@ fake_new_object (FakeClass *c)
 	return fake_alloc (c, c->instance_size, 0);
 }
 
+static size_t fake_size_of (void *obj);
+
+void *
+fake_clone (void *obj)
+{
+	FakeHeader *h = obj;
+	size_t size = fake_size_of (obj);
+	void *copy = fake_alloc (h->klass, size, h->length);
+	memcpy (fake_data (copy), fake_data (obj), size - FAKE_HEADER_SIZE);
+	fake_header (copy)->lid_slot = h->lid_slot;
+	return copy;
+}
+
+void
+fake_set_identity_slots (bool on)
+{
+	fake_no_identity_slots = !on;
+}
+
 void *
 fake_new_array (FakeClass *c, uint64_t length)
 {
@@ -366,6 +386,15 @@ sp_client_identity_hash (void *obj)
 {
 	uint32_t h = fake_header (obj)->hash;
 	return fake_hash_buckets ? h % fake_hash_buckets : h;
+}
+
+uint32_t
+sp_client_lid_slot (void *obj)
+{
+	FakeHeader *h = obj;
+	if (fake_no_identity_slots || h->magic != FAKE_MAGIC_LIVE || h->klass->sp.kind != SP_CLASS_OBJECT)
+		return 0;
+	return (uint32_t)offsetof (FakeHeader, lid_slot);
 }
 
 int

@@ -35,6 +35,8 @@ typedef struct FakeHeader {
 	uint64_t length;          /* strings: UTF-16 units; arrays: elements */
 	uint32_t hash;            /* identity hash assigned at allocation (kept by fake_gc_move_all) */
 	uint32_t magic;           /* FAKE_MAGIC_LIVE, or FAKE_MAGIC_DEAD once moved away */
+	uint32_t lid_slot;        /* OBJECT: the identity slot, when fake_set_identity_slots is on */
+	uint32_t pad;
 } FakeHeader;
 
 #define FAKE_HEADER_SIZE ((uint32_t)sizeof (FakeHeader))
@@ -76,6 +78,14 @@ const SpField *fake_class_field (const FakeClass *c, const char *name);
 /* ---- objects ------------------------------------------------------------ */
 
 void *fake_new_object (FakeClass *c);
+/* A copy of obj, every byte after the header (its identity slot too), as MemberwiseClone makes. */
+void *fake_clone (void *obj);
+/*
+ * Do objects of OBJECT classes have an identity slot (sp_client_lid_slot), as
+ * Mono gives [SPersistent] classes, or does the LID map keep their identity?
+ * On by default, and as set until set again (fake_reset leaves it).
+ */
+void fake_set_identity_slots (bool on);
 void *fake_new_array (FakeClass *c, uint64_t length);
 void *fake_new_string_ascii (const char *s);
 void *fake_new_string_utf16 (const uint16_t *units, uint32_t n);

@@ -972,6 +972,52 @@ test_serializer_reuse (void **state)
 	sp_buf_free (&b);
 }
 
+/*
+ * An object cloned after a snapshot (its identity slot copied, naming the
+ * original's LID) is another object in the next snapshot, whichever of the
+ * two the snapshot reaches first.
+ */
+static void
+test_clone_is_another_object (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpBuf b;
+	sp_buf_init (&b);
+	sample_graph_serialize (&g, SIZE_MAX, &b);
+	void *clone = fake_clone (g.c);
+	for (int order = 0; order < 2; order++) {
+		void *roots [2] = { order ? g.c : clone, order ? clone : g.c };
+		SpSerializer s;
+		SpError err = { 0 };
+		SpSnapHeader h = { .sequence = 2 + (uint64_t)order };
+		assert_int_equal (sp_ser_init (&s), 0);
+		assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
+		for (uint32_t i = 0; i < 2; i++)
+			assert_ok (sp_ser_root (&s, i + 1, roots [i], &err), &err);
+		while (sp_ser_step (&s, 3, &err) == 1)
+			;
+		assert_ok (sp_ser_finish (&s, &err), &err);
+		SpSnapshot snap;
+		parse_ok (&b, &snap);
+		assert_int_equal (snap.trailer.nobjects, fake_graph_count (roots, 2));
+		assert_int_not_equal (snap.roots [0].lid, snap.roots [1].lid);
+		void **objects;
+		assert_ok (fake_restore (&snap, &objects, &err), &err);
+		void *restored [2] = { objects [snap.roots [0].lid], objects [snap.roots [1].lid] };
+		char why [512] = "";
+		if (!fake_graphs_equal (roots, restored, 2, why, sizeof why)) {
+			print_error ("order %d: %s\n", order, why);
+			fail ();
+		}
+		free (objects);
+		sp_snapshot_free (&snap);
+		sp_ser_free (&s);
+	}
+	sp_buf_free (&b);
+}
+
 static void
 test_empty_snapshot (void **state)
 {
@@ -1495,6 +1541,7 @@ main (void)
 		cmocka_unit_test_teardown (test_marking_then_writing_same_bytes, fake_teardown),
 		cmocka_unit_test_teardown (test_hash_collisions_same_bytes, fake_teardown),
 		cmocka_unit_test_teardown (test_serializer_reuse, fake_teardown),
+		cmocka_unit_test_teardown (test_clone_is_another_object, fake_teardown),
 		cmocka_unit_test_teardown (test_empty_snapshot, fake_teardown),
 		cmocka_unit_test_teardown (test_bool_is_normalized, fake_teardown),
 		cmocka_unit_test_teardown (test_bool_encoding_is_canonical, fake_teardown),
@@ -1507,5 +1554,9 @@ main (void)
 		cmocka_unit_test_teardown (test_class_matches, fake_teardown),
 		cmocka_unit_test_teardown (test_restore_refuses_changed_layout, fake_teardown),
 	};
-	return cmocka_run_group_tests (tests, NULL, NULL);
+	/* Identity through the objects' slots (as Mono's [SPersistent] classes), then through the LID map only. */
+	fake_set_identity_slots (true);
+	int failed = cmocka_run_group_tests_name ("identity slots", tests, NULL, NULL);
+	fake_set_identity_slots (false);
+	return failed + cmocka_run_group_tests_name ("LID map only", tests, NULL, NULL);
 }
