@@ -3,9 +3,9 @@
  * steps (the incremental mode's two passes over the graph).
  *
  * Marking gives every child of an object its LID: it reads each reference,
- * the child's identity hash from the child's header, and looks the child up
- * in the LID map.  Writing the object's record later needs the same LIDs.
- * Looking them up again touched every child's header a second time, in a
+ * then the child's class and identity slot (or its identity hash, to look it
+ * up in the LID map).  Writing the object's record later needs the same LIDs.
+ * Looking them up again touched every child a second time, in a
  * graph too large for the caches a memory miss per reference, and made the
  * incremental cycle cost several times the stop-the-world serializer.  So
  * marking records them here, and the record is used instead.

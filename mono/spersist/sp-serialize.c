@@ -372,7 +372,7 @@ sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uin
 		if (f->kind != SP_KIND_REF) {
 			dst = sp_put_primitive_raw (dst, base + f->offset, f->kind);
 		} else if (!kids) {
-			/* Its header is read for its identity hash below: start the load now. */
+			/* Its class and identity slot are read below: start the load now (if not fetched ahead). */
 			void *child;
 			memcpy (&child, base + f->offset, sizeof child);
 			if (child)
@@ -624,20 +624,14 @@ sp_ser_set_chunk (SpSerializer *s, size_t chunk)
 }
 
 /*
- * Breadth-first order is known ahead: fetch the object 2d turns before its
- * turn, and d turns before it, when it is in the cache, what its references
- * point to, which its turn reads to give them LIDs (on a heap whose
- * neighbours in the graph are not neighbours in memory, each is a cache miss).
+ * What the turn of an object reads to give its references LIDs: the objects
+ * they point to (on a heap whose neighbours in the graph are not neighbours
+ * in memory, each a cache miss).  Fetched a few turns ahead, once obj itself
+ * is in the cache.
  */
 static inline void
-sp_ser_prefetch_ahead (SpSerializer *s)
+sp_ser_prefetch_children (const uint8_t *obj)
 {
-	uint32_t ahead;
-	if (sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &ahead))
-		__builtin_prefetch (sp_client_lid_object (ahead));
-	if (!sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &ahead))
-		return;
-	const uint8_t *obj = sp_client_lid_object (ahead);
 	SpError ignored;
 	const SpClass *c = sp_client_class_of ((void *)obj, &ignored);
 	if (!c || c->kind != SP_CLASS_OBJECT)
@@ -650,6 +644,20 @@ sp_ser_prefetch_ahead (SpSerializer *s)
 		if (child)
 			__builtin_prefetch (child);
 	}
+}
+
+/*
+ * The order of the turns is known ahead (the queue while writing, LID order
+ * while marking): fetch the object 2d turns ahead, and the children of the
+ * one d turns ahead, fetched d turns ago.
+ */
+static inline void
+sp_ser_prefetch_ahead (uint32_t far_lid, uint32_t near_lid)
+{
+	if (far_lid)
+		__builtin_prefetch (sp_client_lid_object (far_lid));
+	if (near_lid)
+		sp_ser_prefetch_children (sp_client_lid_object (near_lid));
 }
 
 int
@@ -665,7 +673,10 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		}
 		if (!sp_queue_pop (&s->queue, &lid))
 			return 0;
-		sp_ser_prefetch_ahead (s);
+		uint32_t far_lid = 0, near_lid = 0;
+		(void)sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &far_lid);
+		(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
+		sp_ser_prefetch_ahead (far_lid, near_lid);
 		/* Written by a barrier already, or met only by one and not writable (not in the snapshot). */
 		if ((s->state [lid] & SP_SER_POISONED) || !sp_ser_claim (s, lid))
 			continue;
@@ -712,7 +723,7 @@ sp_ser_mark_fields (SpSerializer *s, uint32_t lid, const SpClass *c, const uint8
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		if (c->fields [i].kind != SP_KIND_REF)
 			continue;
-		/* Its header is read for its identity hash below: start the load now. */
+		/* Its class and identity slot are read below: start the load now (if not fetched ahead). */
 		void *child;
 		memcpy (&child, obj + c->fields [i].offset, sizeof child);
 		if (child)
@@ -743,7 +754,7 @@ sp_ser_mark_object (SpSerializer *s, uint32_t lid, void *obj, const SpClass *c, 
 	const uint8_t *data = sp_client_array_data (obj);
 	/*
 	 * A quarter of a written piece: marking gives most elements a new LID
-	 * (and the object its identity hash), about four times a lookup's cost.
+	 * (its slot written, or a LID-map entry added), about four times a lookup's cost.
 	 */
 	uint64_t piece = sp_ser_piece_length (s, c) / 4 ? sp_ser_piece_length (s, c) / 4 : 1;
 	uint64_t n = sp_client_array_length (obj), i = s->mark_next;
@@ -765,9 +776,10 @@ sp_ser_mark (SpSerializer *s, size_t max_objects, SpError *err)
 	for (size_t done = 0; done < max_objects && s->marked < s->nobjects;) {
 		uint32_t lid = s->marked + 1;
 		size_t work = 1;
-		/* Objects are marked in LID order: fetch one a few turns before its turn. */
-		if (s->mark_next == 0 && lid + SP_SER_PREFETCH_DISTANCE <= s->nobjects)
-			__builtin_prefetch (sp_client_lid_object (lid + SP_SER_PREFETCH_DISTANCE));
+		if (s->mark_next == 0) {
+			uint32_t far_lid = lid + 2 * SP_SER_PREFETCH_DISTANCE, near_lid = lid + SP_SER_PREFETCH_DISTANCE;
+			sp_ser_prefetch_ahead (far_lid <= s->nobjects ? far_lid : 0, near_lid <= s->nobjects ? near_lid : 0);
+		}
 		/* A written object's children got their LIDs when its record was; a poisoned one is not (yet) in the snapshot. */
 		if (!(s->state [lid] & (SP_SER_WRITTEN | SP_SER_POISONED))) {
 			void *obj = sp_client_lid_object (lid);
