@@ -138,19 +138,25 @@ sp_mono_layout_identity_slot (MonoClass *klass, int fields_end, int instance_siz
 
 /*
  * sp_client_lid_slot: a cache in front of sp_mono_identity_slot_of, which
- * reads metadata (callers hold sp_lock).
+ * reads metadata.  Barriers read it without sp_lock, so an entry is one word,
+ * the class's address (48 bits) and its slot's offset (16 bits), stored and
+ * read whole; a class whose slot lies further is not cached.
  */
+#define SP_SLOT_CACHE_BITS 16
+
 uint32_t
 sp_client_lid_slot (void *obj)
 {
-	static struct { MonoClass *klass; guint32 slot; } cache [64];
+	static guint64 cache [64];
 	MonoClass *klass = mono_object_class ((MonoObject *)obj);
 	size_t i = ((uintptr_t)klass >> 4) & 63;
-	if (cache [i].klass != klass) {
-		cache [i].slot = sp_mono_identity_slot_of (klass);
-		cache [i].klass = klass;
-	}
-	return cache [i].slot;
+	guint64 entry = __atomic_load_n (&cache [i], __ATOMIC_RELAXED);
+	if (entry >> SP_SLOT_CACHE_BITS == (guint64)(uintptr_t)klass)
+		return (uint32_t)(entry & ((1u << SP_SLOT_CACHE_BITS) - 1));
+	guint32 slot = sp_mono_identity_slot_of (klass);
+	if (slot < 1u << SP_SLOT_CACHE_BITS && (guint64)(uintptr_t)klass < (guint64)1 << (64 - SP_SLOT_CACHE_BITS))
+		__atomic_store_n (&cache [i], (guint64)(uintptr_t)klass << SP_SLOT_CACHE_BITS | slot, __ATOMIC_RELAXED);
+	return slot;
 }
 
 /*
@@ -177,7 +183,8 @@ sp_client_identity_hash (void *obj)
  */
 #define SP_LID_CHUNK_BITS 12
 #define SP_LID_CHUNK (1u << SP_LID_CHUNK_BITS)
-static MonoArray **sp_lid_chunks;
+/* Read without sp_lock (sp_client_lid_object): a fixed directory, never moved; 4 MB of address space, touched as used. */
+static MonoArray *sp_lid_chunks [(SP_LID_MAX >> SP_LID_CHUNK_BITS) + 1];
 static guint32 *sp_lid_chunk_handles;
 static uint32_t sp_lid_nchunks;
 static uint32_t sp_lid_used;             /* highest LID bound since the last reset */
@@ -193,10 +200,9 @@ sp_mono_lid_table_grow (uint32_t need, SpError *err)
 			mono_error_cleanup (error);
 			return sp_error_set (err, "out of memory for a table of %u objects", need);
 		}
-		sp_lid_chunks = g_renew (MonoArray *, sp_lid_chunks, sp_lid_nchunks + 1);
 		sp_lid_chunk_handles = g_renew (guint32, sp_lid_chunk_handles, sp_lid_nchunks + 1);
 		sp_lid_chunk_handles [sp_lid_nchunks] = mono_gchandle_new_internal ((MonoObject *)chunk, TRUE);
-		sp_lid_chunks [sp_lid_nchunks++] = chunk;
+		__atomic_store_n (&sp_lid_chunks [sp_lid_nchunks++], chunk, __ATOMIC_RELEASE);
 	}
 	return 0;
 }
@@ -229,7 +235,8 @@ sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
 void *
 sp_client_lid_object (uint32_t lid)
 {
-	return mono_array_get_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], MonoObject *, lid & (SP_LID_CHUNK - 1));
+	MonoArray *chunk = __atomic_load_n (&sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], __ATOMIC_ACQUIRE);
+	return chunk ? mono_array_get_fast (chunk, MonoObject *, lid & (SP_LID_CHUNK - 1)) : NULL;
 }
 
 /* World stops seen; objects move only while the world is stopped (see sp_mono_gc_event). */

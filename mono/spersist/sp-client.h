@@ -47,11 +47,16 @@ uint32_t sp_client_identity_hash (void *obj);
  * of it the client reserved for the serializer (its class map's lid_slot,
  * found without building the map), or 0 when it has none and the LID map
  * keeps its identity.  Cheap: called for every reference the snapshot meets.
+ * Safe without the cycle's lock (the barrier's check, sp_ser_written_hint).
  */
 uint32_t sp_client_lid_slot (void *obj);
 /* Record that `lid` (1, 2, ... in order) names obj; -1 when memory runs out. */
 int sp_client_lid_bind (uint32_t lid, void *obj, SpError *err);
-/* The object named by lid, at its current address. */
+/*
+ * The object named by lid, at its current address.  Also called without the
+ * cycle's lock, concurrently with binds (sp_ser_written_hint), for a lid
+ * bound in the running cycle: it must then read no memory a bind frees.
+ */
 void *sp_client_lid_object (uint32_t lid);
 /* Forget every binding (the objects may then be collected). */
 void sp_client_lid_reset (void);

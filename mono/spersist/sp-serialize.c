@@ -202,6 +202,24 @@ sp_ser_reset_step (SpSerializer *s, size_t max_bytes)
 }
 
 /*
+ * An identity slot holds a LID, and SP_SLOT_WRITTEN once the object's record
+ * is complete (incremental mode, for the barrier's lock-free check).
+ */
+#define SP_SLOT_WRITTEN 0x80000000u
+
+static inline uint32_t
+sp_ser_slot_load (const void *obj, uint32_t slot)
+{
+	return __atomic_load_n ((const uint32_t *)((const uint8_t *)obj + slot), __ATOMIC_ACQUIRE);
+}
+
+static inline void
+sp_ser_slot_store (void *obj, uint32_t slot, uint32_t value)
+{
+	__atomic_store_n ((uint32_t *)((uint8_t *)obj + slot), value, __ATOMIC_RELEASE);
+}
+
+/*
  * obj's LID in this snapshot when its slot names it, else 0.  The slot is a
  * hint (sp_client_lid_slot): a value left by an earlier snapshot, or copied
  * with the object by a clone, counts only when the LID table binds that LID
@@ -211,8 +229,7 @@ sp_ser_reset_step (SpSerializer *s, size_t max_bytes)
 static inline uint32_t
 sp_ser_slot_lid (const SpSerializer *s, void *obj, uint32_t slot)
 {
-	uint32_t lid;
-	memcpy (&lid, (const uint8_t *)obj + slot, sizeof lid);
+	uint32_t lid = sp_ser_slot_load (obj, slot) & SP_LID_MAX;
 	return lid && lid <= s->nobjects && sp_client_lid_object (lid) == obj ? lid : 0;
 }
 
@@ -235,18 +252,22 @@ sp_ser_new_lid (SpSerializer *s, void *obj, uint32_t slot, bool reached, uint32_
 	if (s->nobjects >= SP_LID_MAX)
 		return sp_error_set (err, "the snapshot would hold more than %u objects", SP_LID_MAX);
 	uint32_t new_lid = s->nobjects + 1;
-	if (sp_ser_state_room (s, new_lid, err) < 0 || sp_client_lid_bind (new_lid, obj, err) < 0)
+	if (sp_ser_state_room (s, new_lid, err) < 0)
+		return -1;
+	/* The slot first, its written mark cleared, then the bind (sp_ser_complete says why). */
+	if (slot)
+		sp_ser_slot_store (obj, slot, new_lid);
+	if (sp_client_lid_bind (new_lid, obj, err) < 0)
 		return -1;
 	if (reached)
 		s->state [new_lid] = SP_SER_REACHED;
-	if (slot)
-		memcpy ((uint8_t *)obj + slot, &new_lid, sizeof new_lid);
 	/* Binding may allocate, and so collect: read the epoch again for the cached address. */
-	else if (!sp_lidmap_add (&s->lids, sp_client_identity_hash (obj), new_lid, obj, sp_client_gc_epoch ()))
+	if (!slot && !sp_lidmap_add (&s->lids, sp_client_identity_hash (obj), new_lid, obj, sp_client_gc_epoch ()))
 		return sp_ser_oom (err);
 	if (sp_queue_push (&s->queue, new_lid) < 0)
 		return sp_ser_oom (err);
-	*lid = s->nobjects = new_lid;
+	__atomic_store_n (&s->nobjects, new_lid, __ATOMIC_RELEASE);   /* read without the lock: sp_ser_written_hint */
+	*lid = new_lid;
 	return 0;
 }
 
@@ -548,15 +569,46 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 
 /* The next piece of the string or array being written in pieces. */
 /*
- * Object obj's record is complete: tell the written set, so that barriers
- * find out without a lock.  The GC epoch is read with obj in hand and no
- * safepoint between (the SP task's increment, or a barrier's slow path).
+ * Object obj's record is complete: say so where barriers find it without a
+ * lock, in obj's identity slot (SP_SLOT_WRITTEN), or in the written set for
+ * objects without one (whose GC epoch is read with obj in hand and no
+ * safepoint between: the SP task's increment, or a barrier's slow path).
+ *
+ * Why a written mark read without the lock is never wrong
+ * (sp_ser_written_hint): a mark counts only when the slot's LID is bound to
+ * obj in the LID table and the slot reads the same before and after the
+ * table.  A mark left by an earlier snapshot, whose LID obj was handed again
+ * in this one, cannot pass: handing out a LID stores the slot (mark cleared)
+ * before it binds the table, so a reader that sees the bind sees the cleared
+ * slot on its second read.  A clone's copied mark names its original's LID,
+ * bound to the original.
  */
 static void
-sp_ser_complete (SpSerializer *s, const void *obj)
+sp_ser_complete (SpSerializer *s, void *obj)
 {
-	if (s->written)
+	if (!s->written)
+		return;
+	uint32_t slot = sp_client_lid_slot (obj);
+	uint32_t lid = slot ? sp_ser_slot_lid (s, obj, slot) : 0;
+	if (lid)
+		sp_ser_slot_store (obj, slot, lid | SP_SLOT_WRITTEN);
+	else
 		sp_wset_add (s->written, obj, sp_client_gc_epoch ());
+}
+
+bool
+sp_ser_written_hint (const SpSerializer *s, void *obj)
+{
+	uint32_t slot = sp_client_lid_slot (obj);
+	if (!slot)
+		return false;
+	uint32_t before = sp_ser_slot_load (obj, slot);
+	uint32_t lid = before & SP_LID_MAX;
+	if (!(before & SP_SLOT_WRITTEN) || lid > __atomic_load_n (&s->nobjects, __ATOMIC_ACQUIRE))
+		return false;
+	if (sp_client_lid_object (lid) != obj)
+		return false;
+	return sp_ser_slot_load (obj, slot) == before;
 }
 
 static int

@@ -141,6 +141,14 @@ sp_ser_is_written (const SpSerializer *s, uint32_t lid)
  * Returns 1 when it wrote the record, 0 when there was nothing to do, -1 on error.
  */
 int sp_ser_write_now (SpSerializer *s, void *obj, SpError *err);
+/*
+ * Is obj's record known to be complete in this snapshot, from obj's identity
+ * slot alone?  Lock-free (the barrier asks it without the cycle's lock, while
+ * the lock holder hands out LIDs and completes records); false when obj has
+ * no slot or it cannot tell.  A true answer is never wrong: see
+ * sp_ser_complete for the protocol.
+ */
+bool sp_ser_written_hint (const SpSerializer *s, void *obj);
 /* Write the trailer and checksum; the snapshot in `out` is then complete. */
 int sp_ser_finish (SpSerializer *s, SpError *err);
 /*

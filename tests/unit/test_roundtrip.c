@@ -15,6 +15,7 @@
 #include "sp-crc32c.h"
 #include "sp-serialize.h"
 #include "sp-snapshot.h"
+#include "sp-wset.h"
 
 static void
 parse_ok (const SpBuf *b, SpSnapshot *snap)
@@ -973,6 +974,70 @@ test_serializer_reuse (void **state)
 }
 
 /*
+ * The written mark in identity slots (sp_ser_written_hint: what the barrier
+ * asks without a lock) says "written" only of an object whose record is
+ * complete in this snapshot: not in the next snapshot before its record is
+ * written again, although it gets the same LID; never for a clone.  With
+ * slots, every complete object says so.
+ */
+static void
+check_hints (SpSerializer *s, void **objs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t lid = sp_ser_lid_if_known (s, objs [i]);
+		bool written = lid && sp_ser_is_written (s, lid);
+		bool hint = sp_ser_written_hint (s, objs [i]);
+		if (hint && !written) {
+			print_error ("object %zu (LID %u): the hint says written, the serializer not\n", i, lid);
+			fail ();
+		}
+		if (sp_client_lid_slot (objs [i]))
+			assert_int_equal (hint, written);
+	}
+}
+
+static void
+test_written_hint (void **state)
+{
+	(void)state;
+	SampleGraph g;
+	sample_graph_build (&g);
+	SpWrittenSet ws;
+	assert_int_equal (sp_wset_init (&ws, 10), 0);
+	SpSerializer s;
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	assert_int_equal (sp_ser_init (&s), 0);
+	s.written = &ws;
+	void *clone = NULL;
+	for (uint64_t seq = 1; seq <= 3; seq++) {
+		SpSnapHeader h = { .sequence = seq };
+		sp_wset_open (&ws, sp_client_gc_epoch ());
+		assert_ok (sp_ser_begin (&s, &b, &h, &err), &err);
+		for (size_t i = 0; i < g.nroots; i++)
+			assert_ok (sp_ser_root (&s, g.ids [i], g.roots [i], &err), &err);
+		void *objs [] = { g.a, g.b, g.c, g.d, g.prims, clone ? clone : g.a };
+		int more;
+		do {
+			check_hints (&s, objs, sizeof objs / sizeof objs [0]);
+			more = sp_ser_step (&s, 1, &err);
+			assert_true (more >= 0);
+		} while (more);
+		check_hints (&s, objs, sizeof objs / sizeof objs [0]);
+		assert_true (sp_client_lid_slot (g.a) == 0 || sp_ser_written_hint (&s, g.a));
+		assert_ok (sp_ser_finish (&s, &err), &err);
+		sp_wset_close (&ws, sp_client_gc_epoch ());
+		if (!clone)
+			clone = fake_clone (g.a);        /* its slot: a's LID, marked written */
+		assert_false (sp_ser_written_hint (&s, clone));
+	}
+	sp_ser_free (&s);
+	sp_wset_free (&ws);
+	sp_buf_free (&b);
+}
+
+/*
  * An object cloned after a snapshot (its identity slot copied, naming the
  * original's LID) is another object in the next snapshot, whichever of the
  * two the snapshot reaches first.
@@ -1542,6 +1607,7 @@ main (void)
 		cmocka_unit_test_teardown (test_hash_collisions_same_bytes, fake_teardown),
 		cmocka_unit_test_teardown (test_serializer_reuse, fake_teardown),
 		cmocka_unit_test_teardown (test_clone_is_another_object, fake_teardown),
+		cmocka_unit_test_teardown (test_written_hint, fake_teardown),
 		cmocka_unit_test_teardown (test_empty_snapshot, fake_teardown),
 		cmocka_unit_test_teardown (test_bool_is_normalized, fake_teardown),
 		cmocka_unit_test_teardown (test_bool_encoding_is_canonical, fake_teardown),
