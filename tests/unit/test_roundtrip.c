@@ -55,15 +55,22 @@ bits32 (const void *p)
 
 /* ---- the sample graph, there and back ----------------------------------- */
 
+/* The sample graph, and a snapshot of it in b (one step). */
+static void
+build_and_serialize (SampleGraph *g, SpBuf *b)
+{
+	sample_graph_build (g);
+	sp_buf_init (b);
+	sample_graph_serialize (g, SIZE_MAX, b);
+}
+
 static void
 test_sample_round_trip (void **state)
 {
 	(void)state;
 	SampleGraph g;
-	sample_graph_build (&g);
 	SpBuf b;
-	sp_buf_init (&b);
-	sample_graph_serialize (&g, SIZE_MAX, &b);
+	build_and_serialize (&g, &b);
 
 	SpSnapshot snap;
 	parse_ok (&b, &snap);
@@ -1047,10 +1054,8 @@ test_clone_is_another_object (void **state)
 {
 	(void)state;
 	SampleGraph g;
-	sample_graph_build (&g);
 	SpBuf b;
-	sp_buf_init (&b);
-	sample_graph_serialize (&g, SIZE_MAX, &b);
+	build_and_serialize (&g, &b);
 	void *clone = fake_clone (g.c);
 	for (int order = 0; order < 2; order++) {
 		void *roots [2] = { order ? g.c : clone, order ? clone : g.c };
