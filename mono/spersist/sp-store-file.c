@@ -12,6 +12,17 @@
  * the new one is durable (retire): renamed to .old, then shortened a few MiB at
  * a time and unlinked, because unlinking a large file on tmpfs frees all its
  * pages at once, milliseconds of CPU that a real-time program would lose.
+ *
+ * The first .old file is kept as a spare instead: the next commit renames it
+ * to its .tmp name and writes over it, so its writes land in pages (tmpfs) or
+ * blocks (a disk) already allocated.  On tmpfs that makes a 64 KiB write 2.4x
+ * cheaper (12 against 29 us, median) and its longest much shorter (p99.9 60
+ * against 140 us; a bare C program, 8 x 32 MB), which is the writer's CPU out
+ * of the program's budget; and nothing is freed or allocated per commit.  A
+ * spare more than an eighth (and 1 MiB) larger than the snapshot expected is
+ * not reused (shortening it at the commit would free too much at once): it
+ * is removed as any .old file.  Storage: the newest `keep` snapshots and one
+ * more, the spare or the commit in progress, never both.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -39,9 +50,13 @@ typedef struct SpFileStore {
 	int tmp_fd;              /* the snapshot in progress (begin..finish), -1 = none */
 	char tmp [64];           /* its name */
 	off_t flushed;           /* bytes handed to writeback already (sp_file_start_writeback) */
+	off_t tmp_size;          /* the spare's size when the snapshot in progress writes over it, else 0 */
 	int old_fd;              /* the snapshot being retired, -1 = none */
 	char old [64];           /* its name (.old) */
 	off_t old_size;          /* what is left of it */
+	int spare_fd;            /* a retired snapshot kept for the next commit to write over, -1 = none */
+	char spare [64];         /* its name (.old) */
+	off_t spare_size;
 } SpFileStore;
 
 #define SP_SNAP_PREFIX "snap-"
@@ -253,6 +268,16 @@ sp_file_write_all (int fd, const uint8_t *data, size_t size)
 	return 0;
 }
 
+/* The .old file just opened becomes the spare (sp_file_begin writes over it). */
+static void
+sp_file_keep_spare (SpFileStore *fs)
+{
+	fs->spare_fd = fs->old_fd;
+	fs->spare_size = fs->old_size;
+	memcpy (fs->spare, fs->old, sizeof fs->spare);
+	fs->old_fd = -1;
+}
+
 /*
  * Remove snapshots beyond the newest `keep`, about max_bytes of them a call: 1
  * when a call may find more, 0 when none is left.  Failures are harmless (a
@@ -287,6 +312,10 @@ sp_file_retire (SpStore *s, uint64_t max_bytes, SpError *err)
 			return 1;
 		}
 		fs->old_size = st.st_size;
+		if (fs->spare_fd < 0) {
+			sp_file_keep_spare (fs);
+			return 1;
+		}
 	}
 	if ((uint64_t)fs->old_size > max_bytes) {
 		fs->old_size -= (off_t)max_bytes;
@@ -328,18 +357,49 @@ sp_file_crashed (SpFileStore *fs)
 	return -1;
 }
 
+/*
+ * The spare becomes the snapshot in progress (fs->tmp named already) when it
+ * is not much larger than the snapshot expected; else it is retired as any
+ * .old file.  true: fs->tmp_fd is open on it.
+ */
+static bool
+sp_file_take_spare (SpFileStore *fs, uint64_t size_hint)
+{
+	if (fs->spare_fd < 0)
+		return false;
+	int fd = fs->spare_fd;
+	fs->spare_fd = -1;
+	bool fits = (uint64_t)fs->spare_size <= size_hint + size_hint / 8 + (1u << 20);
+	if (fits && lseek (fd, 0, SEEK_SET) == 0 && renameat (fs->dir_fd, fs->spare, fs->dir_fd, fs->tmp) == 0) {
+		fs->tmp_fd = fd;
+		fs->tmp_size = fs->spare_size;
+		return true;
+	}
+	if (fs->old_fd < 0) {
+		fs->old_fd = fd;
+		fs->old_size = fs->spare_size;
+		memcpy (fs->old, fs->spare, sizeof fs->old);
+	} else {
+		close (fd);
+		unlinkat (fs->dir_fd, fs->spare, 0);
+	}
+	return false;
+}
+
 static int
 sp_file_begin (SpStore *s, uint64_t seq, uint64_t size_hint, SpError *err)
 {
-	(void)size_hint;
 	SpFileStore *fs = (SpFileStore *)s;
 	if (sp_file_crash_now (err))
 		return -1;
 	sp_file_name (fs->tmp, sizeof fs->tmp, seq, ".tmp");
+	fs->flushed = 0;
+	fs->tmp_size = 0;
+	if (sp_file_take_spare (fs, size_hint))
+		return 0;
 	fs->tmp_fd = openat (fs->dir_fd, fs->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fs->tmp_fd < 0)
 		return sp_error_set_errno (err, errno, "cannot create %s/%s", s->location, fs->tmp);
-	fs->flushed = 0;
 	return 0;
 }
 
@@ -387,9 +447,18 @@ sp_file_finish (SpStore *s, SpError *err)
 	sp_file_name (final, sizeof final, s->writing, "");
 	if (sp_file_crash_now (err))
 		return sp_file_crashed (fs);
-	const char *step = "fsync";
-	int rc = fsync (fs->tmp_fd);
-	int saved = errno;
+	const char *step = "ftruncate";
+	int rc = 0, saved = 0;
+	/* Written over a larger spare: its tail goes (the snapshot ends at its trailer). */
+	if (fs->tmp_size > (off_t)s->written && ftruncate (fs->tmp_fd, (off_t)s->written) < 0) {
+		rc = -1;
+		saved = errno;
+	}
+	if (rc == 0) {
+		step = "fsync";
+		rc = fsync (fs->tmp_fd);
+		saved = errno;
+	}
 	if (close (fs->tmp_fd) < 0 && rc == 0) {
 		rc = -1;
 		saved = errno;
@@ -433,7 +502,9 @@ sp_file_close (SpStore *s)
 {
 	SpFileStore *fs = (SpFileStore *)s;
 	if (fs->old_fd >= 0)
-		close (fs->old_fd);        /* the .old file goes at the next open */
+		close (fs->old_fd);        /* the .old files go at the next open */
+	if (fs->spare_fd >= 0)
+		close (fs->spare_fd);
 	if (fs->lock_fd >= 0)
 		close (fs->lock_fd);       /* releases the flock */
 	if (fs->dir_fd >= 0)
@@ -502,6 +573,7 @@ sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err)
 	fs->lock_fd = -1;
 	fs->tmp_fd = -1;
 	fs->old_fd = -1;
+	fs->spare_fd = -1;
 	fs->dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fs->dir_fd < 0) {
 		sp_error_set_errno (err, errno, "cannot open directory");

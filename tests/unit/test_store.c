@@ -166,7 +166,8 @@ test_keep_two_of_three (void **state)
 	}
 	char listing [1024];
 	dir_listing (f->store, listing, sizeof listing);
-	assert_string_equal (listing, "snap-00000000000000000002.spm snap-00000000000000000003.spm");
+	/* Snapshot 1, beyond the two kept, is the spare the next commit writes over. */
+	assert_string_equal (listing, "snap-00000000000000000001.spm.old snap-00000000000000000002.spm snap-00000000000000000003.spm");
 
 	SpSnapInfo *infos;
 	size_t n;
@@ -974,7 +975,9 @@ test_stream_fault_mid_stream (void **state)
 /*
  * Old snapshots go a slice at a time: renamed to .old (never loaded, never
  * listed), shortened by at most the slice, then unlinked; the newest `keep`
- * are never touched; a leftover .old is removed at the next open.
+ * are never touched; a leftover .old is removed at the next open.  (The
+ * first .old is kept as the spare, and goes so when the next snapshot is
+ * much smaller than it.)
  */
 static void
 test_retire_in_slices (void **state)
@@ -989,7 +992,14 @@ test_retire_in_slices (void **state)
 	char listing [1024], old [400];
 	dir_listing (f->store, listing, sizeof listing);
 	assert_string_equal (listing, "snap-00000000000000000001.spm snap-00000000000000000002.spm");
+	assert_int_equal (sp_store_retire (st, 1u << 20), 1);     /* 1 becomes the spare, whole */
+	assert_int_equal (sp_store_retire (st, 1u << 20), 0);
 	file_path (f, 1, ".old", old, sizeof old);
+	struct stat spare;
+	assert_int_equal (stat (old, &spare), 0);
+	assert_true (spare.st_size > (3 << 20));
+	/* Snapshot 3 is small: the 3 MiB spare is not written over but removed in slices. */
+	assert_ok (stream_snapshot (st, 3, 4096, &err), &err);
 	int calls = 0;
 	while (sp_store_retire (st, 1u << 20)) {
 		calls++;
@@ -997,17 +1007,63 @@ test_retire_in_slices (void **state)
 		if (stat (old, &sb) == 0)
 			assert_true (sb.st_size <= (3 << 20) + 4096 - (off_t)calls * (1 << 20) + (1 << 20));
 		Warnings w = { 0 };
-		load_expect (st, 2, &w);
+		load_expect (st, 3, &w);
 		assert_int_equal (w.count, 0);
 	}
 	assert_true (calls >= 3);                 /* 3 MiB and some, 1 MiB a call */
 	dir_listing (f->store, listing, sizeof listing);
-	assert_string_equal (listing, "snap-00000000000000000002.spm");
+	assert_string_equal (listing, "snap-00000000000000000002.spm.old snap-00000000000000000003.spm");
 	sp_store_close (st);
 	write_file (old, "leftover", 8);
 	st = open_ok (f->store, 1);
 	dir_listing (f->store, listing, sizeof listing);
-	assert_string_equal (listing, "snap-00000000000000000002.spm");
+	assert_string_equal (listing, "snap-00000000000000000003.spm");
+	sp_store_close (st);
+}
+
+/*
+ * The spare is written over: the next snapshot takes its file (its inode),
+ * shortened when it was larger, and loads intact; the next spare is the
+ * snapshot the commit put beyond `keep`.
+ */
+static void
+test_spare_is_written_over (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 1);
+	SpBuf b;
+	commit_sized (st, 1, 2u << 20, &b);
+	sp_buf_free (&b);
+	commit_sized (st, 2, 1u << 20, &b);
+	sp_buf_free (&b);
+	char spare [400], newest [400], listing [1024];
+	file_path (f, 1, ".old", spare, sizeof spare);
+	struct stat before, after;
+	assert_int_equal (stat (spare, &before), 0);
+	commit_sized (st, 3, 1u << 20, &b);      /* within an eighth and 1 MiB of the 2 MiB spare */
+	file_path (f, 3, "", newest, sizeof newest);
+	assert_int_equal (stat (newest, &after), 0);
+	assert_true (after.st_ino == before.st_ino);
+	assert_true (after.st_size == (off_t)b.len);
+	assert_true (after.st_size < before.st_size);
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000002.spm.old snap-00000000000000000003.spm");
+	uint8_t *data;
+	size_t size;
+	read_whole (newest, &data, &size);
+	assert_int_equal (size, b.len);
+	assert_memory_equal (data, b.data, size);
+	free (data);
+	Warnings w = { 0 };
+	uint64_t seq;
+	SpError err = { 0 };
+	assert_ok (sp_store_load_newest (st, NULL, NULL, collect_warning, &w, &data, &size, &seq, &err), &err);
+	assert_true (seq == 3);
+	assert_int_equal (w.count, 0);
+	assert_int_equal (size, b.len);
+	assert_memory_equal (data, b.data, size);
+	sp_store_release (st, data, size);
+	sp_buf_free (&b);
 	sp_store_close (st);
 }
 
@@ -1036,6 +1092,7 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_stream_in_pieces_equals_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_stream_crash_between_pieces, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_stream_fault_mid_stream, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_spare_is_written_over, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_retire_in_slices, setup, teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
