@@ -376,18 +376,15 @@ sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
 /*
  * The values of one object or array element at `base`: its primitive leaves,
  * then its references (sp-format.h: primitives first, so a reader skips or
- * copies them as one block).  Room for the largest encoding is reserved once,
- * so the loops write without further checks: nothing in them touches the output
- * buffer but these loops.  `kids`: the references' LIDs as marking recorded
- * them (sp-kids.h), or NULL to look each one up.
+ * copies them as one block), from dst on, where the caller reserved room for
+ * their largest encoding (c->wire_max), so the loops write without further
+ * checks: nothing in them touches the output buffer but these loops.  `kids`:
+ * the references' LIDs as marking recorded them (sp-kids.h), or NULL to look
+ * each one up.  Returns where they end, NULL on error.
  */
-static int
-sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t *kids, SpError *err)
+static uint8_t *
+sp_ser_put_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t *kids, uint8_t *dst, SpError *err)
 {
-	uint8_t *start = sp_buf_reserve (s->out, c->wire_max);
-	if (!start)
-		return sp_ser_oom (err);
-	uint8_t *dst = start;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
 		if (f->kind != SP_KIND_REF) {
@@ -407,10 +404,22 @@ sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uin
 		if (kids)
 			lid = *kids++;
 		else if (sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
-			return -1;
+			return NULL;
 		dst = sp_put_varint_raw (dst, lid);
 	}
-	s->out->len += (size_t)(dst - start);
+	return dst;
+}
+
+static int
+sp_ser_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t *kids, SpError *err)
+{
+	uint8_t *start = sp_buf_reserve (s->out, c->wire_max);
+	if (!start)
+		return sp_ser_oom (err);
+	uint8_t *end = sp_ser_put_leaves (s, c, base, kids, start, err);
+	if (!end)
+		return -1;
+	s->out->len += (size_t)(end - start);
 	return 0;
 }
 
@@ -441,18 +450,19 @@ sp_ser_check_unseen (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid,
 static int
 sp_ser_object (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *err)
 {
-	uint32_t class_id = sp_ser_class_id (s, c);
-	/* Tag, LID and class id with one reservation: this runs once per object. */
-	uint8_t *dst = sp_buf_reserve (s->out, 1 + 2 * SP_VARINT32_MAX);
+	uint32_t class_id = sp_ser_class_id (s, c);   /* first: it may write a CLASS record */
+	/* The whole record with one reservation: this runs once per object. */
+	uint8_t *dst = sp_buf_reserve (s->out, 1 + 2 * SP_VARINT32_MAX + c->wire_max);
 	if (!dst)
 		return sp_ser_oom (err);
 	uint8_t *start = dst;
 	*dst++ = SP_REC_OBJECT;
 	dst = sp_put_varint_raw (dst, lid);
 	dst = sp_put_varint_raw (dst, class_id);
-	s->out->len += (size_t)(dst - start);
-	if (sp_ser_leaves (s, c, obj, sp_kids_of (&s->kids, lid), err) < 0)
+	dst = sp_ser_put_leaves (s, c, obj, sp_kids_of (&s->kids, lid), dst, err);
+	if (!dst)
 		return -1;
+	s->out->len += (size_t)(dst - start);
 	return sp_ser_check_unseen (s, obj, c, lid, NULL, NULL, err);
 }
 
