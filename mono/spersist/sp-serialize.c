@@ -618,6 +618,8 @@ sp_ser_written_hint (const SpSerializer *s, void *obj)
 		return false;
 	if (sp_client_lid_object (lid) != obj)
 		return false;
+	/* The table's load before the slot's second (an acquire load alone lets an earlier load pass it). */
+	__atomic_thread_fence (__ATOMIC_ACQUIRE);
 	return sp_ser_slot_load (obj, slot) == before;
 }
 
