@@ -156,6 +156,12 @@ def plot_pauses(results, path):
 
 
 SECTIONS = [
+    ("SP beside the peers a user would write and the floors", "run-tree.sh", "tree.txt", [
+        "A tree of composite nodes with parent links, allocated in shuffled order, heap collected before each",
+        "repetition: SP against BinaryFormatter, a hand-written preorder BinaryWriter serializer and its",
+        "BinaryReader rebuild, a traversal reading every field and the same nodes made with `new` (the floors),",
+        "and, in a JVM, Apache Fory (reference tracking) and Kryo (references on) on the same tree (skipped",
+        "where Java or Maven is missing). Each rebuilt tree is checked; ratios are of medians."]),
     ("The paper's Table 1", "run-table1.sh", "table1.txt", [
         "The store on tmpfs (every run's snapshot restored and checked), then the null store (nothing",
         "written, nothing to check): the difference is the storage's share of each time.",

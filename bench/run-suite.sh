@@ -11,6 +11,10 @@
 #                     null store, tmpfs and disk; incremental in each barrier
 #                     mode) against BinaryFormatter, DataContractSerializer and
 #                     Newtonsoft.Json
+#   tree-*.csv        issue 20's anchors (bench/run-tree.sh): SP beside a
+#                     hand-written BinaryWriter/BinaryReader, a traversal and
+#                     `new` (the floors), and the Java peers Apache Fory and
+#                     Kryo (skipped with a note where Java or Maven is missing)
 #   table1.csv        the paper's Table 1 (bench/run-table1.sh)
 #   table2.csv        the paper's Table 2 (bench/run-table2.sh)
 #   control.csv       a 1 kHz control loop persisting every period: deadline
@@ -39,11 +43,13 @@ python=/usr/bin/python3; [ -x "$python" ] || python=python3
 
 if [ $smoke = 1 ]; then
 	tree_sizes="5000 25000"; int_sizes="5000 25000 1000000"; reps=2
+	peer_runs=("2000 3")
 	table1_runs=2; pause_args=(300 20000 1000000 50 100 500); barrier_args=(2000000 1)
 	control_args=(200 1 1000 10000 10000/1000); recovery_args=(1 10000 100000)
 else
 	tree_sizes="5000 10000 15000 20000 25000 100000 1000000"
 	int_sizes="5000 10000 15000 20000 25000 100000 1000000 10000000"; reps=5
+	peer_runs=("25000 9" "1000000 3")
 	table1_runs=40; pause_args=(10000 100000 10000000 50 100 500); barrier_args=(100000000 5)
 	control_args=(5000 3 1000 10000 100000 100000/1000); recovery_args=(3 10000 100000 1000000 10000000)
 fi
@@ -86,6 +92,13 @@ serializers () {   # serializers STRUCTURE SIZE
 }
 for n in $tree_sizes; do serializers rbtree "$n"; done
 for n in $int_sizes; do serializers ints "$n"; done
+
+# ---- SP beside the peers and the floors (issue 20) --------------------------------
+: > "$out/tree.txt"
+for run in "${peer_runs[@]}"; do
+	set -- $run
+	TREE_CSV="$out/tree-$1.csv" bash "$here/run-tree.sh" "$1" "$2" >> "$out/tree.txt"
+done
 
 # ---- Tables 1 and 2, pauses, barrier cost (their own scripts and checks) -----
 bash "$here/run-table1.sh" "$table1_runs" > "$out/table1.txt"

@@ -1,6 +1,10 @@
 #!/bin/bash
-# run-tree.sh [NODES] [REPS]: SP vs BinaryFormatter on a tree of composite nodes.
-# Writes bench/results/tree.csv and prints min/median/max per figure and the ratios.
+# run-tree.sh [NODES] [REPS]: SP vs BinaryFormatter on a tree of composite nodes,
+# beside the peers a user would write (hand-written BinaryWriter/BinaryReader),
+# the floors (a traversal, the same nodes made with new), and the Java peers
+# (Apache Fory, Kryo: bench/run-java.sh, skipped with a note where Java or
+# Maven is missing).  Writes bench/results/tree.csv (TREE_CSV: another file)
+# and prints min/median/max per figure and the ratios.
 # The store is on tmpfs (/dev/shm) so "serialize" and "commit" are told apart.
 # Restore is measured two ways, each the same for both mechanisms:
 #   restore       from bytes in memory, in a warm process, heap collected first;
@@ -13,7 +17,7 @@ n=${1:-25000}; reps=${2:-5}
 out=$here/results; mkdir -p "$out"
 work=$(mktemp -d /dev/shm/spbench.XXXXXX); trap 'rm -rf "$work"' EXIT
 mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/TreeBench.exe" "$here/TreeBench.cs"
-csv=$out/tree.csv
+csv=${TREE_CSV:-$out/tree.csv}
 echo "mechanism,operation,nodes,rep,ns,bytes" > "$csv"
 "$build/bin/spmono" --sp-store="$work/store" --sp-keep=1 "$work/TreeBench.exe" save "$n" "$reps" "$work/tree.bf" >> "$csv"
 for r in $(seq "$reps"); do
@@ -22,4 +26,5 @@ for r in $(seq "$reps"); do
 	[ "$r" -gt 1 ] || echo "$rows" | grep -v ',restore-cold,' >> "$csv"
 	"$build/bin/spmono" "$work/TreeBench.exe" bf-cold "$n" "$work/tree.bf" | awk -F, -v r="$r" 'BEGIN{OFS=","} {$4=r; print}' >> "$csv"
 done
+bash "$here/run-java.sh" "$n" "$reps" >> "$csv"
 python3 "$here/summarize.py" "$csv"

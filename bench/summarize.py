@@ -27,7 +27,11 @@ for n in sorted({k[2] for k in rows}):
     for label, sp, peer, kind in (("serialize", sp_ser, med("BinaryWriter", "serialize", n), "hand-written BinaryWriter"),
                                   ("serialize", sp_ser, med("Traversal", "serialize", n), "traversal floor"),
                                   ("restore", sp_res, med("BinaryReader", "restore", n), "hand-written BinaryReader"),
-                                  ("restore", sp_res, med("New", "restore", n), "`new` floor")):
+                                  ("restore", sp_res, med("New", "restore", n), "`new` floor"),
+                                  ("serialize", sp_ser, med("Fory", "serialize", n), "Apache Fory (Java)"),
+                                  ("restore", sp_res, med("Fory", "restore", n), "Apache Fory (Java)"),
+                                  ("serialize", sp_ser, med("Kryo", "serialize", n), "Kryo (Java)"),
+                                  ("restore", sp_res, med("Kryo", "restore", n), "Kryo (Java)")):
         if sp and peer:
             print(f"{n} nodes: SP {label} {sp:.3f} ms, {kind} {peer:.3f} ms: SP/peer {sp / peer:.2f}")
 n = max(k[2] for k in rows)
