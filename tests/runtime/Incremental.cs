@@ -293,7 +293,7 @@ static class Program
 	{
 		Grid grid = Make (n);
 		SPC.AddRoot (grid);
-		for (int attempt = 1; attempt <= 20; attempt++) {
+		for (int attempt = 1; attempt <= 60; attempt++) {
 			SetGeneration (grid, 1);
 			// A cycle's first release keeps a period after the last cycle's last one: start
 			// each attempt a period later, so that its first increment runs at once and
@@ -313,7 +313,7 @@ static class Program
 					   s.CycleBarrierWrites, s.CycleNs / 1000, attempt);
 			return 0;
 		}
-		Console.WriteLine ("no cycle yielded to a barrier in 20 attempts");
+		Console.WriteLine ("no cycle yielded to a barrier in 60 attempts");
 		return 1;
 	}
 
