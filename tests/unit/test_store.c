@@ -631,6 +631,15 @@ commit_sized (SpStore *st, uint64_t seq, size_t extra, SpBuf *kept)
 	assert_ok (sp_store_commit (st, kept->data, kept->len, seq, &err), &err);
 }
 
+/* Commit a snapshot of seq `extra` bytes longer, its bytes not kept. */
+static void
+commit_padded (SpStore *st, uint64_t seq, size_t extra)
+{
+	SpBuf b;
+	commit_sized (st, seq, extra, &b);
+	sp_buf_free (&b);
+}
+
 static void
 test_pmem_commit_load_reopen (void **state)
 {
@@ -984,9 +993,7 @@ test_retire_in_slices (void **state)
 {
 	Fixture *f = *state;
 	SpStore *st = open_ok (f->store, 1);
-	SpBuf big;
-	commit_sized (st, 1, 3u << 20, &big);
-	sp_buf_free (&big);
+	commit_padded (st, 1, 3u << 20);
 	SpError err = { 0 };
 	assert_ok (stream_snapshot (st, 2, 4096, &err), &err);   /* finish alone retires nothing */
 	char listing [1024], old [400];
@@ -1031,11 +1038,9 @@ test_spare_is_written_over (void **state)
 {
 	Fixture *f = *state;
 	SpStore *st = open_ok (f->store, 1);
+	commit_padded (st, 1, 2u << 20);
+	commit_padded (st, 2, 1u << 20);
 	SpBuf b;
-	commit_sized (st, 1, 2u << 20, &b);
-	sp_buf_free (&b);
-	commit_sized (st, 2, 1u << 20, &b);
-	sp_buf_free (&b);
 	char spare [400], newest [400], listing [1024];
 	file_path (f, 1, ".old", spare, sizeof spare);
 	struct stat before, after;
