@@ -146,6 +146,22 @@ namespace SPersistence
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
 		static extern string sp_bench_decode (out long ns);
+
+		/// <summary>
+		/// Where instances of <paramref name="type"/> keep their identity slot
+		/// (the 4 bytes spmono adds to an [SPersistent] class of automatic layout,
+		/// see docs/FORMAT.md), as an offset from the object's start; 0 when they
+		/// have none and the serializer finds their identity in its LID map.
+		/// </summary>
+		public static int IdentitySlotOf (Type type)
+		{
+			if (type == null)
+				throw new ArgumentNullException ("type");
+			return sp_identity_slot (type);
+		}
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern int sp_identity_slot (Type type);
 	}
 
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>

@@ -118,11 +118,42 @@ sp_mono_identity_slot_owner (MonoClass *klass)
 	return owner;
 }
 
+/* Does no instance field of klass itself lie in [slot, slot + 4)? */
+static gboolean
+sp_mono_slot_clear_of_fields (MonoClass *klass, guint32 slot)
+{
+	gpointer iter = NULL;
+	MonoClassField *f;
+	while ((f = mono_class_get_fields_internal (klass, &iter))) {
+		int align;
+		if (f->type->attrs & FIELD_ATTRIBUTE_STATIC)
+			continue;
+		guint32 start = (guint32)f->offset, end = start + (guint32)mono_type_size (f->type, &align);
+		if (start < slot + 4 && end > slot)
+			return FALSE;
+	}
+	return TRUE;
+}
+
+/*
+ * The slot's offset, checked against the fields of klass and its ancestors
+ * up to the owner: a class laid out by another runtime (an AOT image's cached
+ * sizes, made by Debian's mono) has no slot, and then the LID map is used
+ * rather than writing over a field.
+ */
 static guint32
 sp_mono_identity_slot_of (MonoClass *klass)
 {
 	MonoClass *owner = sp_mono_identity_slot_owner (klass);
-	return owner ? (guint32)m_class_get_instance_size (owner) - 4 : 0;
+	if (!owner)
+		return 0;
+	guint32 slot = (guint32)m_class_get_instance_size (owner) - 4;
+	for (MonoClass *k = klass;; k = m_class_get_parent (k)) {
+		if (!sp_mono_slot_clear_of_fields (k, slot))
+			return 0;
+		if (k == owner)
+			return slot;
+	}
 }
 
 int

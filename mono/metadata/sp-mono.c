@@ -292,6 +292,15 @@ sp_icall_bench_decode (gint64 *ns)
 	return sp_mono_leave (rc < 0 ? -1 : 0, &err);
 }
 
+/* SPDiagnostics.IdentitySlotOf: where instances of a type keep their identity slot (sp-identity.c), 0: none. */
+static gint32
+sp_icall_identity_slot (MonoReflectionType *type)
+{
+	MonoClass *klass = mono_class_from_mono_type_internal (type->type);
+	mono_class_init_internal (klass);
+	return m_class_is_valuetype (klass) ? 0 : (gint32)sp_mono_identity_slot_of (klass);
+}
+
 /* ---- driver hooks (sp-mono.h) ---------------------------------------------- */
 
 gboolean
@@ -376,4 +385,5 @@ sp_mono_init (const char *program)
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_stats", sp_icall_stats);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_pause_histogram", sp_icall_pause_histogram);
 	mono_add_internal_call_internal ("SPersistence.SPDiagnostics::sp_bench_decode", sp_icall_bench_decode);
+	mono_add_internal_call_internal ("SPersistence.SPDiagnostics::sp_identity_slot", sp_icall_identity_slot);
 }

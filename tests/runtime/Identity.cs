@@ -59,6 +59,21 @@ static class Program
 	static int Main (string[] args)
 	{
 		bool incremental = args.Length > 1 && args [1] == "incremental";
+		if (args [0] == "layout") {
+			// Which classes carry the slot: the topmost [SPersistent] class of automatic layout, and its subclasses at the same place.
+			int cell = SPDiagnostics.IdentitySlotOf (typeof (Cell));
+			T.Check (cell >= 16 + 4 + 8 + 8, "Cell has a slot after its fields and its base's: " + cell);
+			T.Eq (cell, SPDiagnostics.IdentitySlotOf (typeof (Derived)), "a subclass keeps its base's slot");
+			T.Check (SPDiagnostics.IdentitySlotOf (typeof (Box<string>)) > 0, "a generic [SPersistent] class has one");
+			T.Check (SPDiagnostics.IdentitySlotOf (typeof (Holder)) > 0, "Holder has one");
+			T.Eq (0, SPDiagnostics.IdentitySlotOf (typeof (Sequential)), "a sequential-layout class has none");
+			T.Eq (0, SPDiagnostics.IdentitySlotOf (typeof (PlainBase)), "a class that is not [SPersistent] has none");
+			T.Eq (0, SPDiagnostics.IdentitySlotOf (typeof (int[])), "an array has none");
+			T.Eq (0, SPDiagnostics.IdentitySlotOf (typeof (string)), "a string has none");
+			T.Eq (0, SPDiagnostics.IdentitySlotOf (typeof (List<int>)), "a class-library collection has none");
+			Console.WriteLine ("layout ok");
+			return 0;
+		}
 		if (args [0] == "write") {
 			Holder h = Build ();
 			SPC.AddRoot (h);

@@ -3,6 +3,7 @@
 # classes keep their identity; both modes.
 source "$SRCDIR/lib.sh"
 compile id.exe "$SRCDIR/Identity.cs"
+expect_out "layout ok" spm id.exe layout
 for mode in stw incremental; do
 	rm -rf "store-$mode"
 	spm --sp-store="store-$mode" --sp-mode="$mode" id.exe write "$mode" > /dev/null || fail "write ($mode)"
