@@ -161,10 +161,38 @@ sp_mono_layout_identity_slot (MonoClass *klass, int fields_end, int instance_siz
 {
 	if (sp_mono_identity_slot_owner (klass) != klass)
 		return instance_size;
+	/*
+	 * Sizes an AOT image cached (made by a runtime without the slot, such as
+	 * Debian's mono --aot) stand, or Mono aborts on the difference: the
+	 * object's last 4 bytes are then padding, used as the slot, or a field,
+	 * and the LID map serves (sp_mono_identity_slot_of).
+	 */
+	if (m_class_get_instance_size (klass))
+		return instance_size;
 	/* The slot is the last 4 bytes (sp_mono_identity_slot_of), 4-aligned. */
 	int align = MAX (min_align, 4);
 	int with_slot = (fields_end + 4 + align - 1) & ~(align - 1);
 	return MAX (with_slot, instance_size);
+}
+
+/*
+ * runtime-patches/0009: no AOT image for an assembly that references
+ * SPersistence (or is it): its classes' sizes cached by another runtime lack
+ * the slot, and its stores the barrier.  Metadata only (the AssemblyRef table).
+ */
+gboolean
+sp_mono_refuses_aot_image (MonoImage *image)
+{
+	if (!strcmp (image->assembly_name ? image->assembly_name : "", "SPersistence"))
+		return TRUE;
+	MonoTableInfo *refs = &image->tables [MONO_TABLE_ASSEMBLYREF];
+	for (guint32 i = 0; i < refs->rows; i++) {
+		guint32 cols [MONO_ASSEMBLYREF_SIZE];
+		mono_metadata_decode_row (refs, i, cols, MONO_ASSEMBLYREF_SIZE);
+		if (!strcmp (mono_metadata_string_heap (image, cols [MONO_ASSEMBLYREF_NAME]), "SPersistence"))
+			return TRUE;
+	}
+	return FALSE;
 }
 
 /*

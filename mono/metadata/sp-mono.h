@@ -23,6 +23,8 @@ gboolean sp_mono_parse_option (const char *arg);
  * (sp-identity.c).
  */
 int sp_mono_layout_identity_slot (MonoClass *klass, int fields_end, int instance_size, int min_align);
+/* Assembly loading (runtime-patches/0009): must image be JIT-compiled, its AOT image left unloaded? */
+gboolean sp_mono_refuses_aot_image (MonoImage *image);
 /* The persistence part of `spmono --help`. */
 void sp_mono_print_usage (FILE *out);
 /* Once the JIT is up: register SPC's internal calls; `program` is the assembly being run. */
