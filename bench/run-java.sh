@@ -17,13 +17,15 @@ n=${1:?NODES}; reps=${2:?REPS}
 java=${JAVA:-java}; mvn=${MVN:-mvn}
 skip () { echo "run-java: skipped: $*" >&2; exit 0; }
 command -v "$java" > /dev/null || skip "no java (apt-get install default-jdk-headless)"
-command -v "$mvn" > /dev/null || skip "no mvn (apt-get install maven)"
 jar=$here/java/target/tree-peers.jar
 src=$here/java/src/main/java/spbench/TreePeers.java
+# One scratch directory for the build's log and the JVM's stderr, always removed.
+scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT
 if [ ! -f "$jar" ] || [ "$src" -nt "$jar" ] || [ "$here/java/pom.xml" -nt "$jar" ]; then
-	log=$(mktemp); trap 'rm -f "$log"' EXIT
-	(cd "$here/java" && "$mvn" -q -B package > "$log" 2>&1) || skip "the Maven build failed (no network to Maven Central?): $(tail -3 "$log" | tr '\n' ' ')"
+	# Maven is needed only to build the jar; a built one runs without it.
+	command -v "$mvn" > /dev/null || skip "no mvn to build the peers' jar (apt-get install maven)"
+	(cd "$here/java" && "$mvn" -q -B package > "$scratch/build.log" 2>&1) ||
+		skip "the Maven build failed (no network to Maven Central?): $(grep -m1 '\[ERROR\]' "$scratch/build.log" || tail -1 "$scratch/build.log")"
 fi
 # Fory logs its own progress on stderr: keep it out of the way unless the run fails.
-err=$(mktemp); trap 'rm -f "$err"' EXIT
-"$java" -jar "$jar" "$n" "$reps" 2> "$err" || { cat "$err" >&2; echo "run-java: the Java peers failed" >&2; exit 1; }
+"$java" -jar "$jar" "$n" "$reps" 2> "$scratch/java.err" || { cat "$scratch/java.err" >&2; echo "run-java: the Java peers failed" >&2; exit 1; }
