@@ -162,8 +162,8 @@ static struct {
 	uint64_t abandoned_seq;      /* a snapshot not to write any more (its cycle failed, or its writing did) */
 	gboolean retiring;           /* snapshots beyond the newest --sp-keep are left to remove (a slice at a time) */
 	SpError failure;             /* why the writer abandoned the running cycle's snapshot, for the SP task to fail it with */
-	uint64_t slice_avg_ns;       /* moving average of a slice's time */
-	uint64_t retire_avg_ns;      /* moving average of a retire slice's time (1 MiB of an old snapshot removed) */
+	SpModelDuration slice;       /* a slice's time */
+	SpModelDuration retire;      /* a retire slice's time (SP_WRITER_RETIRE_BYTES of an old snapshot removed) */
 	uint64_t snapshot_ns;        /* writing time of the snapshot in progress (slices and commit) */
 	uint64_t cycle_ns;           /* writing time in the running cycle (SPStats) */
 	MonoCoopCond cond;           /* busy changed, or the writer may run (under sp_lock) */
@@ -188,7 +188,8 @@ static struct {
 	uint64_t left_ns;            /* budget left in this period */
 	uint64_t deadline_ns;        /* no run may end after this (sp_task_window_end) */
 	gboolean sp_running;         /* the SP task runs: the writer waits */
-	uint64_t woke_ns;            /* when the SP task last came back from a sleep (the time since is charged when it sleeps again) */
+	uint64_t woke_ns;            /* when the SP task was due back from its last sleep (the time since is charged when it sleeps again) */
+	uint64_t called_ns;          /* when a starting cycle last called the SP task (atomic: read as it wakes, before the lock) */
 	gboolean writer_owed;        /* the SP task could not go on for want of the writer: it gets a slice, whatever is left */
 	uint64_t start_ns;           /* a cycle's stopped instant not charged yet: the next period's budget pays for it */
 	uint64_t ran_until_ns;       /* when the last run (the SP task's or the writer's) ended */
@@ -413,10 +414,17 @@ sp_writer_may_run (void)
 	 * The progress slice is for a chunk; removing old snapshots waits for a
 	 * budget it fits (a retire slice after a hand-over of 420 us took the
 	 * period's run to 580 us at --sp-pause=500), unless it is longer than half
-	 * a target, which a period may never leave.
+	 * a target, which a period may never leave.  A retire slice's fit is
+	 * judged by the high estimate of such runs (sp_model_duration_add): they
+	 * vary from 35 to 90 us.  A chunk's slice is judged by its average: the
+	 * 64 KiB writes that grow a file on tmpfs stall for 60-230 us about one
+	 * time in 36 (the page allocation; writes over the spare file do not),
+	 * too rarely for a high estimate to foresee and too often for a margin
+	 * of that size (it left the writer a few slices a period and lengthened
+	 * first cycles by 10-20%).  docs/INCREMENTAL.md has the figures.
 	 */
-	uint64_t need = sp_writer.busy ? sp_writer.slice_avg_ns : sp_writer.retire_avg_ns;
-	if (sp_budget.writer_owed && (sp_writer.busy || need > (uint64_t)sp_options.pause_us * 1000 / 2))
+	uint64_t need = sp_writer.busy ? sp_writer.slice.avg_ns : sp_writer.retire.high_ns;
+	if (sp_budget.writer_owed && (sp_writer.busy || sp_writer.retire.avg_ns > (uint64_t)sp_options.pause_us * 1000 / 2))
 		return TRUE;
 	return sp_budget.left_ns >= need && sp_mono_monotonic_ns () + need <= sp_budget.deadline_ns;
 }
@@ -494,11 +502,17 @@ sp_writer_pending_ns (void)
 {
 	size_t left = sp_writer.buf.len - __atomic_load_n (&sp_writer.done, __ATOMIC_RELAXED);
 	uint64_t slices = (left + SP_WRITER_SLICE - 1) / SP_WRITER_SLICE + (sp_writer.last ? 1 : 0);
-	return slices * sp_writer.slice_avg_ns;
+	return slices * sp_writer.slice.avg_ns;
 }
 
-/* Storage released a slice at a time, as writes are: unlinking a large file on tmpfs frees its pages at once. */
-#define SP_WRITER_RETIRE_BYTES (1u << 20)
+/*
+ * Storage released a slice at a time, as writes are: unlinking a large file
+ * on tmpfs frees its pages at once.  A quarter of a MiB is 30-40 us on tmpfs
+ * here (1 MiB was 135-196 us: a slice that size, last in a period, made one
+ * gap of 623 us at a 500 us target, and held up a cycle's start that came
+ * during it, the program's thread waiting behind it to be stopped).
+ */
+#define SP_WRITER_RETIRE_BYTES (256u << 10)
 
 /* Under sp_lock, with no chunk to write: a slice of removing old snapshots, charged to the budget. */
 static void
@@ -514,7 +528,7 @@ sp_writer_retire_slice (void)
 	mono_coop_mutex_lock (&sp_lock);
 	sp_trace_run ("retire", t0, t1);
 	uint64_t ns = sp_mono_monotonic_ns () - t0;
-	sp_writer.retire_avg_ns += ((int64_t)ns - (int64_t)sp_writer.retire_avg_ns) / 8;
+	sp_model_duration_add (&sp_writer.retire, ns);
 	sp_budget_charge (ns);
 	sp_writer.retiring = more;
 }
@@ -583,7 +597,7 @@ sp_writer_main (gpointer arg)
 		/* A slice's cost with the lock's hand-offs around it, and the switch-in when the writer was asleep before it. */
 		uint64_t slice = sp_mono_monotonic_ns () - t0 - (t2 - t1) + (woken ? SP_SWITCH_IN_NS : 0);
 		woken = FALSE;
-		sp_writer.slice_avg_ns += ((int64_t)slice - (int64_t)sp_writer.slice_avg_ns) / 8;
+		sp_model_duration_add (&sp_writer.slice, slice);
 		sp_budget_charge (slice + (t2 - t1));
 		sp_writer.snapshot_ns += t2 - t0;
 		sp_writer.cycle_ns += t2 - t0;
@@ -663,7 +677,7 @@ sp_cycle_model_costs (SpModelCosts *costs)
 	*costs = (SpModelCosts){
 		.mark_ns = sp_unit_avg_ns [SP_UNIT_MARK], .objects_ns = sp_unit_avg_ns [SP_UNIT_OBJECTS],
 		.piece_ns = sp_unit_avg_ns [SP_UNIT_PIECE], .forget_ns = sp_unit_avg_ns [SP_UNIT_FORGET],
-		.slice_ns = sp_writer.slice_avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
+		.slice_ns = sp_writer.slice.avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
 		.use_permille = sp_learned.use_permille, .work_permille = sp_learned.work_permille,
 		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
 	};
@@ -867,6 +881,7 @@ sp_cycle_start (SpError *err)
 	sp_cycle.stats.start_pause_ns = sp_mono_monotonic_ns () - t0;
 	sp_trace_run ("start", t0, t0 + sp_cycle.stats.start_pause_ns);
 	sp_budget.start_ns = sp_cycle.stats.start_pause_ns;
+	__atomic_store_n (&sp_budget.called_ns, sp_mono_monotonic_ns (), __ATOMIC_RELEASE);
 	mono_coop_cond_broadcast (&sp_cycle.wake);
 	sp_task_nudge ();
 	return 0;
@@ -1145,6 +1160,25 @@ sp_timespec_of_ns (uint64_t ns)
 }
 
 /*
+ * When the SP task, asleep since `slept_ns`, was due to run: at `until_ns`
+ * (its release), or when a starting cycle called it if that came first and
+ * the sleep was one such a call ends (`callable`).
+ * The time from then to now is the wake-up's latency (the timer's or the
+ * wake-up call's interrupt, the switch, the lock): the program's CPU was
+ * taken for it, so it is charged to the period's budget with the run
+ * (measured from the program's side: 20-60 us a run on this VM, which had
+ * made gaps of 577-580 us at a 500 us target when a cycle started).
+ */
+static uint64_t
+sp_task_due_since (uint64_t slept_ns, uint64_t until_ns, gboolean callable)
+{
+	uint64_t now = sp_mono_monotonic_ns ();
+	uint64_t called = callable ? __atomic_load_n (&sp_budget.called_ns, __ATOMIC_ACQUIRE) : 0;
+	uint64_t due = called > slept_ns && called < until_ns ? called : until_ns;
+	return due >= slept_ns && due <= now ? due : now;
+}
+
+/*
  * Sleep until the absolute `until` (periodic release without drift): with
  * sp_lock released, GC-safe and outside the world; back under sp_lock and in
  * the world, unless the runtime exits meanwhile (then parks for good; the
@@ -1154,7 +1188,9 @@ static void
 sp_task_sleep_until (const struct timespec *until)
 {
 	/* Its run since it woke, with the sleep it enters, out of the period's budget (the writer reads it under the lock). */
-	sp_budget_charge (sp_mono_monotonic_ns () - sp_budget.woke_ns + SP_SLEEP_ENTRY_NS);
+	uint64_t slept = sp_mono_monotonic_ns ();
+	gboolean callable = sp_task.nudgeable;
+	sp_budget_charge (slept - sp_budget.woke_ns + SP_SLEEP_ENTRY_NS);
 	mono_coop_mutex_unlock (&sp_lock);
 	sp_task_outside_the_world (TRUE);
 	MONO_ENTER_GC_SAFE;
@@ -1165,7 +1201,7 @@ sp_task_sleep_until (const struct timespec *until)
 		while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, until, NULL) == EINTR)
 			;
 	}
-	sp_budget.woke_ns = sp_mono_monotonic_ns ();
+	sp_budget.woke_ns = sp_task_due_since (slept, sp_timespec_ns (until), callable);
 	MONO_EXIT_GC_SAFE;
 	mono_coop_mutex_lock (&sp_lock);
 	sp_task.nudgeable = FALSE;
@@ -1347,11 +1383,12 @@ sp_task_main (gpointer arg)
 	mono_coop_mutex_lock (&sp_lock);
 	for (;;) {
 		sp_task_outside_the_world (TRUE);
+		uint64_t idle = sp_mono_monotonic_ns ();
 		while (!sp_task_has_work () && !sp_cycle.exiting)
 			mono_coop_cond_wait (&sp_cycle.wake, &sp_lock);
 		if (sp_cycle.exiting)
 			sp_task_park ();
-		sp_budget.woke_ns = sp_mono_monotonic_ns ();
+		sp_budget.woke_ns = sp_task_due_since (idle, UINT64_MAX, TRUE);
 		sp_task_outside_the_world (FALSE);
 		struct timespec release;
 		clock_gettime (CLOCK_MONOTONIC, &release);
@@ -1390,7 +1427,7 @@ sp_tasks_start (SpError *err)
 	if (sem_init (&sp_task.nudge, 0, 0) < 0)
 		return sp_error_set (err, "cannot make the SP task's semaphore: %s", g_strerror (errno));
 	sp_buf_init (&sp_writer.buf);
-	sp_writer.retire_avg_ns = 100000;       /* until measured: a 1 MiB truncation on tmpfs, about */
+	sp_writer.retire = (SpModelDuration){ 50000, 50000 };  /* until measured: a 256 KiB truncation on tmpfs, about */
 	/* The two chunk buffers, a chunk and a unit's output each, their pages faulted in now rather than in increments. */
 	size_t room = (size_t)sp_options.buffer + sp_options.buffer / 2;
 	if (sp_buf_prepare (&sp_out, room) < 0 || sp_buf_prepare (&sp_writer.buf, room) < 0)

@@ -126,3 +126,11 @@ sp_model_first_release (uint64_t release, uint64_t ran_until, uint64_t period, u
 	uint64_t after_run = ran_until + sp_model_rest (period, pause);
 	return after_run < release + period ? after_run : release + period;
 }
+
+void
+sp_model_duration_add (SpModelDuration *d, uint64_t ns)
+{
+	d->avg_ns = (uint64_t)((int64_t)d->avg_ns + ((int64_t)ns - (int64_t)d->avg_ns) / 8);
+	uint64_t decayed = d->high_ns > d->avg_ns ? d->high_ns - (d->high_ns - d->avg_ns) / 32 : d->avg_ns;
+	d->high_ns = ns > decayed ? ns : decayed;
+}

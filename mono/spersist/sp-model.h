@@ -141,6 +141,23 @@ uint64_t sp_model_next_release (uint64_t release, uint64_t window_end, uint64_t 
  */
 uint64_t sp_model_first_release (uint64_t release, uint64_t ran_until, uint64_t period, uint64_t pause);
 
+/*
+ * A kind of run's duration as the runs so far showed it: the average (for
+ * throughput: how many runs a piece of work takes) and a high estimate (for
+ * deciding whether one more run fits what is left of a budget).  The high
+ * estimate jumps to any longer run and decays back toward the average by a
+ * 32nd of the difference a run, so a long run (a retire slice of 90 us
+ * against a usual 35) keeps the next few tens of runs from starting where
+ * only the usual time is left, while a steady state's estimate comes back
+ * to what its runs take.
+ */
+typedef struct SpModelDuration {
+	uint64_t avg_ns;
+	uint64_t high_ns;
+} SpModelDuration;
+
+void sp_model_duration_add (SpModelDuration *d, uint64_t ns);
+
 /* Can a cycle complete between two SendPData `interval_ns` apart? */
 static inline bool
 sp_model_schedulable (const SpModelPrediction *p, uint64_t interval_ns)

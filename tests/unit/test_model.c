@@ -192,6 +192,34 @@ test_first_release_follows_the_calls (void **state)
 	assert_int_equal (sp_model_first_release (10000 * US, 10500 * US, 1000 * US, 1000 * US), 10500 * US);
 }
 
+static void
+test_duration_high_estimate_holds_after_a_stall (void **state)
+{
+	(void)state;
+	SpModelDuration d = { 0, 0 };
+	for (int i = 0; i < 64; i++)
+		sp_model_duration_add (&d, 25 * US);
+	/* A steady kind of run: both estimates are what it takes. */
+	assert_in_range (d.avg_ns, 24 * US, 25 * US);
+	assert_in_range (d.high_ns, d.avg_ns, 25 * US);
+	/* One stall: the high estimate takes it at once; the average barely moves. */
+	sp_model_duration_add (&d, 200 * US);
+	assert_int_equal (d.high_ns, 200 * US);
+	assert_true (d.avg_ns < 50 * US);
+	/* It holds well above the usual run for the next tens of runs... */
+	for (int i = 0; i < 20; i++)
+		sp_model_duration_add (&d, 25 * US);
+	assert_true (d.high_ns > 100 * US);
+	/* ...and comes back to the steady state's when no other stall comes. */
+	for (int i = 0; i < 300; i++)
+		sp_model_duration_add (&d, 25 * US);
+	assert_true (d.high_ns < 27 * US);
+	/* Never below the average, even when runs shorten. */
+	for (int i = 0; i < 8; i++)
+		sp_model_duration_add (&d, 5 * US);
+	assert_true (d.high_ns >= d.avg_ns);
+}
+
 int
 main (void)
 {
@@ -205,6 +233,7 @@ main (void)
 		cmocka_unit_test (test_verdict_needs_a_quarter_of_a_block),
 		cmocka_unit_test (test_next_release_skips_after_an_overrun),
 		cmocka_unit_test (test_first_release_follows_the_calls),
+		cmocka_unit_test (test_duration_high_estimate_holds_after_a_stall),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
