@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
 files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
-summaries table1.txt, table2.txt, control.txt, recovery.txt, pause.txt, barrier.txt, mmu.txt.  Every figure is given as
+summaries table1.txt, table2.txt, control.txt, recovery.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt.  Every figure is given as
 min / median / max over its repetitions, with its conditions."""
 import collections
 import csv
@@ -193,6 +193,10 @@ SECTIONS = [
         "CPU: the application shares the CPU of the SP and writer tasks (SCHED_FIFO 50); two CPUs: it has the",
         "other one. MMU: over every window of the given length, the smallest fraction the application got.",
         "The longest gaps are set beside SPMONO_TRACE: what persistence and the collector ran meanwhile."]),
+    ("Another thread's stores while one copies a long array", "run-longstore.sh", "longstore.txt", [
+        "Thread A's store into a long int[] the cycle has not written copies its rest (A's own cost); thread",
+        "B, on the other CPU, stores once into every small object meanwhile and records its longest store:",
+        "with no cycle (the floor), in a cycle without A's store, and while A copies."]),
 ]
 
 

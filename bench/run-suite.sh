@@ -27,6 +27,8 @@
 #   mmu.csv           what the application loses by its own clock: gaps and
 #                     minimum mutator utilization beside the machine's floor,
 #                     one CPU and two (bench/run-mmu.sh)
+#   longstore.csv     another thread's longest store while one thread's store
+#                     copies a long array (bench/run-longstore.sh)
 #
 # Every workload checks its own result before its figures count; a failed
 # check stops the suite.  Table 1, the control loop and the pauses also run
@@ -46,12 +48,14 @@ if [ $smoke = 1 ]; then
 	peer_runs=("2000 3")
 	table1_runs=2; pause_args=(300 20000 1000000 50 100 500); barrier_args=(2000000 1)
 	control_args=(200 1 1000 10000 10000/1000); recovery_args=(1 10000 100000)
+	longstore_args=(1000000 10000 3)
 else
 	tree_sizes="5000 10000 15000 20000 25000 100000 1000000"
 	int_sizes="5000 10000 15000 20000 25000 100000 1000000 10000000"; reps=5
 	peer_runs=("25000 9" "1000000 3")
 	table1_runs=40; pause_args=(10000 100000 10000000 50 100 500); barrier_args=(100000000 5)
 	control_args=(5000 3 1000 10000 100000 100000/1000); recovery_args=(3 10000 100000 1000000 10000000)
+	longstore_args=(10000000 100000 9)
 fi
 
 # Storage for SP: none (null:), tmpfs, and the disk the results are written on.
@@ -108,6 +112,7 @@ bash "$here/run-recovery.sh" "${recovery_args[@]}" > "$out/recovery.txt"
 bash "$here/run-pause.sh" "${pause_args[@]}" > "$out/pause.txt"
 bash "$here/run-barrier.sh" "${barrier_args[@]}" > "$out/barrier.txt"
 if [ $smoke = 1 ]; then bash "$here/run-mmu.sh" --smoke > "$out/mmu.txt"; else bash "$here/run-mmu.sh" > "$out/mmu.txt"; fi
+bash "$here/run-longstore.sh" "${longstore_args[@]}" > "$out/longstore.txt"
 
 # ---- the machine, the runtimes --------------------------------------------------
 {

@@ -167,7 +167,7 @@ namespace SPersistence
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>
 	public sealed class SPStats
 	{
-		internal const int Count = 28;
+		internal const int Count = 30;
 
 		/// <summary>Snapshots committed by this process.</summary>
 		public readonly long Snapshots;
@@ -201,6 +201,10 @@ namespace SPersistence
 		/// one than the cost model says a cycle of the state takes (the schedulability test; the
 		/// first one is also reported on stderr).</summary>
 		public readonly long UnschedulableSends;
+		/// <summary>Incremental mode, the latest cycle: long arrays of primitives that a store
+		/// barrier copied before the store (the rest of the array not written yet, taken outside
+		/// the cycle's lock, so that no other thread waits for it), and the bytes copied.</summary>
+		public readonly long CycleBarrierCopies, CycleBarrierCopyBytes;
 
 		internal SPStats (long [] v)
 		{
@@ -211,7 +215,7 @@ namespace SPersistence
 			CycleNs = v [16]; CycleBarrierCalls = v [17]; CycleBarrierWrites = v [18]; CycleWriterWaits = v [19];
 			SendPDataWaits = v [20]; SendPDataWaitNs = v [21]; SendPDataSkips = v [22];
 			CycleWriterNs = v [23]; PredictedCycleNs = v [24]; PredictedPeriods = v [25]; PredictedBytes = v [26];
-			UnschedulableSends = v [27];
+			UnschedulableSends = v [27]; CycleBarrierCopies = v [28]; CycleBarrierCopyBytes = v [29];
 		}
 	}
 

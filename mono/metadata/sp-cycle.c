@@ -102,6 +102,8 @@ typedef struct SpCycleStats {
 	uint64_t stop_ns;            /* of which stopping the world took */
 	uint64_t barrier_calls;      /* slow-path calls while the cycle ran */
 	uint64_t barrier_writes;     /* objects the barrier wrote */
+	uint64_t barrier_copies;     /* long arrays the barrier copied outside the lock (sp_barrier_copy) */
+	uint64_t barrier_copy_bytes;
 	uint64_t writer_waits;       /* increments that ended with both buffers full (the writer behind) */
 	uint64_t bytes;              /* of the snapshot, handed to the writer so far */
 	uint64_t bytes_total;        /* of the whole snapshot, once its last object is written */
@@ -200,6 +202,8 @@ static struct {
 	sem_t nudge;
 	gboolean nudgeable;          /* the SP task sleeps so (under sp_lock) */
 } sp_task;
+/* Broadcast when a barrier's copy is attached (or its cycle fails): stores into the same array go on. */
+static MonoCoopCond sp_copy_attached;
 static void sp_task_nudge (void);
 
 gboolean
@@ -762,6 +766,7 @@ sp_cycle_fail (SpError *err)
 	sp_cycle.forgotten = FALSE;
 	sp_writer_abandon (sp_cycle.seq);
 	sp_cycle_record_failure (sp_cycle.requested_seq, err);
+	mono_coop_cond_broadcast (&sp_copy_attached);     /* stores waiting for a copy go on */
 }
 
 /*
@@ -786,6 +791,14 @@ sp_cycle_fail (SpError *err)
  * starts while one waits (sp_cycle_start_stopped).
  */
 static gint32 sp_lock_waiters;
+/*
+ * Barriers inside the slow path with sp_lock released: copying a long array
+ * before their store (sp_barrier_copy), or waiting for another thread's copy
+ * of the array they store into.  Changed under sp_lock.  Like a barrier
+ * waiting for the lock, they came in under the running cycle, so no cycle
+ * starts while one is inside (sp_cycle_start_stopped).
+ */
+static gint32 sp_barriers_outside_lock;
 
 static int
 sp_cycle_start_stopped (SpError *err)
@@ -805,7 +818,7 @@ sp_cycle_start_stopped (SpError *err)
 	 * a barrier not waiting yet is in managed code's GC-unsafe mode, and
 	 * counts itself before it waits.
 	 */
-	if (__atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE) || sp_barriers_outside_lock) {
 		sgen_restart_world (0, FALSE);
 		sgen_gc_unlock ();
 		return SP_START_BARRIERS_WAIT;
@@ -902,6 +915,8 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	sp_stats [SP_STAT_CYCLE_BARRIER_CALLS] = (gint64)c->barrier_calls;
 	sp_stats [SP_STAT_CYCLE_BARRIER_WRITES] = (gint64)c->barrier_writes;
 	sp_stats [SP_STAT_CYCLE_WRITER_WAITS] = (gint64)c->writer_waits;
+	sp_stats [SP_STAT_CYCLE_BARRIER_COPIES] = (gint64)c->barrier_copies;
+	sp_stats [SP_STAT_CYCLE_BARRIER_COPY_BYTES] = (gint64)c->barrier_copy_bytes;
 	sp_stats [SP_STAT_CYCLE_WRITER_NS] = (gint64)sp_writer.cycle_ns;
 	sp_stats [SP_STAT_PREDICTED_CYCLE_NS] = (gint64)c->predicted.cycle_ns;
 	sp_stats [SP_STAT_PREDICTED_PERIODS] = (gint64)c->predicted.periods;
@@ -910,14 +925,14 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	if (sp_options.stats)
 		fprintf (stderr, "spmono: cycle %llu: %llu increments (%llu marking, %.3f ms), pause max %.1f us avg %.1f us "
 			 "(start %.1f us, of which stopping the world %.1f us), cycle %.3f ms, %llu objects (%llu by barriers, "
-			 "%llu barrier calls, %llu unreferenced), %zu bytes, %llu increments ended with both buffers full, "
+			 "%llu barrier calls, %llu unreferenced, %llu long arrays copied by barriers), %zu bytes, %llu increments ended with both buffers full, "
 			 "%u stores through pointers logged%s, writer %.3f ms, work %.3f ms of CPU, predicted cycle %.3f ms in %llu periods\n",
 			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments,
 			 (unsigned long long)c->marking_increments, c->marking_ns / 1e6, c->max_pause_ns / 1e3,
 			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3, c->stop_ns / 1e3,
 			 (end_ns - c->started_ns) / 1e6, (unsigned long long)sp_ser.objects_written,
 			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls,
-			 (unsigned long long)sp_ser.unreached_written, (size_t)c->bytes_total, (unsigned long long)c->writer_waits,
+			 (unsigned long long)sp_ser.unreached_written, (unsigned long long)c->barrier_copies, (size_t)c->bytes_total, (unsigned long long)c->writer_waits,
 			 sp_unseen.log.count, sp_unseen.log.overflowed ? " (overflowed)" : "", sp_writer.cycle_ns / 1e6,
 			 c->work_cpu_ns / 1e6, c->predicted.cycle_ns / 1e6, (unsigned long long)c->predicted.periods);
 }
@@ -977,13 +992,15 @@ sp_cycle_finish (void)
 	sp_cycle.final_pending = !sp_writer_take_chunk (TRUE);
 }
 
+/* A unit of work found nothing to do until another thread's part is done (the writer's, or a barrier's copy). */
+#define SP_WORK_WAITING 2
+
 /*
  * After the cycle's last object (or its failure): hand the last chunk over
  * when the writer can take it, and forget the objects.  Once both are done
  * (sp_cycle_end), SendPData may start the next cycle.  1: more to do, 0: done,
- * SP_HAND_OVER_WAITING: only the last chunk is left, for the writer.
+ * SP_WORK_WAITING: only the last chunk is left, for the writer.
  */
-#define SP_HAND_OVER_WAITING 2
 
 static int
 sp_cycle_hand_over_step (void)
@@ -996,7 +1013,7 @@ sp_cycle_hand_over_step (void)
 		sp_cycle.forgotten = TRUE;
 	}
 	/* Only the last chunk is left: the writer takes it when it has drained its own (sp_writer_chunk_done). */
-	return sp_cycle.final_pending ? SP_HAND_OVER_WAITING : 0;
+	return sp_cycle.final_pending ? SP_WORK_WAITING : 0;
 }
 
 /* The hand-over is done (its last increment counted): the cycle is over, the writer may still be writing its last chunks. */
@@ -1018,8 +1035,10 @@ sp_cycle_work (SpError *err)
 {
 	if (!sp_cycle.running)
 		return sp_cycle_hand_over_step ();
-	if (sp_ser.mark_done)
-		return sp_ser_step (&sp_ser, 8, err);
+	if (sp_ser.mark_done) {
+		int rc = sp_ser_step (&sp_ser, 8, err);
+		return rc == SP_SER_STEP_WAITING ? SP_WORK_WAITING : rc;
+	}
 	int more = sp_ser_mark (&sp_ser, 8, err);
 	if (more == 0) {
 		sp_cycle.stats.marking_ns = sp_mono_monotonic_ns () - sp_cycle.stats.started_ns;
@@ -1033,7 +1052,7 @@ sp_cycle_next_unit (void)
 {
 	if (!sp_cycle.running)
 		return SP_UNIT_FORGET;
-	return !sp_ser.mark_done ? SP_UNIT_MARK : sp_ser.partial_lid ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
+	return !sp_ser.mark_done ? SP_UNIT_MARK : sp_ser.partial_lid || sp_ser.npreserved ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
 }
 
 /* LIDs the last marking increment handed out: the next one makes room for twice as many first. */
@@ -1140,7 +1159,7 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		sp_cycle_fail (&err);
 	else if (more == 0)
 		sp_cycle_end ();
-	if (more == SP_HAND_OVER_WAITING)
+	if (more == SP_WORK_WAITING)
 		return SP_INCREMENT_BUFFERS_FULL;
 	return more != 1 ? SP_INCREMENT_CYCLE_ENDED : end;
 }
@@ -1424,6 +1443,7 @@ sp_tasks_start (SpError *err)
 	mono_coop_cond_init (&sp_cycle.idle);
 	mono_coop_cond_init (&sp_cycle.durable);
 	mono_coop_cond_init (&sp_writer.cond);
+	mono_coop_cond_init (&sp_copy_attached);
 	if (sem_init (&sp_task.nudge, 0, 0) < 0)
 		return sp_error_set (err, "cannot make the SP task's semaphore: %s", g_strerror (errno));
 	sp_buf_init (&sp_writer.buf);
@@ -1531,6 +1551,37 @@ sp_cycle_pause_histogram (MonoArray *out, gboolean reset)
 
 /* ---- the barrier's slow path ------------------------------------------------- */
 
+/*
+ * Under sp_lock, in a cycle: the ticket's bytes of long array obj, copied
+ * before the store with the lock released (sp_ser_write_now), so that the
+ * SP task and other threads' barriers go on meanwhile; 1, or -1 with err.
+ * obj does not move during the copy: the collector keeps an array that long
+ * in its large-object space, which it never compacts (and this frame holds
+ * obj).  The copy is this thread's cost, as its store's; no cycle can start
+ * before it is attached (sp_barriers_outside_lock).
+ */
+static int
+sp_barrier_copy (MonoObject *obj, const SpPreserveTicket *ticket, SpError *err)
+{
+	g_assert (mono_object_get_size_internal (obj) > SGEN_MAX_SMALL_OBJ_SIZE);
+	sp_barriers_outside_lock++;
+	mono_coop_mutex_unlock (&sp_lock);
+	uint8_t *copy = malloc (ticket->bytes);
+	if (copy)
+		memcpy (copy, (const uint8_t *)sp_client_array_data (obj) + ticket->offset, ticket->bytes);
+	mono_coop_mutex_lock (&sp_lock);
+	sp_barriers_outside_lock--;
+	int rc = 0;
+	if (sp_cycle.running) {
+		rc = sp_ser_preserve_attach (&sp_ser, obj, ticket, copy, err);
+		sp_cycle.stats.barrier_copies++;
+		sp_cycle.stats.barrier_copy_bytes += ticket->bytes;
+	} else
+		free (copy);            /* the cycle failed meanwhile */
+	mono_coop_cond_broadcast (&sp_copy_attached);
+	return rc < 0 ? -1 : 1;
+}
+
 void
 sp_barrier_store (MonoObject *obj)
 {
@@ -1560,7 +1611,16 @@ sp_barrier_store (MonoObject *obj)
 		sp_cycle.stats.barrier_calls++;
 		SpError err;
 		sp_error_clear (&err);   /* not "= { 0 }": zeroing its 512-byte message cost every barrier write */
-		int rc = sp_ser_write_now (&sp_ser, obj, &err);
+		SpPreserveTicket ticket;
+		int rc = sp_ser_write_now (&sp_ser, obj, &ticket, &err);
+		while (rc == SP_SER_WRITE_WAIT && sp_cycle.running) {
+			sp_barriers_outside_lock++;
+			mono_coop_cond_wait (&sp_copy_attached, &sp_lock);
+			sp_barriers_outside_lock--;
+			rc = sp_cycle.running ? sp_ser_write_now (&sp_ser, obj, &ticket, &err) : 0;
+		}
+		if (rc == SP_SER_WRITE_COPY)
+			rc = sp_barrier_copy (obj, &ticket, &err);
 		if (rc > 0)
 			sp_cycle.stats.barrier_writes++;
 		if (rc < 0) {

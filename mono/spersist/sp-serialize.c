@@ -39,9 +39,28 @@ sp_ser_forget_poison (SpSerializer *s)
 	s->npoison = 0;
 }
 
+/* A long array a barrier copied before a store (sp_ser_write_now): the rest of its record comes from the copy. */
+typedef struct SpPreserved {
+	uint32_t lid;
+	uint64_t serial;         /* the ticket's */
+	uint64_t first;          /* the element copy [0] holds */
+	uint64_t next, end;      /* elements [next, end) not written yet */
+	uint8_t *copy;           /* NULL while the barrier copies */
+} SpPreserved;
+
+static void
+sp_ser_forget_preserved (SpSerializer *s)
+{
+	for (size_t i = 0; i < s->npreserved; i++)
+		free (s->preserved [i].copy);
+	s->npreserved = 0;
+}
+
 void
 sp_ser_free (SpSerializer *s)
 {
+	sp_ser_forget_preserved (s);
+	free (s->preserved);
 	sp_ser_forget_poison (s);
 	free (s->state);
 	sp_lidmap_free (&s->lids);
@@ -68,6 +87,7 @@ sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	s->mark_next = 0;
 	s->mark_done = false;
 	s->partial_lid = 0;
+	sp_ser_forget_preserved (s);
 	s->objects_written = s->unreached_written = 0;
 	sp_client_lid_reset ();
 	sp_buf_reset (out);
@@ -192,6 +212,7 @@ sp_ser_reset_step (SpSerializer *s, size_t max_bytes)
 		if (sp_lidmap_release_step (&s->lids, max_bytes))
 			return 1;
 		sp_ser_forget_poison (s);
+		sp_ser_forget_preserved (s);
 		sp_queue_clear (&s->queue);
 		s->clean = true;
 		s->reset_phase = SP_RESET_STATES;
@@ -577,7 +598,6 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 	return sp_ser_piece (s, obj, c, lid, 0, first, err);
 }
 
-/* The next piece of the string or array being written in pieces. */
 /*
  * Object obj's record is complete: say so where barriers find it without a
  * lock, in obj's identity slot (SP_SLOT_WRITTEN), or in the written set for
@@ -623,6 +643,7 @@ sp_ser_written_hint (const SpSerializer *s, void *obj)
 	return sp_ser_slot_load (obj, slot) == before;
 }
 
+/* The next piece of the string or array being written in pieces. */
 static int
 sp_ser_continue (SpSerializer *s, SpError *err)
 {
@@ -680,6 +701,131 @@ sp_ser_write (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 	return 0;
 }
 
+/* ---- copy before write (sp_ser_write_now with a ticket) ----------------------- */
+
+/* Is obj (class c) an array whose elements from `from` on are worth a copy outside the lock, rather than written under it? */
+static bool
+sp_ser_preservable (const SpSerializer *s, void *obj, const SpClass *c, uint64_t from)
+{
+	if (s->whole_objects || c->kind != SP_CLASS_ARRAY || !sp_class_is_primitive_array (c))
+		return false;
+	uint64_t n = sp_client_array_length (obj);
+	return n > from && (n - from) * c->elem_size >= SP_SER_PRESERVE_MIN_BYTES;
+}
+
+/* Is a barrier copying object lid now (its copy not attached yet)? */
+static bool
+sp_ser_copy_awaited (const SpSerializer *s, uint32_t lid)
+{
+	for (size_t i = 0; i < s->npreserved; i++)
+		if (s->preserved [i].lid == lid && !s->preserved [i].copy)
+			return true;
+	return false;
+}
+
+/* Elements [first, length) of array obj (LID lid, class c) are to come from a copy the barrier takes: its ticket. */
+static int
+sp_ser_preserve_begin (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64_t first, SpPreserveTicket *t,
+		       SpError *err)
+{
+	if (s->npreserved == s->preserved_cap) {
+		size_t cap = s->preserved_cap ? 2 * s->preserved_cap : 4;
+		SpPreserved *grown = realloc (s->preserved, cap * sizeof *grown);
+		if (!grown)
+			return sp_ser_oom (err);
+		s->preserved = grown;
+		s->preserved_cap = cap;
+	}
+	uint64_t n = sp_client_array_length (obj);
+	s->preserved [s->npreserved++] = (SpPreserved){ .lid = lid, .serial = ++s->preserve_serial, .first = first,
+							.next = first, .end = n };
+	*t = (SpPreserveTicket){ .lid = lid, .serial = s->preserve_serial, .offset = (size_t)(first * c->elem_size),
+				 .bytes = (size_t)((n - first) * c->elem_size) };
+	return SP_SER_WRITE_COPY;
+}
+
+/*
+ * Array obj (LID lid, claimed): its record and first piece now, under the
+ * lock (a piece is a few microseconds), the rest from the barrier's copy.
+ * The steps' own object in pieces, if any, is left as it was.
+ */
+static int
+sp_ser_preserve_new (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpPreserveTicket *t, SpError *err)
+{
+	uint32_t steps_lid = s->partial_lid;
+	uint64_t steps_next = s->partial_next;
+	s->partial_lid = 0;
+	int rc = sp_ser_write (s, obj, c, lid, false, err);
+	uint64_t first = s->partial_lid == lid ? s->partial_next : 0;
+	s->partial_lid = steps_lid;
+	s->partial_next = steps_next;
+	if (rc < 0)
+		return -1;
+	if (!first) {
+		sp_ser_complete (s, obj);        /* one piece held it all */
+		return 1;
+	}
+	return sp_ser_preserve_begin (s, obj, c, lid, first, t, err);
+}
+
+int
+sp_ser_preserve_attach (SpSerializer *s, void *obj, const SpPreserveTicket *t, uint8_t *copy, SpError *err)
+{
+	SpPreserved *p = NULL;
+	for (size_t i = 0; i < s->npreserved && !p; i++)
+		if (s->preserved [i].serial == t->serial)
+			p = &s->preserved [i];
+	if (!p || p->copy) {
+		free (copy);             /* its snapshot failed meanwhile (and another may have begun) */
+		return 0;
+	}
+	if (!copy)
+		return sp_error_set (err, "out of memory for a copy of %zu bytes of a long array stored into while the "
+				     "snapshot was being written", t->bytes);
+	p->copy = copy;
+	SpClass *c = sp_client_class_of (obj, err);
+	if (!c)
+		return -1;
+	const uint8_t *from = (const uint8_t *)sp_client_array_data (obj) + t->offset;
+	return sp_ser_check_unseen (s, obj, c, t->lid, from, from + t->bytes, err);
+}
+
+/* The first preserved array whose copy is attached, or NULL. */
+static SpPreserved *
+sp_ser_preserved_ready (SpSerializer *s)
+{
+	for (size_t i = 0; i < s->npreserved; i++)
+		if (s->preserved [i].copy)
+			return &s->preserved [i];
+	return NULL;
+}
+
+/* The next piece of preserved array p, from its copy; p goes when its last piece is written. */
+static int
+sp_ser_preserved_piece (SpSerializer *s, SpPreserved *p, SpError *err)
+{
+	void *obj = sp_client_lid_object (p->lid);
+	SpClass *c = sp_client_class_of (obj, err);
+	if (!c)
+		return -1;
+	uint64_t count = p->end - p->next < sp_ser_piece_length (s, c) ? p->end - p->next : sp_ser_piece_length (s, c);
+	sp_buf_put_u8 (s->out, SP_REC_ELEMS);
+	sp_buf_put_varint (s->out, p->lid);
+	sp_buf_put_varint (s->out, p->next);
+	sp_buf_put_varint (s->out, count);
+	if (sp_ser_array_elements (s, c, p->copy + (p->next - p->first) * c->elem_size, count, err) < 0)
+		return -1;
+	if (s->out->oom)
+		return sp_ser_oom (err);
+	p->next += count;
+	if (p->next == p->end) {
+		free (p->copy);
+		*p = s->preserved [--s->npreserved];
+		sp_ser_complete (s, obj);
+	}
+	return 0;
+}
+
 void
 sp_ser_set_chunk (SpSerializer *s, size_t chunk)
 {
@@ -729,14 +875,15 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 {
 	uint32_t lid;
 	for (size_t done = 0; done < max_objects; done++) {
-		if (s->partial_lid) {
-			if (sp_ser_continue (s, err) < 0)
+		SpPreserved *copied;
+		if (s->partial_lid || (copied = sp_ser_preserved_ready (s))) {
+			if ((s->partial_lid ? sp_ser_continue (s, err) : sp_ser_preserved_piece (s, copied, err)) < 0)
 				return -1;
 			done += SP_SER_PIECE_COST - 1;
 			continue;
 		}
 		if (!sp_queue_pop (&s->queue, &lid))
-			return 0;
+			return s->npreserved ? SP_SER_STEP_WAITING : 0;
 		uint32_t far_lid = 0, near_lid = 0;
 		(void)sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &far_lid);
 		(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
@@ -753,7 +900,7 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		if (s->partial_lid != lid)
 			sp_ser_complete (s, obj);
 	}
-	return sp_queue_count (&s->queue) || s->partial_lid ? 1 : 0;
+	return sp_queue_count (&s->queue) || s->partial_lid || s->npreserved ? 1 : 0;
 }
 
 /*
@@ -922,7 +1069,7 @@ sp_ser_poison (SpSerializer *s, uint32_t lid, const SpError *why, SpError *err)
  * be part of the snapshot, so it is written, if it can be (see sp-serialize.h).
  */
 static int
-sp_ser_write_unmarked (SpSerializer *s, void *obj, SpError *err)
+sp_ser_write_unmarked (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpError *err)
 {
 	SpError why = { 0 };
 	SpClass *c = sp_client_class_of (obj, &why);
@@ -934,17 +1081,28 @@ sp_ser_write_unmarked (SpSerializer *s, void *obj, SpError *err)
 	if (!sp_ser_children_persistable (c, obj, &why))
 		return sp_ser_poison (s, lid, &why, err);
 	sp_ser_claim (s, lid);
+	if (ticket && sp_ser_preservable (s, obj, c, 0))
+		return sp_ser_preserve_new (s, obj, c, lid, ticket, err);
 	return sp_ser_write (s, obj, c, lid, true, err) < 0 ? -1 : 1;
 }
 
 int
-sp_ser_write_now (SpSerializer *s, void *obj, SpError *err)
+sp_ser_write_now (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpError *err)
 {
 	uint32_t lid = sp_ser_lid_if_known (s, obj);
 	if (!lid)
-		return !obj || s->mark_done ? 0 : sp_ser_write_unmarked (s, obj, err);
+		return !obj || s->mark_done ? 0 : sp_ser_write_unmarked (s, obj, ticket, err);
+	if (s->npreserved && sp_ser_copy_awaited (s, lid))
+		return SP_SER_WRITE_WAIT;
 	if (lid == s->partial_lid) {
-		/* Being written in pieces: the rest of it, now, before the store lands. */
+		SpClass *c = sp_client_class_of (obj, err);
+		if (!c)
+			return -1;
+		/* Being written in pieces: the rest from a copy taken outside the lock, or now, before the store lands. */
+		if (ticket && sp_ser_preservable (s, obj, c, s->partial_next)) {
+			s->partial_lid = 0;
+			return sp_ser_preserve_begin (s, obj, c, lid, s->partial_next, ticket, err);
+		}
 		while (s->partial_lid == lid)
 			if (sp_ser_continue (s, err) < 0)
 				return -1;
@@ -953,9 +1111,11 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpError *err)
 	if ((s->state [lid] & SP_SER_POISONED) || !sp_ser_claim (s, lid))
 		return 0;
 	SpClass *c = sp_client_class_of (obj, err);
-	if (!c || sp_ser_write (s, obj, c, lid, true, err) < 0)
+	if (!c)
 		return -1;
-	return 1;
+	if (ticket && sp_ser_preservable (s, obj, c, 0))
+		return sp_ser_preserve_new (s, obj, c, lid, ticket, err);
+	return sp_ser_write (s, obj, c, lid, true, err) < 0 ? -1 : 1;
 }
 
 int
@@ -977,8 +1137,9 @@ sp_ser_seal (SpBuf *closed)
 int
 sp_ser_close (SpSerializer *s, SpError *err)
 {
-	if (sp_queue_count (&s->queue) || s->partial_lid)
-		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued", sp_queue_count (&s->queue) + (s->partial_lid != 0));
+	if (sp_queue_count (&s->queue) || s->partial_lid || s->npreserved)
+		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued",
+				     sp_queue_count (&s->queue) + (s->partial_lid != 0) + s->npreserved);
 	SpSnapTrailer t = { .nclasses = s->nclasses, .nobjects = s->nobjects, .nroots = s->nroots };
 	uint8_t *dst = sp_buf_reserve (s->out, SP_FORMAT_TRAILER_SIZE);
 	if (!dst)

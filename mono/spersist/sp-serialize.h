@@ -46,6 +46,9 @@ typedef struct SpSerializer {
 	bool mark_done;          /* marking is complete: an object without a LID is not in the snapshot */
 	uint32_t partial_lid;    /* a long string or array whose pieces are being written, 0 = none */
 	uint64_t partial_next;   /* its first element not written yet */
+	struct SpPreserved *preserved; /* long arrays whose rest a barrier copied (or copies) before a store: sp_ser_write_now */
+	size_t npreserved, preserved_cap;
+	uint64_t preserve_serial; /* the last ticket handed out (never reset: a ticket outlives a failed snapshot) */
 	bool whole_objects;      /* no pieces: each string or array in one record (stop-the-world) */
 	uint32_t piece_bytes;    /* bytes of primitives or characters a piece (SP_SER_PIECE_BYTES, less for small chunk buffers) */
 	uint8_t *state;          /* [lid]: SP_SER_* bits; room for every LID handed out */
@@ -83,7 +86,8 @@ int sp_ser_reset_step (SpSerializer *s, size_t max_bytes);
 /* Register root `root_id` (obj may be NULL). */
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /*
- * Write up to max_objects queued objects: 1 = more remain, 0 = queue empty, -1 = error.
+ * Write up to max_objects queued objects: 1 = more remain, 0 = queue empty,
+ * SP_SER_STEP_WAITING (below), -1 = error.
  * Unless whole_objects is set, a long string or array is written in pieces (an
  * ARRAY/STRING record, then ELEMS records), one piece a step, each worth
  * SP_SER_PIECE_COST objects, so that a step's time is bounded whatever the
@@ -97,6 +101,8 @@ int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 #define SP_SER_PIECE_BYTES (16u << 10)
 #define SP_SER_PIECE_LEAVES 32u
 #define SP_SER_PIECE_COST  8u
+/* sp_ser_step: nothing to write until a barrier's copy comes (sp_ser_preserve_attach). */
+#define SP_SER_STEP_WAITING 2
 int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
 /* The snapshot streams through buffers of `chunk` bytes: pieces of long objects fit them. */
 void sp_ser_set_chunk (SpSerializer *s, size_t chunk);
@@ -139,8 +145,36 @@ sp_ser_is_written (const SpSerializer *s, uint32_t lid)
  *     persisted) is poisoned, not written: if the snapshot reaches it after
  *     all, that is the snapshot's error, as if the steps had met it.
  * Returns 1 when it wrote the record, 0 when there was nothing to do, -1 on error.
+ *
+ * Copy before write, outside the lock.  With `ticket` (not NULL), a long
+ * array of primitives (SP_SER_PRESERVE_MIN_BYTES or more not written yet:
+ * never moved by the collector, which keeps objects over 8,000 bytes in its
+ * large-object space) is not written whole under the caller's lock: its
+ * record is begun (or, being written in pieces, detached from the steps),
+ * and SP_SER_WRITE_COPY asks the caller to copy the ticket's bytes of the
+ * array's data, with the lock released, and to hand the copy over with
+ * sp_ser_preserve_attach before the store lands.  The steps then write the
+ * rest from the copy, a piece at a time.  So the storing thread pays for
+ * its copy, and no other thread waits for it, except one that stores into
+ * the same array meanwhile: SP_SER_WRITE_WAIT says so (wait for the attach,
+ * then call again).  Without `ticket` the array is written whole.
  */
-int sp_ser_write_now (SpSerializer *s, void *obj, SpError *err);
+#define SP_SER_WRITE_COPY 2
+#define SP_SER_WRITE_WAIT 3
+#define SP_SER_PRESERVE_MIN_BYTES (64u << 10)
+typedef struct SpPreserveTicket {
+	uint32_t lid;
+	uint64_t serial;         /* names the copy awaited (sp_ser_preserve_attach) */
+	size_t offset, bytes;    /* the bytes of the array's data to copy */
+} SpPreserveTicket;
+int sp_ser_write_now (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpError *err);
+/*
+ * The copy a SP_SER_WRITE_COPY asked for (malloc'd, owned by the serializer
+ * from here; NULL: it could not be allocated, an error), of obj's bytes the
+ * ticket names, taken before the store.  0, or -1 on error (the snapshot
+ * fails).  A copy for a snapshot that ended meanwhile is freed.
+ */
+int sp_ser_preserve_attach (SpSerializer *s, void *obj, const SpPreserveTicket *ticket, uint8_t *copy, SpError *err);
 /*
  * Is obj's record known to be complete in this snapshot, from obj's identity
  * slot alone?  Lock-free (the barrier asks it without the cycle's lock, while

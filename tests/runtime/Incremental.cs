@@ -81,8 +81,98 @@ class Grid
 	}
 }
 
+// Long arrays of primitives: a store into one the SP task has not written
+// (or is writing in pieces) makes the barrier copy the rest of it outside the
+// cycle's lock, and the steps write the rest from the copy.
+[SPersistent]
+class Signal
+{
+	[SPersistentField] public int [] Samples = new int [1 << 20];      // 4 MiB
+	[SPersistentField] public double [] Gains = new double [1 << 16];  // 512 KiB
+	[SPersistentField] public int [] Small = new int [1000];            // under a copy's threshold: written whole
+	[SPersistentField] public int Generation;
+
+	[SPersistentUpdate]
+	public void Fill (int g)
+	{
+		for (int i = 0; i < Samples.Length; i++)
+			Samples [i] = g + i;
+		for (int i = 0; i < Gains.Length; i++)
+			Gains [i] = g * 0.5 + i;
+		for (int i = 0; i < Small.Length; i++)
+			Small [i] = g - i;
+		Generation = g;
+	}
+
+	// Every step-th element from `from` on, from the end back (the part the steps write last).
+	[SPersistentUpdate]
+	public void Store (int g, int from, int step)
+	{
+		for (int i = Samples.Length - 1 - from; i >= 0; i -= step)
+			Samples [i] = g;
+		for (int i = Gains.Length - 1 - from; i >= 0; i -= step)
+			Gains [i] = g;
+		for (int i = from; i < Small.Length; i += step)
+			Small [i] = g;
+	}
+
+	public string Check (int g)
+	{
+		for (int i = 0; i < Samples.Length; i++)
+			if (Samples [i] != g + i)
+				return "Samples [" + i + "] = " + Samples [i] + ", not " + (g + i);
+		for (int i = 0; i < Gains.Length; i++)
+			if (Gains [i] != g * 0.5 + i)
+				return "Gains [" + i + "] = " + Gains [i] + ", not " + (g * 0.5 + i);
+		for (int i = 0; i < Small.Length; i++)
+			if (Small [i] != g - i)
+				return "Small [" + i + "] = " + Small [i] + ", not " + (g - i);
+		return Generation == g ? null : "Generation " + Generation;
+	}
+}
+
 static class Program
 {
+	// Two threads store into the same long arrays right after SendPData (one
+	// copies, the other waits for its copy), or, in even generations, once
+	// the SP task is part-way through them; the newest snapshot (the last
+	// generation's) is the state at its SendPData, and barriers did copy.
+	static int LongArrays (int generations)
+	{
+		var signal = new Signal ();
+		SPC.AddRoot (signal);
+		long copies = 0;
+		for (int g = 1; g <= generations; g++) {
+			signal.Fill (g);
+			SPC.SendPData ();
+			int delayMs = g % 2 == 0 ? 3 : 0;
+			var other = new Thread (() => { Thread.Sleep (delayMs); signal.Store (-1, 1, 2); });
+			other.Start ();
+			Thread.Sleep (delayMs);
+			signal.Store (-1, 0, 2);
+			other.Join ();
+			SPC.WaitPersisted ();
+			SPStats s = SPC.GetStats ();
+			Console.WriteLine ("generation {0}: {1} increments, {2} long arrays copied by barriers ({3} bytes)",
+					   g, s.CycleIncrements, s.CycleBarrierCopies, s.CycleBarrierCopyBytes);
+			T.Check (s.CycleBarrierCopyBytes <= (4 << 20) + (512 << 10), "a barrier copied no more than the long arrays");
+			copies += s.CycleBarrierCopies;
+		}
+		T.Check (copies > 0, "barriers copied long arrays");
+		Console.WriteLine ("longarrays ok");
+		return 0;
+	}
+
+	static int LongArraysCheck (int generation)
+	{
+		T.Check (SPC.IsWarmRestart (), "a warm restart");
+		var back = (Signal)SPC.RecvPData (1);
+		string wrong = back.Check (generation);
+		T.Check (wrong == null, "the long arrays restored as at SendPData: " + wrong);
+		Console.WriteLine ("longarrays restored");
+		return 0;
+	}
+
 	static Grid Make (int n)
 	{
 		var grid = new Grid { Cells = new Cell [n], Totals = new long [n] };
@@ -341,6 +431,10 @@ static class Program
 			return Errors (int.Parse (args [1]));
 		if (args [0] == "priority")
 			return Priority ();
+		if (args [0] == "longarrays")
+			return LongArrays (int.Parse (args [1]));
+		if (args [0] == "longarrays-check")
+			return LongArraysCheck (int.Parse (args [1]));
 		if (args [0] == "busy")
 			return Busy (int.Parse (args [1]));
 		if (args [0] == "around")

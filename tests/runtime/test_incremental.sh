@@ -86,6 +86,18 @@ done
 # barriers; the SP task resumes in the same period once they stop, so the
 # cycle (a few ms of work) ends well within the 1 s period.  The last
 # snapshot is exact.
+# A store into a long array not written yet copies its rest outside the
+# cycle's lock; the snapshot is the arrays at SendPData, whether the stores
+# came at once (3 generations: the last has no delay) or once the SP task was
+# part-way through them (4: the last stores after 3 ms), in every barrier mode.
+for barrier in marking annotating; do
+	for generations in 3 4; do
+		rm -rf longstore
+		expect_out "longarrays ok" spm --sp-store=longstore --sp-mode=incremental --sp-barrier=$barrier --sp-pause=100 \
+			--sp-period=1000 inc.exe longarrays $generations
+		expect_out "longarrays restored" spm --sp-store=longstore inc.exe longarrays-check $generations
+	done
+done
 rm -rf resumestore
 expect_out "resume ok" spm --sp-store=resumestore --sp-mode=incremental --sp-pause=100000 --sp-period=1000000 inc.exe resume 20000 1000000
 spm --sp-store=resumestore inc.exe check 20000 1 || fail "a cycle resumed after yielding is not the state at SendPData"

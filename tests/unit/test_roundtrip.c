@@ -284,10 +284,10 @@ barrier_before_store (SpSerializer *s, Barrier barrier, void *obj, SpError *err)
 {
 	if (barrier == NO_BARRIER)
 		return;
-	int wrote = sp_ser_write_now (s, obj, err);
+	int wrote = sp_ser_write_now (s, obj, NULL, err);
 	assert_true (wrote == 0 || wrote == 1);
 	/* A second barrier on the same object has nothing left to do. */
-	assert_int_equal (sp_ser_write_now (s, obj, err), 0);
+	assert_int_equal (sp_ser_write_now (s, obj, NULL, err), 0);
 }
 
 static void
@@ -584,13 +584,138 @@ test_barrier_on_an_array_in_pieces (void **state)
 	while (!(t.s.partial_lid && t.s.partial_next < 3000 && sp_client_lid_object (t.s.partial_lid) == t.refs))
 		assert_int_equal (sp_ser_step (&t.s, 1, &t.err), 1);
 	/* Half written: the store into element 2900 (not written yet) meets the barrier, which must act. */
-	assert_int_equal (sp_ser_write_now (&t.s, t.refs, &t.err), 1);
+	assert_int_equal (sp_ser_write_now (&t.s, t.refs, NULL, &t.err), 1);
 	assert_true (sp_ser_is_written (&t.s, sp_ser_lid_if_known (&t.s, t.refs)));
 	assert_int_equal (t.s.partial_lid, 0);
 	void *none = NULL;
 	memcpy (fake_elem (t.refs, 2900), &none, sizeof none);
-	assert_int_equal (sp_ser_write_now (&t.s, t.refs, &t.err), 0);
+	assert_int_equal (sp_ser_write_now (&t.s, t.refs, NULL, &t.err), 0);
 	long_snapshot_check (&t, "the array written in pieces lost its state at the start");
+	long_snapshot_free (&t);
+}
+
+/* The int array of make_long_objects (40,000 elements: long enough for a barrier's copy). */
+static void *
+long_snapshot_ints (LongSnapshot *t)
+{
+	return fake_get_ref (t->root, "ints");
+}
+
+/* What a barrier does with SP_SER_WRITE_COPY: the ticket's bytes, copied (outside the lock), attached. */
+static void
+barrier_copy_and_attach (LongSnapshot *t, void *arr, const SpPreserveTicket *ticket)
+{
+	uint8_t *copy = malloc (ticket->bytes);
+	assert_non_null (copy);
+	memcpy (copy, fake_data (arr) + ticket->offset, ticket->bytes);
+	assert_ok (sp_ser_preserve_attach (&t->s, arr, ticket, copy, &t->err), &t->err);
+}
+
+/* The stores the barrier let through: every element of the array changes. */
+static void
+store_everywhere (void *arr)
+{
+	for (uint64_t i = 0; i < fake_length (arr); i++) {
+		int32_t v = -(int32_t)i - 1;
+		memcpy (fake_elem (arr, i), &v, 4);
+	}
+}
+
+/*
+ * A store into a long array of primitives being written in pieces, with a
+ * ticket (the runtime's barrier): the rest is copied outside the lock, the
+ * steps write it from the copy, and a second store waits for the copy.
+ */
+static void
+test_barrier_copies_the_rest_of_an_array_in_pieces (void **state)
+{
+	(void)state;
+	LongSnapshot t;
+	long_snapshot_begin (&t, 9, false);
+	void *ints = long_snapshot_ints (&t);
+	while (!(t.s.partial_lid && sp_client_lid_object (t.s.partial_lid) == ints && t.s.partial_next > 4096))
+		assert_int_equal (sp_ser_step (&t.s, 1, &t.err), 1);
+	uint64_t written = t.s.partial_next;
+	SpPreserveTicket ticket;
+	assert_int_equal (sp_ser_write_now (&t.s, ints, &ticket, &t.err), SP_SER_WRITE_COPY);
+	assert_int_equal (ticket.offset, written * 4);
+	assert_int_equal (ticket.bytes, (40000 - written) * 4);
+	assert_int_equal (t.s.partial_lid, 0);          /* the steps no longer write it from the object */
+	/* Another thread's store into it, before the copy is attached, must wait. */
+	SpPreserveTicket other;
+	assert_int_equal (sp_ser_write_now (&t.s, ints, &other, &t.err), SP_SER_WRITE_WAIT);
+	/* The steps go on with the other objects, and then wait for the copy. */
+	int more;
+	while ((more = sp_ser_step (&t.s, 1, &t.err)) == 1)
+		;
+	assert_int_equal (more, SP_SER_STEP_WAITING);
+	barrier_copy_and_attach (&t, ints, &ticket);
+	store_everywhere (ints);
+	assert_int_equal (sp_ser_write_now (&t.s, ints, &other, &t.err), 0);
+	long_snapshot_check (&t, "the array copied by the barrier lost its state at the start");
+	assert_int_equal (t.s.npreserved, 0);
+	long_snapshot_free (&t);
+}
+
+/* A store into a long array no step has begun: its record and first piece now, the rest from the copy. */
+static void
+test_barrier_copies_an_array_not_begun (void **state)
+{
+	(void)state;
+	LongSnapshot t;
+	long_snapshot_begin (&t, 10, false);
+	void *ints = long_snapshot_ints (&t);
+	uint32_t lid;
+	while (!(lid = sp_ser_lid_if_known (&t.s, ints)))
+		assert_int_equal (sp_ser_step (&t.s, 1, &t.err), 1);
+	assert_false (sp_ser_is_written (&t.s, lid));
+	uint64_t objects = t.s.objects_written;
+	SpPreserveTicket ticket;
+	assert_int_equal (sp_ser_write_now (&t.s, ints, &ticket, &t.err), SP_SER_WRITE_COPY);
+	assert_true (sp_ser_is_written (&t.s, lid));    /* claimed: the steps skip it */
+	assert_int_equal (t.s.objects_written, objects + 1);
+	uint64_t first = t.s.piece_bytes / 4;
+	assert_int_equal (ticket.offset, first * 4);
+	assert_int_equal (ticket.bytes, (40000 - first) * 4);
+	barrier_copy_and_attach (&t, ints, &ticket);
+	store_everywhere (ints);
+	long_snapshot_check (&t, "the array copied before its first piece lost its state at the start");
+	long_snapshot_free (&t);
+}
+
+/*
+ * Without a ticket (and in stop-the-world snapshots) the array is written
+ * whole as before; a copy that comes after its snapshot was abandoned is
+ * freed (ASan's leak check sees it otherwise); a copy that could not be
+ * allocated is an error that names it.
+ */
+static void
+test_barrier_copy_edges (void **state)
+{
+	(void)state;
+	LongSnapshot t;
+	long_snapshot_begin (&t, 11, false);
+	void *ints = long_snapshot_ints (&t);
+	while (!sp_ser_lid_if_known (&t.s, ints))
+		assert_int_equal (sp_ser_step (&t.s, 1, &t.err), 1);
+	SpPreserveTicket ticket;
+	assert_int_equal (sp_ser_write_now (&t.s, ints, &ticket, &t.err), SP_SER_WRITE_COPY);
+	assert_int_equal (sp_ser_preserve_attach (&t.s, ints, &ticket, NULL, &t.err), -1);
+	assert_non_null (strstr (t.err.msg, "out of memory for a copy"));
+	sp_error_clear (&t.err);
+	/* The snapshot is abandoned (a new one begins); the copy arrives late. */
+	SpSnapHeader h = { .sequence = 12 };
+	assert_ok (sp_ser_begin (&t.s, &t.b, &h, &t.err), &t.err);
+	assert_int_equal (t.s.npreserved, 0);
+	uint8_t *copy = malloc (ticket.bytes);
+	assert_int_equal (sp_ser_preserve_attach (&t.s, ints, &ticket, copy, &t.err), 0);
+	/* A new snapshot, in which the array is written whole by a barrier without a ticket. */
+	assert_ok (sp_ser_root (&t.s, 1, t.root, &t.err), &t.err);
+	while (!sp_ser_lid_if_known (&t.s, ints))
+		assert_int_equal (sp_ser_step (&t.s, 1, &t.err), 1);
+	assert_int_equal (sp_ser_write_now (&t.s, ints, NULL, &t.err), 1);
+	assert_int_equal (t.s.npreserved, 0);
+	long_snapshot_check (&t, "the array written whole by a barrier");
 	long_snapshot_free (&t);
 }
 
@@ -614,7 +739,7 @@ test_marking_in_pieces (void **state)
 	void *item;
 	memcpy (&item, fake_elem (t.refs, 2999), sizeof item);
 	assert_int_equal (sp_ser_lid_if_known (&t.s, item), 0);
-	assert_int_equal (sp_ser_write_now (&t.s, t.refs, &t.err), 1);
+	assert_int_equal (sp_ser_write_now (&t.s, t.refs, NULL, &t.err), 1);
 	assert_true (sp_ser_lid_if_known (&t.s, item) != 0);
 	assert_int_equal (t.s.nobjects, before + 3000 - SP_SER_PIECE_LEAVES / 4);
 	void *none = NULL;
@@ -654,7 +779,7 @@ poisoned_during_marking (bool reachable, SpError *err)
 	assert_ok (sp_ser_begin (&s, &b, &h, err), err);
 	assert_ok (sp_ser_root (&s, 1, root, err), err);
 	/* The barrier before `leaf.valve = null`: nothing written, no error yet. */
-	assert_int_equal (sp_ser_write_now (&s, leaf, err), 0);
+	assert_int_equal (sp_ser_write_now (&s, leaf, NULL, err), 0);
 	fake_set_ref (leaf, "valve", NULL);
 	int more;
 	while ((more = sp_ser_mark (&s, 1, err)) == 1)
@@ -724,7 +849,7 @@ unseen_store_snapshot (bool reachable, bool barrier_first, bool whole_objects, S
 	assert_true (sp_storelog_add (&log, (uintptr_t)fake_field_ptr (leaf, "level"), 8));
 	FAKE_SET (leaf, "level", int64_t, 7);
 	if (barrier_first)
-		assert_int_equal (sp_ser_write_now (&s, leaf, err), 1);
+		assert_int_equal (sp_ser_write_now (&s, leaf, NULL, err), 1);
 	int rc = drain_snapshot (&s, err);
 	sp_ser_free (&s);
 	sp_buf_free (&b);
@@ -1600,6 +1725,9 @@ main (void)
 		cmocka_unit_test_teardown (test_barrier_keeps_snapshot_at_its_start, fake_teardown),
 		cmocka_unit_test_teardown (test_long_objects_in_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_barrier_on_an_array_in_pieces, fake_teardown),
+		cmocka_unit_test_teardown (test_barrier_copies_the_rest_of_an_array_in_pieces, fake_teardown),
+		cmocka_unit_test_teardown (test_barrier_copies_an_array_not_begun, fake_teardown),
+		cmocka_unit_test_teardown (test_barrier_copy_edges, fake_teardown),
 		cmocka_unit_test_teardown (test_marking_in_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_whole_objects_have_no_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_poisoned_while_marking, fake_teardown),
