@@ -599,7 +599,7 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 }
 
 /*
- * Object obj's record is complete: say so where barriers find it without a
+ * Object obj's record (LID lid) is complete: say so where barriers find it without a
  * lock, in obj's identity slot (SP_SLOT_WRITTEN), or in the written set for
  * objects without one (whose GC epoch is read with obj in hand and no
  * safepoint between: the SP task's increment, or a barrier's slow path).
@@ -614,13 +614,13 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
  * bound to the original.
  */
 static void
-sp_ser_complete (SpSerializer *s, void *obj)
+sp_ser_complete (SpSerializer *s, void *obj, uint32_t lid)
 {
 	if (!s->written)
 		return;
+	/* obj's slot holds lid: handing out a LID stores it there (sp_ser_new_lid), and nothing else writes slots. */
 	uint32_t slot = sp_client_lid_slot (obj);
-	uint32_t lid = slot ? sp_ser_slot_lid (s, obj, slot) : 0;
-	if (lid)
+	if (slot)
 		sp_ser_slot_store (obj, slot, lid | SP_SLOT_WRITTEN);
 	else
 		sp_wset_add (s->written, obj, sp_client_gc_epoch ());
@@ -665,7 +665,7 @@ sp_ser_continue (SpSerializer *s, SpError *err)
 	if (s->out->oom)
 		return sp_ser_oom (err);
 	if (!s->partial_lid)
-		sp_ser_complete (s, obj);
+		sp_ser_complete (s, obj, lid);
 	return 0;
 }
 
@@ -762,7 +762,7 @@ sp_ser_preserve_new (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpPre
 	if (rc < 0)
 		return -1;
 	if (!first) {
-		sp_ser_complete (s, obj);        /* one piece held it all */
+		sp_ser_complete (s, obj, lid);   /* one piece held it all */
 		return 1;
 	}
 	return sp_ser_preserve_begin (s, obj, c, lid, first, t, err);
@@ -819,9 +819,10 @@ sp_ser_preserved_piece (SpSerializer *s, SpPreserved *p, SpError *err)
 		return sp_ser_oom (err);
 	p->next += count;
 	if (p->next == p->end) {
+		uint32_t lid = p->lid;
 		free (p->copy);
 		*p = s->preserved [--s->npreserved];
-		sp_ser_complete (s, obj);
+		sp_ser_complete (s, obj, lid);
 	}
 	return 0;
 }
@@ -886,7 +887,9 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			return s->npreserved ? SP_SER_STEP_WAITING : 0;
 		uint32_t far_lid = 0, near_lid = 0;
 		(void)sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &far_lid);
-		(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
+		/* After marking, a record takes its children's LIDs from marking's (sp-kids.h): they are not read. */
+		if (!s->marked)
+			(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
 		sp_ser_prefetch_ahead (far_lid, near_lid);
 		/* Written by a barrier already, or met only by one and not writable (not in the snapshot). */
 		if ((s->state [lid] & SP_SER_POISONED) || !sp_ser_claim (s, lid))
@@ -898,7 +901,7 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		if (sp_ser_write (s, obj, c, lid, false, err) < 0)
 			return -1;
 		if (s->partial_lid != lid)
-			sp_ser_complete (s, obj);
+			sp_ser_complete (s, obj, lid);
 	}
 	return sp_queue_count (&s->queue) || s->partial_lid || s->npreserved ? 1 : 0;
 }
