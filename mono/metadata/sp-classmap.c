@@ -13,6 +13,31 @@ static GHashTable *sp_class_maps;
 static GHashTable *sp_class_map_failures;  /* MonoClass * -> why it cannot be persisted (it never changes) */
 static SpClass sp_string_class = { .kind = SP_CLASS_STRING, .assembly = "mscorlib", .name = "System.String" };
 
+/*
+ * Classes found not to be persistable, for readers without sp_lock: the
+ * store barrier skips an object of such a class without taking the lock (a
+ * barrier on a closure, a list of the program's own, any object that is not
+ * state, took the lock once per object and cycle, and made the SP task end
+ * its increment early for it).  Direct-mapped, one class a slot: a class
+ * pushed out is looked up under the lock again, as before.  Only permanent
+ * failures enter it (sp_class_map_failures): a class that cannot be
+ * persisted never becomes persistable.
+ */
+#define SP_UNPERSISTABLE_SLOTS 256
+static MonoClass *sp_unpersistable [SP_UNPERSISTABLE_SLOTS];
+
+static size_t
+sp_unpersistable_slot (MonoClass *klass)
+{
+	return ((uintptr_t)klass >> 4) % SP_UNPERSISTABLE_SLOTS;
+}
+
+static gboolean
+sp_mono_class_known_unpersistable (MonoClass *klass)
+{
+	return __atomic_load_n (&sp_unpersistable [sp_unpersistable_slot (klass)], __ATOMIC_RELAXED) == klass;
+}
+
 /* Does `attrs` hold SPersistence.`name`?  Consumes attrs (and the lookup's error). */
 static gboolean
 sp_mono_attrs_have (MonoCustomAttrInfo *attrs, MonoError *error, const char *name)
@@ -419,7 +444,9 @@ sp_mono_class_map (MonoClass *klass, SpError *err)
 	if (c) {
 		g_hash_table_insert (sp_class_maps, klass, c);
 		sp_mono_class_map_prepare_fields (c);   /* after the insertion: a class referring to itself is done */
-	} else
+	} else {
 		g_hash_table_insert (sp_class_map_failures, klass, g_strdup (err->msg));
+		__atomic_store_n (&sp_unpersistable [sp_unpersistable_slot (klass)], klass, __ATOMIC_RELAXED);
+	}
 	return c;
 }

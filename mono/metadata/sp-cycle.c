@@ -1598,14 +1598,16 @@ sp_barrier_store (MonoObject *obj)
 	if (!obj || sp_unseen_object_known (obj))
 		return;
 	/*
-	 * Handled by anyone (its identity slot or the written set says so), or
-	 * allocated by this thread since the cycle started (not part of the
-	 * snapshot): no lock either, and the thread remembers it.
+	 * Handled by anyone (its identity slot or the written set says so), of
+	 * a class that cannot be persisted, or allocated by this thread since
+	 * the cycle started (not part of the snapshot): no lock either, and the
+	 * thread remembers it.
 	 * The GC epoch is read here with obj in hand: this path has no safepoint,
 	 * so obj cannot move in between, and no cycle can end and another start
 	 * (that needs the world stopped).
 	 */
 	if (sp_ser_written_hint (&sp_ser, obj) || sp_wset_has (&sp_written, obj, sp_client_gc_epoch ()) ||
+	    sp_mono_class_known_unpersistable (mono_object_class (obj)) ||
 	    sp_unseen_in_young_object ((uintptr_t)obj, (uintptr_t)obj + 1)) {
 		sp_unseen_object_handled (obj);
 		return;

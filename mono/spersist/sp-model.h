@@ -16,8 +16,8 @@
  *   cycle       T    = (p - 1) * period + (W - (p - 1) * B)
  *
  * where marks, writes, pieces and forgets are the units of each kind the
- * state takes (marking eight objects or a quarter piece of a long array of
- * references, writing eight objects, a piece of a long string or array,
+ * state takes (marking 32 objects or a quarter piece of a long array of
+ * references, writing 32 objects, a piece of a long string or array,
  * forgetting 64 KiB of bookkeeping: the last cycle's counts, the best
  * knowledge of the state at SendPData; after a warm restart, estimated from
  * the restored snapshot's objects), S its bytes, and mark, objects, piece,
@@ -54,8 +54,8 @@ void sp_model_state_estimate (SpModelState *state, uint64_t objects, uint64_t by
 
 /* Measured costs of one unit of each kind, and the budget. */
 typedef struct SpModelCosts {
-	uint64_t mark_ns;        /* marking 8 objects */
-	uint64_t objects_ns;     /* writing 8 objects */
+	uint64_t mark_ns;        /* marking 32 objects */
+	uint64_t objects_ns;     /* writing 32 objects */
 	uint64_t piece_ns;       /* one piece of a long object */
 	uint64_t forget_ns;      /* one step of forgetting */
 	uint64_t slice_ns;       /* the writer's slice */

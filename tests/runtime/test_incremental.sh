@@ -98,6 +98,9 @@ for barrier in marking annotating; do
 		expect_out "longarrays restored" spm --sp-store=longstore inc.exe longarrays-check $generations
 	done
 done
+# Stores into the program's own objects (not state) during a cycle leave the cycle's lock alone.
+rm -rf foreignstore
+expect_out "foreign stores ok" spm --sp-store=foreignstore --sp-mode=incremental --sp-pause=100 --sp-period=1000 inc.exe foreign 20000
 rm -rf resumestore
 expect_out "resume ok" spm --sp-store=resumestore --sp-mode=incremental --sp-pause=100000 --sp-period=1000000 inc.exe resume 20000 1000000
 spm --sp-store=resumestore inc.exe check 20000 1 || fail "a cycle resumed after yielding is not the state at SendPData"
