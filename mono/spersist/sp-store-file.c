@@ -412,10 +412,11 @@ sp_file_begin (SpStore *s, uint64_t seq, uint64_t size_hint, SpError *err)
  * in this thread, in proportion to the bytes (the file system maps the
  * blocks, the block layer builds the requests): 4 MiB at a time took 100-430
  * us on ext4 here, a stall in one of the writer's slices out of 64 that
- * broke the pause bound once a cycle for every 4 MiB (session 14); a slice's
- * 64 KiB at a time spreads it evenly over the slices, which the budget sees.
+ * broke the pause bound once a cycle for every 4 MiB (session 14).  Every
+ * 512 KiB the stall is an eighth of that.  (Every slice's 64 KiB was tried:
+ * no better for the longest gap, and many small requests.)
  */
-#define SP_FILE_WRITEBACK_BYTES (64u << 10)
+#define SP_FILE_WRITEBACK_BYTES (512u << 10)
 
 static void
 sp_file_start_writeback (SpFileStore *fs, off_t end)
