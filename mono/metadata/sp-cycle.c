@@ -1200,10 +1200,8 @@ sp_timespec_of_ns (uint64_t ns)
 static uint64_t
 sp_task_due_since (uint64_t slept_ns, uint64_t until_ns, gboolean callable)
 {
-	uint64_t now = sp_mono_monotonic_ns ();
 	uint64_t called = callable ? __atomic_load_n (&sp_budget.called_ns, __ATOMIC_ACQUIRE) : 0;
-	uint64_t due = called > slept_ns && called < until_ns ? called : until_ns;
-	return due >= slept_ns && due <= now ? due : now;
+	return sp_model_due (slept_ns, until_ns, called, sp_mono_monotonic_ns ());
 }
 
 /*

@@ -134,3 +134,10 @@ sp_model_duration_add (SpModelDuration *d, uint64_t ns)
 	uint64_t decayed = d->high_ns > d->avg_ns ? d->high_ns - (d->high_ns - d->avg_ns) / 32 : d->avg_ns;
 	d->high_ns = ns > decayed ? ns : decayed;
 }
+
+uint64_t
+sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now)
+{
+	uint64_t due = called > slept && called < until ? called : until;
+	return due >= slept && due <= now ? due : now;
+}

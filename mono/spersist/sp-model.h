@@ -158,6 +158,15 @@ typedef struct SpModelDuration {
 
 void sp_model_duration_add (SpModelDuration *d, uint64_t ns);
 
+/*
+ * When a server asleep since `slept` and woken at `now` was due to run: at
+ * `until` (its release; UINT64_MAX: none), or at `called` (a wake-up call,
+ * 0: none) if that came during the sleep and first.  Never before the sleep
+ * began nor after now.  The time from it to now is the wake-up's latency,
+ * charged to the budget with the run (sp-cycle.c).
+ */
+uint64_t sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now);
+
 /* Can a cycle complete between two SendPData `interval_ns` apart? */
 static inline bool
 sp_model_schedulable (const SpModelPrediction *p, uint64_t interval_ns)
