@@ -19,8 +19,6 @@
 // Prints CSV: case,rep,b_longest_us,a_store_ms,copied_bytes.
 using System;
 using System.Diagnostics;
-using System.IO;
-using System.Runtime.InteropServices;
 using System.Threading;
 using SPersistence;
 
@@ -57,35 +55,21 @@ static class LongStoreBench
 {
 	static readonly Stopwatch clock = Stopwatch.StartNew ();
 
-	[DllImport ("libc", SetLastError = true)]
-	static extern int sched_setaffinity (int pid, IntPtr size, ref ulong mask);
-
-	[DllImport ("libc")]
-	static extern int syscall (long number);
-
-	const long SysGettid = 186;     // x86-64
-
-	static void Pin (int tid, int cpu)
-	{
-		ulong mask = 1UL << cpu;
-		if (sched_setaffinity (tid, (IntPtr)8, ref mask) != 0)
-			throw new Exception ("sched_setaffinity (" + tid + ", cpu " + cpu + "): errno " + Marshal.GetLastWin32Error ());
-	}
-
-	static void PinThisThread (int cpu) { Pin ((int)syscall (SysGettid), cpu); }
+	static void PinThisThread (int cpu) { Check (Affinity.Pin (Affinity.CurrentThread (), cpu)); }
 
 	static void PinTasks (int cpu)
 	{
-		int found = 0;
-		foreach (string dir in Directory.GetDirectories ("/proc/self/task")) {
-			string comm = File.ReadAllText (dir + "/comm").Trim ();
-			if (comm == "sp-task" || comm == "sp-writer") {
-				Pin (int.Parse (Path.GetFileName (dir)), cpu);
-				found++;
-			}
-		}
-		if (found != 2)
-			throw new Exception ("found " + found + " of the runtime's two tasks to pin");
+		var tasks = Affinity.RuntimeTasks ();
+		if (tasks.Count != 2)
+			throw new Exception ("found " + tasks.Count + " of the runtime's two tasks to pin");
+		foreach (var task in tasks)
+			Check (Affinity.Pin (task.Value, cpu));
+	}
+
+	static void Check (string error)
+	{
+		if (error != null)
+			throw new Exception (error);
 	}
 
 	static double Us (long ticks) { return ticks * 1e6 / Stopwatch.Frequency; }

@@ -33,8 +33,6 @@
 // stamp and count as the driver's updates left them, the array as built.
 using System;
 using System.Diagnostics;
-using System.IO;
-using System.Runtime.InteropServices;
 using System.Threading;
 using SPersistence;
 
@@ -61,17 +59,6 @@ public static class MmuBench
 	const int UpdatesPerCycle = 300;
 	const long GapNs = 2000;
 	const int MaxGaps = 1 << 21;
-
-	[DllImport ("libc", SetLastError = true)]
-	static extern int sched_setaffinity (int pid, IntPtr size, ref ulong mask);
-
-	[DllImport ("libc")]
-	static extern int syscall (long number);
-
-	[DllImport ("libc")]
-	static extern int sched_getscheduler (int pid);
-
-	const long SysGettid = 186;     // x86-64
 
 	static volatile bool stop, ready, go;
 	static long goNs, endNs;        // the phase: from the driver's go to the probe's last read
@@ -113,26 +100,21 @@ public static class MmuBench
 		string cpu = Environment.GetEnvironmentVariable (env);
 		if (string.IsNullOrEmpty (cpu))
 			return;
-		ulong mask = 1UL << int.Parse (cpu);
-		if (sched_setaffinity (tid, (IntPtr)8, ref mask) != 0)
-			Console.Error.WriteLine ("sched_setaffinity ({0}, cpu {1}) failed: errno {2}", tid, cpu, Marshal.GetLastWin32Error ());
+		string error = Affinity.Pin (tid, int.Parse (cpu));
+		if (error != null)
+			Console.Error.WriteLine (error);
 	}
 
 	// The runtime's tasks, by name; each printed with its policy (`task,COMM,TID,POLICY`:
 	// 0 SCHED_OTHER, 1 SCHED_FIFO), so that a run says where they ran and at what policy.
 	static void PinTasks ()
 	{
-		int found = 0;
-		foreach (string dir in Directory.GetDirectories ("/proc/self/task")) {
-			string comm = File.ReadAllText (dir + "/comm").Trim ();
-			if (comm == "sp-task" || comm == "sp-writer") {
-				int tid = int.Parse (Path.GetFileName (dir));
-				Pin (tid, "MMU_SP_CPU");
-				Console.WriteLine ("task,{0},{1},{2}", comm, tid, sched_getscheduler (tid));
-				found++;
-			}
+		var tasks = Affinity.RuntimeTasks ();
+		foreach (var task in tasks) {
+			Pin (task.Value, "MMU_SP_CPU");
+			Console.WriteLine ("task,{0},{1},{2}", task.Key, task.Value, Affinity.sched_getscheduler (task.Value));
 		}
-		if (found == 0)
+		if (tasks.Count == 0)
 			Console.Error.WriteLine ("no sp-task or sp-writer thread found: the runtime's tasks are not pinned");
 	}
 
@@ -145,8 +127,8 @@ public static class MmuBench
 	// The application: spin on the clock until stopped, recording the gaps.
 	static void Probe ()
 	{
-		Pin ((int)syscall (SysGettid), "MMU_APP_CPU");
-		probePolicy = sched_getscheduler (0);
+		Pin (Affinity.CurrentThread (), "MMU_APP_CPU");
+		probePolicy = Affinity.sched_getscheduler (0);
 		ngaps = 0;
 		long n = 0, last = NowNs ();
 		// Spinning already (compiled, pinned, on its CPU) when the driver says go; the
@@ -209,7 +191,7 @@ public static class MmuBench
 		gaps = new IntPtr [2 * MaxGaps];
 		Console.WriteLine ("cpus,{0},{1},{2}", Environment.GetEnvironmentVariable ("MMU_APP_CPU") ?? "any",
 				   Environment.GetEnvironmentVariable ("MMU_SP_CPU") ?? "any", Environment.GetEnvironmentVariable ("MMU_DRIVER_CPU") ?? "any");
-		Pin ((int)syscall (SysGettid), "MMU_DRIVER_CPU");
+		Pin (Affinity.CurrentThread (), "MMU_DRIVER_CPU");
 		Plant p = Build (objects, array);
 		SPC.AddRoot (p);
 		var stats = new string [cycles + 1];

@@ -19,7 +19,7 @@ if [ "$(nproc)" -lt 2 ]; then
 	exit 0
 fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/LongStoreBench.exe" "$here/LongStoreBench.cs"
+mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/LongStoreBench.exe" "$here/LongStoreBench.cs" "$here/Affinity.cs"
 out=$here/results; mkdir -p "$out"
 csv=$out/longstore.csv
 "$build/bin/spmono" --sp-store=null: --sp-mode=incremental --sp-barrier=marking --sp-pause=500 --sp-period=3000 --sp-priority=50 \

@@ -37,7 +37,7 @@ pause=${SP_PAUSE:-500}; period=${SP_PERIOD:-3000}
 out=$here/results; mkdir -p "$out"
 work=$(mktemp -d /dev/shm/spmmu.XXXXXX); disk=$(mktemp -d "$out/.mmu-disk.XXXXXX")
 trap 'rm -rf "$work" "$disk"' EXIT
-mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/MmuBench.exe" "$here/MmuBench.cs"
+mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/MmuBench.exe" "$here/MmuBench.cs" "$here/Affinity.cs"
 sp=$build/bin/spmono
 python=/usr/bin/python3; [ -x "$python" ] || python=python3   # Debian's, with python3-matplotlib for the plots
 csv=$out/mmu.csv; rm -f "$csv"
