@@ -876,9 +876,9 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 {
 	uint32_t lid;
 	for (size_t done = 0; done < max_objects; done++) {
-		SpPreserved *copied;
-		if (s->partial_lid || (copied = sp_ser_preserved_ready (s))) {
-			if ((s->partial_lid ? sp_ser_continue (s, err) : sp_ser_preserved_piece (s, copied, err)) < 0)
+		SpPreserved *copied = s->partial_lid ? NULL : sp_ser_preserved_ready (s);
+		if (s->partial_lid || copied) {
+			if ((copied ? sp_ser_preserved_piece (s, copied, err) : sp_ser_continue (s, err)) < 0)
 				return -1;
 			done += SP_SER_PIECE_COST - 1;
 			continue;
