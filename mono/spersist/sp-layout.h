@@ -79,6 +79,11 @@ typedef struct SpField {
 	void *type_client;      /* REF: the client's handle of the declared type (restore checks stores against it) */
 	uint32_t offset;        /* from the start of the object / array element */
 	uint8_t kind;           /* SpKind */
+	/* REF: where the object last met in this field keeps its identity slot
+	 * (0: none met yet, or it has none).  The serializer learns it and
+	 * prefetches that line of the next child with the header's: a hint only
+	 * (an object's own slot is always read from its class). */
+	uint32_t slot_hint;
 } SpField;
 
 typedef enum SpClassKind {
