@@ -198,8 +198,10 @@ sp_mono_refuses_aot_image (MonoImage *image)
 /*
  * sp_client_lid_slot: a cache in front of sp_mono_identity_slot_of, which
  * reads metadata.  Barriers read it without sp_lock, so an entry is one word,
- * the class's address (48 bits) and its slot's offset (16 bits), stored and
- * read whole; a class whose slot lies further is not cached.
+ * the vtable's address (48 bits) and its class's slot offset (16 bits), stored
+ * and read whole; a class whose slot lies further is not cached.  Keyed by
+ * the vtable, the object's first word, rather than the class, one dependent
+ * load further: the serializer asks for every reference it meets.
  */
 #define SP_SLOT_CACHE_BITS 16
 
@@ -207,14 +209,14 @@ uint32_t
 sp_client_lid_slot (void *obj)
 {
 	static guint64 cache [64];
-	MonoClass *klass = mono_object_class ((MonoObject *)obj);
-	size_t i = ((uintptr_t)klass >> 4) & 63;
+	MonoVTable *vtable = ((MonoObject *)obj)->vtable;
+	size_t i = ((uintptr_t)vtable >> 4) & 63;
 	guint64 entry = __atomic_load_n (&cache [i], __ATOMIC_RELAXED);
-	if (entry >> SP_SLOT_CACHE_BITS == (guint64)(uintptr_t)klass)
+	if (entry >> SP_SLOT_CACHE_BITS == (guint64)(uintptr_t)vtable)
 		return (uint32_t)(entry & ((1u << SP_SLOT_CACHE_BITS) - 1));
-	guint32 slot = sp_mono_identity_slot_of (klass);
-	if (slot < 1u << SP_SLOT_CACHE_BITS && (guint64)(uintptr_t)klass < (guint64)1 << (64 - SP_SLOT_CACHE_BITS))
-		__atomic_store_n (&cache [i], (guint64)(uintptr_t)klass << SP_SLOT_CACHE_BITS | slot, __ATOMIC_RELAXED);
+	guint32 slot = sp_mono_identity_slot_of (vtable->klass);
+	if (slot < 1u << SP_SLOT_CACHE_BITS && (guint64)(uintptr_t)vtable < (guint64)1 << (64 - SP_SLOT_CACHE_BITS))
+		__atomic_store_n (&cache [i], (guint64)(uintptr_t)vtable << SP_SLOT_CACHE_BITS | slot, __ATOMIC_RELAXED);
 	return slot;
 }
 
