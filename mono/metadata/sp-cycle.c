@@ -226,6 +226,13 @@ sp_mono_method_needs_barrier (MonoMethod *method)
 	return FALSE;
 }
 
+/* The arguments of a P/Invoke get the barrier in every method (sp_jit_emit_call_barrier says why). */
+gboolean
+sp_mono_native_call_needs_barrier (void)
+{
+	return sp_options.mode == SP_MODE_INCREMENTAL;
+}
+
 gboolean
 sp_mono_refuses_aot_code (MonoImage *image, MonoMethod *method, guint32 token)
 {

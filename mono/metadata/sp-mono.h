@@ -44,6 +44,8 @@ extern volatile gint32 *sp_barrier_flag;
 void sp_barrier_flag_init (void);
 /* At JIT time: do the stores of `method` get the barrier (--sp-mode, --sp-barrier)? */
 gboolean sp_mono_method_needs_barrier (MonoMethod *method);
+/* At JIT time: do the arguments of a P/Invoke get the barrier, in whatever method calls it? */
+gboolean sp_mono_native_call_needs_barrier (void);
 /* Does every method get them (class libraries included: their AOT code must not be used)? */
 gboolean sp_mono_barriers_everywhere (void);
 /* Class-library code that stores into the state (List, Dictionary, Array, sorting, spans): guarded in every mode. */

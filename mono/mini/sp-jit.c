@@ -810,13 +810,19 @@ sp_jit_emit_checked_ref_store (MonoCompile *cfg, MonoClass *klass, MonoInst **sp
 	return ins;
 }
 
+/* Is addr a pointer a store may go through into an object (not a local's address, not in a wrapper)? */
 static gboolean
-sp_jit_address_store_needs_barrier (MonoCompile *cfg, MonoInst *addr)
+sp_jit_address_may_reach_object (MonoCompile *cfg, MonoInst *addr)
 {
 	MonoMethod *method = cfg->current_method ? cfg->current_method : cfg->method;
 	return (addr->type == STACK_MP || addr->type == STACK_PTR) && addr->opcode != OP_LDADDR &&
-		cfg->method->wrapper_type == MONO_WRAPPER_NONE && method->wrapper_type == MONO_WRAPPER_NONE &&
-		sp_jit_current_method_needs_barrier (cfg);
+		cfg->method->wrapper_type == MONO_WRAPPER_NONE && method->wrapper_type == MONO_WRAPPER_NONE;
+}
+
+static gboolean
+sp_jit_address_store_needs_barrier (MonoCompile *cfg, MonoInst *addr)
+{
+	return sp_jit_address_may_reach_object (cfg, addr) && sp_jit_current_method_needs_barrier (cfg);
 }
 
 void
@@ -845,11 +851,9 @@ sp_jit_native_length (MonoCompile *cfg, MonoInst *len)
 }
 
 /* The store of len bytes at addr (len NULL: to the end of its object, the length being unknown). */
-void
-sp_jit_emit_range_barrier (MonoCompile *cfg, MonoInst *addr, MonoInst *len)
+static void
+sp_jit_emit_range_call (MonoCompile *cfg, MonoInst *addr, MonoInst *len)
 {
-	if (!sp_jit_address_store_needs_barrier (cfg, addr))
-		return;
 	MonoInst *args [2] = { addr, NULL };
 	if (len)
 		args [1] = sp_jit_native_length (cfg, len);
@@ -858,6 +862,13 @@ sp_jit_emit_range_barrier (MonoCompile *cfg, MonoInst *addr, MonoInst *len)
 	MonoBasicBlock *done_bb = sp_jit_begin_guard (cfg);
 	mono_emit_jit_icall (cfg, sp_barrier_store_range, args);
 	MONO_START_BB (cfg, done_bb);
+}
+
+void
+sp_jit_emit_range_barrier (MonoCompile *cfg, MonoInst *addr, MonoInst *len)
+{
+	if (sp_jit_address_store_needs_barrier (cfg, addr))
+		sp_jit_emit_range_call (cfg, addr, len);
 }
 
 /* Is parameter i of fsig a one-dimensional array? */
@@ -961,13 +972,19 @@ sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSigna
 	 * A P/Invoke: native code may write into every object it is given (an
 	 * array or a blittable class is passed by address), so each gets the
 	 * barrier before the call; a managed pointer it is given may be written
-	 * through to the end of its object (the length is not known).
+	 * through to the end of its object (the length is not known).  In every
+	 * method, whatever the barrier mode selects: native code cannot be
+	 * annotated, and a call that began during a cycle from a method the mode
+	 * leaves alone wrote a long array while the SP task read it piece by
+	 * piece, and the torn snapshot was committed (test_native_calls,
+	 * `annotating`, about 1 run in 50 under load).
 	 */
 	if (cmethod->flags & METHOD_ATTRIBUTE_PINVOKE_IMPL) {
-		for (int i = 0; i < fsig->param_count + (fsig->hasthis ? 1 : 0); i++) {
-			sp_jit_emit_store_barrier (cfg, args [i]);     /* objects only (sp_jit_emit_store_barrier checks) */
-			if (args [i]->type == STACK_MP)
-				sp_jit_emit_range_barrier (cfg, args [i], NULL);
+		for (int i = 0; sp_mono_native_call_needs_barrier () && i < fsig->param_count + (fsig->hasthis ? 1 : 0); i++) {
+			if (args [i]->type == STACK_OBJ)
+				sp_jit_emit_guarded_call (cfg, args [i], FALSE);
+			if (args [i]->type == STACK_MP && sp_jit_address_may_reach_object (cfg, args [i]))
+				sp_jit_emit_range_call (cfg, args [i], NULL);
 		}
 		return;
 	}

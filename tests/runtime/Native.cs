@@ -12,10 +12,15 @@
 //             native code goes on writing)
 //       read  native code only reads A, declared [In]: nothing is refused
 //       ref   native code writes the state's Stamp through a ref
+//       late  no worker: the main thread starts a cycle, then at once
+//             fills A in native code, called from a method no barrier
+//             mode selects; the call's barrier must keep A's state at
+//             SendPData for the snapshot (the SP task is still reading A)
 //   Native.exe check N KIND   (warm restart) the snapshot is one instant's
 //       state: for fill, the elements written by pass q are exactly the
 //       first k of the scattered order, the rest are q - 1's.  A snapshot
-//       read while native code wrote mixes instants piece by piece.
+//       read while native code wrote mixes instants piece by piece.  For
+//       late, every element is pass 1's.
 using System;
 using System.Runtime.InteropServices;
 using System.Threading;
@@ -64,8 +69,23 @@ static class Program
 		}
 	}
 
+	static int WriteLate (int n)
+	{
+		var s = new State { A = new int [n] };
+		spnative_scattered_fill (s.A, n, 1, Step, 0, 0);
+		s.SetPass (1);
+		SPC.AddRoot (s);
+		SPC.SendPData ();
+		spnative_scattered_fill (s.A, n, 2, Step, 0, 0);
+		SPC.WaitPersisted ();              // the call's barrier ran inside the cycle: nothing to refuse
+		Console.WriteLine ("native late: A filled with pass 2 while the cycle of pass 1 ran");
+		return 0;
+	}
+
 	static int Write (int n, int cycles, string kind)
 	{
+		if (kind == "late")
+			return WriteLate (n);
 		var s = new State { A = new int [n] };
 		if (kind == "read")
 			for (int i = 0; i < n; i++)
@@ -97,6 +117,12 @@ static class Program
 	{
 		T.Check (SPC.IsWarmRestart (), "a warm restart");
 		var s = (State)SPC.RecvPData (1);
+		if (kind == "late") {
+			for (int i = 0; i < n; i++)
+				T.Eq (1, s.A [i], "A [" + i + "], filled by native code after SendPData");
+			Console.WriteLine ("the state at SendPData: pass 1 everywhere");
+			return 0;
+		}
 		if (kind != "fill") {
 			Console.WriteLine ("restored: pass {0}, stamp {1}", s.Pass, s.Stamp);
 			return 0;
