@@ -1363,7 +1363,8 @@ sp_task_run_period (const struct timespec *release)
 	sp_budget.sp_running = TRUE;
 	/* The SP task's own share: the budget less its wake-up so far and its sleep to come (charged when it sleeps). */
 	uint64_t woke = sp_mono_monotonic_ns () - sp_budget.woke_ns, overhead = woke + SP_SLEEP_ENTRY_NS;
-	sp_wake_avg_ns += ((int64_t)overhead - (int64_t)sp_wake_avg_ns) / 16;
+	/* The model's average takes at most the budget of it (sp_model_wake_add); this period is charged all of it. */
+	sp_model_wake_add (&sp_wake_avg_ns, overhead, budget);
 	/* A cycle's start stopped the program's threads just before: that was persistence too. */
 	overhead += sp_budget.start_ns;
 	sp_budget_charge (sp_budget.start_ns);

@@ -141,3 +141,10 @@ sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now)
 	uint64_t due = called > slept && called < until ? called : until;
 	return due >= slept && due <= now ? due : now;
 }
+
+void
+sp_model_wake_add (uint64_t *avg_ns, uint64_t sample_ns, uint64_t budget_ns)
+{
+	uint64_t sample = sample_ns < budget_ns ? sample_ns : budget_ns;
+	*avg_ns = (uint64_t)((int64_t)*avg_ns + ((int64_t)sample - (int64_t)*avg_ns) / 16);
+}

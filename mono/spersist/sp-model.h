@@ -167,6 +167,15 @@ void sp_model_duration_add (SpModelDuration *d, uint64_t ns);
  */
 uint64_t sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now);
 
+/*
+ * The SP task's wake-up as the model sees it (SpModelCosts.wake_ns): a moving
+ * average, a sixteenth of the way to each new sample.  A sample beyond the
+ * whole budget is not the task's wake latency but something that held it (a
+ * collection's stopped world, the lock): it counts as the budget, so that one
+ * such wake-up cannot make every period look too short for any work.
+ */
+void sp_model_wake_add (uint64_t *avg_ns, uint64_t sample_ns, uint64_t budget_ns);
+
 /* Can a cycle complete between two SendPData `interval_ns` apart? */
 static inline bool
 sp_model_schedulable (const SpModelPrediction *p, uint64_t interval_ns)

@@ -242,6 +242,33 @@ test_due_is_the_release_or_the_call (void **state)
 	assert_int_equal (sp_model_due (100 * US, 1000 * US, 0, 990 * US), 990 * US);
 }
 
+/*
+ * A wake-up held by something else (a collection of 1,000,000 objects stopped
+ * the world for 50 ms while a period was released): the average moves by a
+ * sixteenth of the budget, not of the 50 ms.  Uncapped, the average passed
+ * the 500 us budget and the next prediction was 87,051,231 periods.
+ */
+static void
+test_wake_average_caps_a_held_wake_up (void **state)
+{
+	(void)state;
+	uint64_t avg = 20 * US;
+	sp_model_wake_add (&avg, 50000 * US, 500 * US);
+	assert_int_equal (avg, 20 * US + (500 - 20) * US / 16);
+	SpModelCosts c = costs;
+	c.wake_ns = avg;
+	SpModelState s;
+	SpModelPrediction p, usual;
+	sp_model_state_estimate (&s, 1000000, 32u << 20);
+	sp_model_predict (&s, &c, &p);
+	sp_model_predict (&s, &costs, &usual);
+	assert_true (p.periods < 2 * usual.periods);
+	/* Ordinary samples are averaged as they are. */
+	avg = 20 * US;
+	sp_model_wake_add (&avg, 36 * US, 500 * US);
+	assert_int_equal (avg, 21 * US);
+}
+
 int
 main (void)
 {
@@ -257,6 +284,7 @@ main (void)
 		cmocka_unit_test (test_first_release_follows_the_calls),
 		cmocka_unit_test (test_duration_high_estimate_holds_after_a_stall),
 		cmocka_unit_test (test_due_is_the_release_or_the_call),
+		cmocka_unit_test (test_wake_average_caps_a_held_wake_up),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
