@@ -443,7 +443,7 @@ sp_ser_put_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const
 		if (f->kind != SP_KIND_REF) {
 			dst = sp_put_primitive_raw (dst, base + f->offset, f->kind);
 		} else if (!kids) {
-			/* Its class and identity slot are read below: start the loads now (if not fetched ahead). */
+			/* Its class and identity slot are read below: start the load now (if not fetched ahead). */
 			void *child;
 			memcpy (&child, base + f->offset, sizeof child);
 			if (child)
