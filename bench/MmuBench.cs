@@ -7,9 +7,9 @@
 // run: builds a state of OBJECTS small persistent objects (a tenth with a
 // string) and, when ARRAY > 0, an int[ARRAY]; runs cycle 0 (warm-up: the
 // JIT, and the first cycle's growth of the runtime's tables; MMU_FIRST=1
-// measures that cycle too), and one more once the tasks are pinned.  Then a probe thread, "the application", spins
-// reading the monotonic clock and records every gap between two reads of
-// 2 us or more: first for IDLE_S seconds with no persistence (the machine's
+// measures that cycle too), and one more once the tasks are pinned.  Then a
+// probe thread, "the application", spins reading the monotonic clock and
+// records every gap between two reads of 2 us or more: first for IDLE_S seconds with no persistence (the machine's
 // floor, in the same process, the same run), then while a driver thread
 // runs cycles 1..CYCLES back to back (a few hundred objects updated, SendPData,
 // WaitPersisted), from just before the first SendPData until the last

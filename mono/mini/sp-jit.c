@@ -980,7 +980,9 @@ sp_jit_emit_call_barrier (MonoCompile *cfg, MonoMethod *cmethod, MonoMethodSigna
 	 * `annotating`, about 1 run in 50 under load).
 	 */
 	if (cmethod->flags & METHOD_ATTRIBUTE_PINVOKE_IMPL) {
-		for (int i = 0; sp_mono_native_call_needs_barrier () && i < fsig->param_count + (fsig->hasthis ? 1 : 0); i++) {
+		if (!sp_mono_native_call_needs_barrier ())
+			return;
+		for (int i = 0; i < fsig->param_count + (fsig->hasthis ? 1 : 0); i++) {
 			if (args [i]->type == STACK_OBJ)
 				sp_jit_emit_guarded_call (cfg, args [i], FALSE);
 			if (args [i]->type == STACK_MP && sp_jit_address_may_reach_object (cfg, args [i]))
