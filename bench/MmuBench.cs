@@ -186,8 +186,10 @@ public static class MmuBench
 					   s.PredictedCycleNs, s.LastBytes, s.CycleWriterNs);
 	}
 
-	// Cycles run under the probe before the measured ones (see Run).
-	const int WarmCycles = 3;
+	// Cycles run under the probe before the measured ones (see Run): with the warm-up's
+	// first, enough for a file store keeping 2 snapshots to write over a spare from then on
+	// (its first 4 commits allocate their files, and the model would learn that cost).
+	const int WarmCycles = 4;
 
 	static int Run (int objects, int array, int cycles, double idleSeconds)
 	{

@@ -196,11 +196,13 @@ def main():
     if cycles:
         ns = [c[2] for c in cycles]
         pred = [c[3] for c in cycles if c[3]]
+        # The cost model's error on each cycle it predicted; the target is within 25%.
+        errors = [p / m - 1 for p, m in zip([c[3] for c in cycles], ns) if p]
         print(f"  cycles: {len(cycles)}, {min(ns) / 1e6:.1f}-{max(ns) / 1e6:.1f} ms, {cycles[-1][4]} bytes, increments "
               f"{min(c[0] for c in cycles)}-{max(c[0] for c in cycles)}, longest {max(c[1] for c in cycles) / 1e3:.0f} us"
-              + (f"; predicted {min(pred) / 1e6:.1f}-{max(pred) / 1e6:.1f} ms (error "
-                 f"{min(p / m - 1 for p, m in zip([c[3] for c in cycles], ns) if p) * 100:+.0f}% to "
-                 f"{max(p / m - 1 for p, m in zip([c[3] for c in cycles], ns) if p) * 100:+.0f}%)" if pred else ""))
+              + (f"; predicted {min(pred) / 1e6:.1f}-{max(pred) / 1e6:.1f} ms (error {min(errors) * 100:+.0f}% to "
+                 f"{max(errors) * 100:+.0f}%, within 25% in {sum(abs(e) <= 0.25 for e in errors)} of {len(errors)})"
+                 if pred else ""))
     if cpus == "1":
         gap_ok = sp["max_gap_us"] <= pause_ns / 1e3 + idle["max_gap_us"]
         mmu_ok = sp["mmu_period"] is not None and sp["mmu_period"] >= 1 - pause_ns / period_ns - 0.05

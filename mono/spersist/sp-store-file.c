@@ -21,8 +21,10 @@
  * of the program's budget; and nothing is freed or allocated per commit.  A
  * spare more than an eighth (and 1 MiB) larger than the snapshot expected is
  * not reused (shortening it at the commit would free too much at once): it
- * is removed as any .old file.  Storage: the newest `keep` snapshots and one
- * more, the spare or the commit in progress, never both.
+ * is removed as any .old file.  An .old file part-way through its removal
+ * serves as the spare when there is none.  Storage: the newest `keep`
+ * snapshots and one more, the spare or the commit in progress, never both
+ * (and, while commits run back to back, the .old file being removed).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -365,6 +367,15 @@ sp_file_crashed (SpFileStore *fs)
 static bool
 sp_file_take_spare (SpFileStore *fs, uint64_t size_hint)
 {
+	/*
+	 * No spare, but a snapshot part-way through its removal: it serves as
+	 * one.  Commits back to back retire two snapshots at once (the writer
+	 * never idles between cycles); the second was shortened a slice at a
+	 * time while the next snapshot allocated its pages anew, and every other
+	 * cycle of an int[10,000,000] on tmpfs took 300 ms instead of 185.
+	 */
+	if (fs->spare_fd < 0 && fs->old_fd >= 0)
+		sp_file_keep_spare (fs);
 	if (fs->spare_fd < 0)
 		return false;
 	int fd = fs->spare_fd;

@@ -1072,6 +1072,42 @@ test_spare_is_written_over (void **state)
 	sp_store_close (st);
 }
 
+/*
+ * Commits back to back retire two snapshots at once: the first becomes the
+ * spare, the second is shortened a slice at a time.  The commit after the
+ * one that took the spare takes that second file, part-way removed, as its
+ * own (its inode), instead of allocating a new file while the old one is
+ * freed; the snapshot loads intact and nothing is left over.
+ */
+static void
+test_file_being_removed_serves_as_spare (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 1);
+	SpError err = { 0 };
+	for (uint64_t seq = 1; seq <= 3; seq++)
+		assert_ok (stream_snapshot (st, seq, 4096, &err), &err);
+	assert_int_equal (sp_store_retire (st, 16), 1);     /* 1 becomes the spare */
+	assert_int_equal (sp_store_retire (st, 16), 1);     /* 2 renamed to .old, shortened by 16 bytes */
+	char old [400], newest [400], listing [1024];
+	file_path (f, 2, ".old", old, sizeof old);
+	struct stat being_removed, taken;
+	assert_int_equal (stat (old, &being_removed), 0);
+	assert_ok (stream_snapshot (st, 4, 4096, &err), &err);   /* takes the spare, 1 */
+	assert_ok (stream_snapshot (st, 5, 4096, &err), &err);   /* takes 2 */
+	file_path (f, 5, "", newest, sizeof newest);
+	assert_int_equal (stat (newest, &taken), 0);
+	assert_true (taken.st_ino == being_removed.st_ino);
+	while (sp_store_retire (st, UINT64_MAX))
+		;
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000003.spm.old snap-00000000000000000005.spm");   /* 3: the next spare */
+	Warnings w = { 0 };
+	load_expect (st, 5, &w);
+	assert_int_equal (w.count, 0);
+	sp_store_close (st);
+}
+
 int
 main (void)
 {
@@ -1098,6 +1134,7 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_stream_crash_between_pieces, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_stream_fault_mid_stream, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_spare_is_written_over, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_file_being_removed_serves_as_spare, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_retire_in_slices, setup, teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
