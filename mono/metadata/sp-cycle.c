@@ -315,6 +315,7 @@ sp_cycle_record_failure (uint64_t seq, const SpError *err)
 static gboolean sp_writer_take_chunk (gboolean last);
 static void sp_cycle_end (void);
 static void sp_cycle_publish_when_done (void);
+static void sp_cycle_publish_stats (uint64_t end_ns);
 static gboolean sp_task_has_own_work (void);
 
 /* Under sp_lock: the outcome of the writer's commit of `seq`. */
@@ -884,11 +885,32 @@ sp_cycle_start_stopped (SpError *err)
 	return rc < 0 && (sp_lid_table_needed || sp_class_map_needed) ? SP_START_RETRY : rc;
 }
 
+/*
+ * Under sp_lock, before a cycle starts: the cycle before is over (its
+ * hand-over done) but its commit may still be running, since a program that
+ * calls SendPData as soon as it may never waits for one.  Its statistics go
+ * out now, its length counted to this start (when the program could start
+ * the next one).  They used to go out only at the commit, after the next
+ * start had reset them: a program rushing from its first call had no cycle
+ * in GetStats, the cost model learned nothing, and the schedulability
+ * warning never came (a 1 kHz loop over 100,000 objects, 4,880 calls of
+ * 5,000 unschedulable, not warned).
+ */
+static void
+sp_cycle_publish_before_next (void)
+{
+	if (!sp_cycle.stats.started_ns || sp_cycle.failed || sp_cycle.stats.published)
+		return;
+	sp_cycle.stats.published = TRUE;
+	sp_cycle_publish_stats (sp_mono_monotonic_ns ());
+}
+
 /* The instant of the snapshot. */
 static int
 sp_cycle_start (SpError *err)
 {
 	SpSnapHeader h = { .sequence = sp_cycle.next_seq, .time_ns = sp_mono_now_ns () };
+	sp_cycle_publish_before_next ();
 	/* What could allocate (class maps, LID table room) happens before the world stops. */
 	for (guint i = 0; i < sp_roots->len; i++) {
 		MonoObject *root = mono_gchandle_get_target_internal (sp_mono_root_at (i)->handle);

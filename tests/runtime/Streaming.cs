@@ -10,6 +10,8 @@
 //                                      call is unschedulable
 //   streaming.exe rushed N             SendPData every millisecond, far sooner than a cycle
 //                                      of that state: counted as unschedulable
+//   streaming.exe rushed-cold N        N small objects only, SendPData every millisecond from
+//                                      the first call: statistics and the warning all the same
 //   streaming.exe fault N STORE CONTROL  persisted once; then a snapshot whose writing
 //                                      fails with ENOSPC once its first chunks are in the
 //                                      store (tests/faults/spfaults.c): WaitPersisted says
@@ -190,6 +192,30 @@ static class Program
 		return 0;
 	}
 
+	// From the first call on, SendPData every millisecond, with nothing waited for: the
+	// cycles' statistics still go out (and the model learns from them) although every
+	// cycle's commit ends after the next cycle has started, and the program is warned.
+	static int RushedCold (int n)
+	{
+		var p = new Plant { Items = new Item [n], Big = new int [0], Samples = new Sample [0], Names = new string [0], Log = "", Version = 1 };
+		for (int i = 0; i < n; i++)
+			p.Items [i] = new Item { Id = i, Tag = i % 10 == 0 ? "tag-" + i : null, Next = i > 0 ? p.Items [i - 1] : null };
+		SPC.AddRoot (p);
+		var sw = System.Diagnostics.Stopwatch.StartNew ();
+		while (sw.ElapsedMilliseconds < 1500) {
+			SPC.SendPData ();
+			Thread.Sleep (1);
+		}
+		SPStats s = SPC.GetStats ();
+		Console.WriteLine ("snapshots {0}, last cycle {1} us, predicted {2} us, unschedulable sends {3}", s.Snapshots,
+				   s.CycleNs / 1000, s.PredictedCycleNs / 1000, s.UnschedulableSends);
+		T.Check (s.Snapshots >= 4, "cycles completed while the program rushed");
+		T.Check (s.CycleNs > 0 && s.PredictedCycleNs > 0, "a rushed program's cycles are measured and predicted");
+		T.Check (s.UnschedulableSends > 0, "SendPData far sooner than a cycle completes is unschedulable");
+		SPC.WaitPersisted ();
+		return 0;
+	}
+
 	static int Main (string [] args)
 	{
 		int n = int.Parse (args [1]);
@@ -202,6 +228,8 @@ static class Program
 			return Paced (n);
 		case "rushed":
 			return Rushed (n);
+		case "rushed-cold":
+			return RushedCold (n);
 		case "check":
 			Plant got = (Plant)SPC.RecvPData (1);
 			Same (Build (n, got.Version), got);

@@ -47,7 +47,8 @@ LD_PRELOAD="$SPFAULTS" SPFAULTS_CONTROL="$PWD/control" "$SPMONO" --sp-store=stor
 	--sp-pause=200 --sp-period=1000 streaming.exe fault $N "$PWD/store" "$PWD/control" || fail "fault mid-stream"
 expect_out "restored version 3" spm --sp-store=store streaming.exe check $N
 # The cost model: predictions of the order of the cycles, no warning for a paced program; one
-# warning, and a count, for SendPData every millisecond against cycles of tens of milliseconds.
+# warning, and a count, for SendPData every millisecond against cycles of tens of milliseconds
+# (after three paced cycles, and from the first call).
 rm -rf store
 spm --sp-store=store --sp-mode=incremental --sp-pause=200 --sp-period=1000 streaming.exe paced $N > paced.txt 2>&1 \
 	|| fail "paced: $(cat paced.txt)"
@@ -58,4 +59,10 @@ spm --sp-store=store --sp-mode=incremental --sp-pause=200 --sp-period=1000 strea
 	|| fail "rushed: $(cat rushed.txt)"
 [ "$(grep -c "SendPData calls came while a cycle ran" rushed.txt)" = 1 ] || fail "the schedulability warning, once: $(cat rushed.txt)"
 grep -q "give persistence more time (--sp-pause, --sp-period)" rushed.txt || fail "the warning says what to change"
+# Rushed from the first call, every commit ending after the next cycle started: the cycles are
+# still measured, predicted and judged.
+rm -rf store
+spm --sp-store=store --sp-mode=incremental --sp-pause=200 --sp-period=1000 streaming.exe rushed-cold 100000 > cold.txt 2>&1 \
+	|| fail "rushed from the first call: $(cat cold.txt)"
+[ "$(grep -c "SendPData calls came while a cycle ran" cold.txt)" = 1 ] || fail "the schedulability warning, once, rushed from the first call: $(cat cold.txt)"
 echo "streaming ok"
