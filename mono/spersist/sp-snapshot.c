@@ -553,6 +553,7 @@ sp_snapshot_free (SpSnapshot *snap)
 			free (c->steps);
 			free (c->prim_kinds);
 			free (c->prim_offsets);
+			free (c->ref_fields);
 			free (c->assembly);
 			free (c->name);
 		}
@@ -593,12 +594,15 @@ sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err)
 {
 	c->prim_kinds = malloc (live->nfields + 1);
 	c->prim_offsets = malloc ((live->nfields + 1) * sizeof *c->prim_offsets);
-	if (!c->prim_kinds || !c->prim_offsets)
+	c->ref_fields = malloc ((live->nfields + 1) * sizeof *c->ref_fields);
+	if (!c->prim_kinds || !c->prim_offsets || !c->ref_fields)
 		return sp_error_set (err, "out of memory planning class %s", c->name);
-	c->nprims = 0;
+	c->nprims = c->nrefs = 0;
 	for (uint32_t i = 0; i < live->nfields; i++) {
-		if (live->fields [i].kind == SP_KIND_REF)
+		if (live->fields [i].kind == SP_KIND_REF) {
+			c->ref_fields [c->nrefs++] = &live->fields [i];
 			continue;
+		}
 		c->prim_kinds [c->nprims] = live->fields [i].kind;
 		c->prim_offsets [c->nprims++] = live->fields [i].offset;
 	}

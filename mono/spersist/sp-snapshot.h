@@ -44,6 +44,8 @@ typedef struct SpSnapClass {
 	uint8_t *prim_kinds;     /* decode: kind of each primitive leaf in wire order ... */
 	uint32_t *prim_offsets;  /* ... and its offset in the live object/element */
 	uint32_t nprims;
+	const SpField **ref_fields; /* decode: the live reference leaves, in wire order (fix-up skips the rest) */
+	uint32_t nrefs;
 } SpSnapClass;
 
 typedef struct SpSnapObject {

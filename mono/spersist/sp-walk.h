@@ -122,6 +122,20 @@ sp_trusted_references (const SpClass *live, const uint8_t *p, uint8_t *dst,
 	return p;
 }
 
+/* sp_trusted_references with the class's plan (sp_snapshot_plan_primitives): its reference leaves only. */
+static inline const uint8_t *
+sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst,
+		       SpStoreRefFn store_ref, void *ctx, int *rc, SpError *err)
+{
+	for (uint32_t i = 0; i < c->nrefs; i++) {
+		const SpField *f = c->ref_fields [i];
+		uint32_t lid = (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
+		if ((*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
+			break;
+	}
+	return p;
+}
+
 /* Decode `count` string units (encoding `enc`) into host UTF-16. */
 static inline void
 sp_trusted_units (uint16_t *dst, uint8_t enc, const uint8_t *src, uint64_t count)
