@@ -110,11 +110,10 @@ sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint6
 		return 0;
 	}
 #endif
-	uint32_t nrefs = c->nfields - c->nprims;
 	for (uint64_t i = 0; i < count; i++, dst += live->elem_size) {
 		sp_trusted_primitives (c, elems, dst);
 		elems += c->prim_bytes;
-		for (uint32_t r = 0; r < nrefs; r++)
+		for (uint32_t r = 0; r < c->nrefs; r++)
 			sp_trusted_varint (&elems);
 	}
 	return 0;
