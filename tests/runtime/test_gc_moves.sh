@@ -11,3 +11,9 @@ for params in "nursery-size=64m" "nursery-size=32m,major=marksweep-conc" "nurser
 	echo "MONO_GC_PARAMS=$params MONO_THREADS_SUSPEND=$suspend: $(cat written.txt)"
   done
 done
+# A restore of 1,000,000 vertices runs no major collection (runtime patch 0011); 500,000
+# ran one without it.
+unset MONO_GC_PARAMS MONO_THREADS_SUSPEND
+rm -rf store
+spm --sp-store=store gc.exe bulk-write 1000000 || fail "bulk write"
+spm --sp-store=store gc.exe bulk-check 1000000 || fail "a large restore ran a major collection, or restored another graph"
