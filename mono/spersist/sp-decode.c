@@ -24,6 +24,7 @@ typedef struct SpDecode {
 	const SpDecodeOps *ops;
 	void *ctx;
 	SpSnapshot *snap;
+	const SpSnapTrailer *room;  /* a chain's: ops->begin was called for its last part; NULL: call it at the walk's begin */
 	bool any_references;     /* some class has reference leaves: fix-up has work */
 	bool unfit;              /* the failure is the program's or the client's, not the input's */
 } SpDecode;
@@ -34,6 +35,8 @@ static int
 sp_decode_begin (void *ctx, SpSnapshot *snap, SpError *err)
 {
 	SpDecode *d = ctx;
+	if (d->room)
+		return 0;
 	if (d->ops->begin (d->ctx, &snap->trailer, err) < 0) {
 		d->unfit = true;
 		return -1;
@@ -60,11 +63,33 @@ sp_decode_class (void *ctx, SpSnapClass *c, SpError *err)
 	return 0;
 }
 
+/*
+ * A delta's record of a prior object (its whole value, or a PATCH ending at
+ * element `end`): the client checks that the object the chain made is of this
+ * class (and that long); when it is not, the chain contradicts itself.
+ */
+static uint8_t *
+sp_decode_reuse (SpDecode *d, uint32_t lid, const SpSnapClass *c, uint64_t end, SpError *err)
+{
+	if (!d->ops->reuse) {
+		d->unfit = true;
+		sp_error_set (err, "this restorer cannot apply delta snapshots");
+		return NULL;
+	}
+	return d->ops->reuse (d->ctx, lid, c, end, err);
+}
+
 static int
 sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err)
 {
 	SpDecode *d = ctx;
 	const SpSnapClass *c = &d->snap->classes [class_id];
+	if (lid <= d->snap->header.prior_objects) {
+		uint8_t *base = sp_decode_reuse (d, lid, c, 0, err);
+		if (base)
+			sp_trusted_primitives (c, values, base);
+		return base ? 0 : -1;
+	}
 	uint8_t *base = d->ops->create (d->ctx, lid, c, 0, err);
 	if (!base) {
 		d->unfit = true;
@@ -87,27 +112,18 @@ sp_decode_sized (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint6
 	return 0;
 }
 
-/* The primitives of `count` elements; the references wait for fix-up. */
-static int
-sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
-		 uint8_t enc, const uint8_t *elems, size_t piece, SpError *err)
+/* The primitives of `count` array elements from `start` of the array at `base`. */
+static void
+sp_decode_elements (const SpSnapClass *c, uint8_t *base, uint64_t start, uint64_t count, const uint8_t *elems)
 {
-	(void)piece, (void)err;
-	SpDecode *d = ctx;
-	uint8_t *base = d->ops->base (d->ctx, lid, kind);
-	if (kind == SP_CLASS_STRING) {
-		sp_trusted_units ((uint16_t *)base + start, enc, elems, count);
-		return 0;
-	}
-	const SpSnapClass *c = &d->snap->classes [class_id];
 	const SpClass *live = c->resolved;
 	uint8_t *dst = base + start * live->elem_size;
 	if (c->nprims == 0)
-		return 0;
+		return;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (sp_class_is_primitive_array (live) && live->fields [0].kind != SP_KIND_BOOL) {
 		memcpy (dst, elems, (size_t)count * live->elem_size);
-		return 0;
+		return;
 	}
 #endif
 	for (uint64_t i = 0; i < count; i++, dst += live->elem_size) {
@@ -116,6 +132,34 @@ sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint6
 		for (uint32_t r = 0; r < c->nrefs; r++)
 			sp_trusted_varint (&elems);
 	}
+}
+
+/* The primitives of a piece; the references wait for fix-up. */
+static int
+sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
+		 uint8_t enc, const uint8_t *elems, size_t piece, SpError *err)
+{
+	(void)piece, (void)err;
+	SpDecode *d = ctx;
+	uint8_t *base = d->ops->base (d->ctx, lid, kind);
+	if (kind == SP_CLASS_STRING)
+		sp_trusted_units ((uint16_t *)base + start, enc, elems, count);
+	else
+		sp_decode_elements (&d->snap->classes [class_id], base, start, count, elems);
+	return 0;
+}
+
+static int
+sp_decode_patch (void *ctx, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
+		 const uint8_t *elems, size_t piece, SpError *err)
+{
+	(void)piece;
+	SpDecode *d = ctx;
+	const SpSnapClass *c = &d->snap->classes [class_id];
+	uint8_t *base = sp_decode_reuse (d, lid, c, start + count, err);
+	if (!base)
+		return -1;
+	sp_decode_elements (c, base, start, count, elems);
 	return 0;
 }
 
@@ -125,6 +169,7 @@ static const SpWalkSink sp_decode_sink = {
 	.object = sp_decode_object,
 	.sized = sp_decode_sized,
 	.piece = sp_decode_piece,
+	.patch = sp_decode_patch,
 };
 
 /* ---- fix-up (an unchecked pass: the walk validated every byte) ------------- */
@@ -206,9 +251,15 @@ sp_fixup_record (SpDecode *d, const SpWalk *w, uint8_t tag, const uint8_t *p, in
 	case SP_REC_ELEMS: {
 		lid = (uint32_t)sp_trusted_varint (&p);
 		uint64_t start = sp_trusted_varint (&p);
-		if (w->kinds [lid] == SP_CLASS_STRING)
+		if (sp_walk_kind (w, lid) == SP_CLASS_STRING)
 			return sp_skip_string_piece (p);
 		return sp_fixup_piece (d, lid, sp_walk_open_class (w, lid), start, p, rc, err);
+	}
+	case SP_REC_PATCH: {
+		lid = (uint32_t)sp_trusted_varint (&p);
+		uint32_t class_id = (uint32_t)sp_trusted_varint (&p);
+		uint64_t start = sp_trusted_varint (&p);
+		return sp_fixup_piece (d, lid, class_id, start, p, rc, err);
 	}
 	case SP_REC_ROOT:
 		sp_trusted_varint (&p);
@@ -235,19 +286,100 @@ sp_decode_fixup (SpDecode *d, const SpWalk *w, SpError *err)
 	return rc;
 }
 
-int
-sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops, void *ctx,
-		    SpSnapshot *snap, SpError *err)
+/* Construction, then fix-up, of one file (a full snapshot, or a delta on what the chain built). */
+static int
+sp_decode_part (SpDecode *d, const uint8_t *data, size_t size, SpError *err)
 {
 	SpWalk w;
-	SpDecode d = { .ops = ops, .ctx = ctx, .snap = snap };
-	int rc = sp_walk_run (&w, data, size, snap, &sp_decode_sink, &d, err);
-	if (rc == 0 && d.any_references && sp_decode_fixup (&d, &w, err) != 0) {
+	int rc = sp_walk_run (&w, data, size, d->snap, &sp_decode_sink, d, err);
+	if (rc == 0 && d->any_references && sp_decode_fixup (d, &w, err) != 0) {
 		rc = -1;
-		d.unfit = true;
+		d->unfit = true;
 	}
 	sp_walk_free (&w);
 	if (rc == 0)
 		return 0;
-	return d.unfit ? SP_DECODE_UNFIT : SP_DECODE_DAMAGED;
+	return d->unfit ? SP_DECODE_UNFIT : SP_DECODE_DAMAGED;
+}
+
+int
+sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops, void *ctx,
+		    SpSnapshot *snap, SpError *err)
+{
+	SpDecode d = { .ops = ops, .ctx = ctx, .snap = snap };
+	SpSnapHeader h;
+	memset (snap, 0, sizeof *snap);
+	if (sp_snapshot_check (data, size, &h, NULL, err) < 0)
+		return SP_DECODE_DAMAGED;
+	if (sp_header_is_delta (&h)) {
+		sp_error_set (err, "snapshot %llu is a delta: it restores only with its chain", (unsigned long long)h.sequence);
+		return SP_DECODE_DAMAGED;
+	}
+	return sp_decode_part (&d, data, size, err);
+}
+
+int
+sp_chain_link_check (const SpSnapHeader *base, const SpSnapHeader *prev, const SpSnapTrailer *prev_trailer,
+		     const SpSnapHeader *delta, SpError *err)
+{
+	if (!sp_header_is_delta (delta))
+		return sp_error_set (err, "snapshot %llu follows %llu in a chain but is not a delta",
+				     (unsigned long long)delta->sequence, (unsigned long long)prev->sequence);
+	if (delta->base_sequence != base->sequence || delta->prev_sequence != prev->sequence ||
+	    delta->prev_crc != prev_trailer->crc || delta->prior_objects != prev_trailer->nobjects)
+		return sp_error_set (err, "delta %llu does not apply to snapshot %llu (it names base %llu, previous %llu "
+				     "with checksum %08x and %u objects; that one has checksum %08x and %u objects)",
+				     (unsigned long long)delta->sequence, (unsigned long long)prev->sequence,
+				     (unsigned long long)delta->base_sequence, (unsigned long long)delta->prev_sequence,
+				     delta->prev_crc, delta->prior_objects, prev_trailer->crc, prev_trailer->nobjects);
+	return 0;
+}
+
+/* Every part's checksum and header, and the links between them, before anything is built. */
+static int
+sp_chain_check (const SpChainPart *parts, size_t n, SpSnapTrailer *last, size_t *failed, SpError *err)
+{
+	SpSnapHeader base, prev, h;
+	SpSnapTrailer prev_trailer, t;
+	for (size_t i = 0; i < n; i++) {
+		*failed = i;
+		if (sp_snapshot_check (parts [i].data, parts [i].size, &h, &t, err) < 0)
+			return -1;
+		if (i == 0 && sp_header_is_delta (&h))
+			return sp_error_set (err, "a chain starts at a full snapshot; %llu is a delta", (unsigned long long)h.sequence);
+		if (i > 0 && sp_chain_link_check (&base, &prev, &prev_trailer, &h, err) < 0)
+			return -1;
+		if (i == 0)
+			base = h;
+		prev = h;
+		prev_trailer = t;
+	}
+	*last = t;
+	return 0;
+}
+
+int
+sp_chain_decode (const SpChainPart *parts, size_t n, const SpDecodeOps *ops, void *ctx,
+		 SpSnapshot *last, size_t *failed, SpError *err)
+{
+	SpSnapTrailer room;
+	memset (last, 0, sizeof *last);
+	*failed = 0;
+	if (n == 0)
+		return sp_error_set (err, "an empty chain"), SP_DECODE_DAMAGED;
+	if (sp_chain_check (parts, n, &room, failed, err) < 0)
+		return SP_DECODE_DAMAGED;
+	*failed = 0;
+	if (ops->begin (ctx, &room, err) < 0)
+		return SP_DECODE_UNFIT;
+	for (size_t i = 0; i < n; i++) {
+		SpDecode d = { .ops = ops, .ctx = ctx, .snap = last, .room = &room };
+		*failed = i;
+		if (i > 0)
+			sp_snapshot_free (last);
+		int rc = sp_decode_part (&d, parts [i].data, parts [i].size, err);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
 }

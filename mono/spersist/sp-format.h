@@ -1,11 +1,16 @@
 /*
- * sp-format.h: the snapshot format, version 1.  docs/FORMAT.md is the full
- * description; this header is its authoritative list of numbers.
+ * sp-format.h: the snapshot format, versions 1 and 2.  docs/FORMAT.md is the
+ * full description; this header is its authoritative list of numbers.
  *
  *   snapshot := header record* trailer
  *   header   := magic[8] version:u16 header_size:u16 required_flags:u16
  *               optional_flags:u16 sequence:u64 time_ns:u64 base_sequence:u64
+ *               [prev_sequence:u64 prev_crc:u32 prior_objects:u32]   (deltas)
  *   trailer  := 0x7F nclasses:u32 nobjects:u32 nroots:u32 crc32c:u32
+ *
+ * `version` is the oldest reader version that can read the file: a full
+ * snapshot is written as version 1 (older spmono reads it), a delta as
+ * version 2 with the DELTA flag and the 56-byte header.
  *
  * All fixed-width integers are little-endian; "varint" is unsigned LEB128.  The
  * CRC-32C covers every byte before the crc field.  Records:
@@ -16,6 +21,7 @@
  *   ARRAY  0x04 lid class_id length piece      (piece: count element*; an element's values as an OBJECT's)
  *   ELEMS  0x05 lid start piece                (continues a STRING/ARRAY: chunked large objects)
  *   ROOT   0x06 root_id lid
+ *   PATCH  0x07 lid class_id start piece       (deltas: elements of an array an earlier snapshot defined)
  *   0x80..0xFF: extension record, tag len:varint payload; readers skip unknown ones.
  *
  * Invariants a valid snapshot satisfies (sp_snapshot_parse checks each):
@@ -24,6 +30,12 @@
  *     or a lid in 1..nobjects;
  *   - the pieces of a string or array cover [0, length) in order, exactly;
  *   - root ids are unique; the counts in the trailer are the counts in the body.
+ * A delta (version 2, flag DELTA) applies to the snapshot `prev_sequence` of
+ * the chain that starts at the full snapshot `base_sequence`; besides:
+ *   - lids prior_objects+1..nobjects are new: each defined exactly once;
+ *   - a lid in 1..prior_objects may be given again by one OBJECT record (its
+ *     whole new value), or patched by PATCH records; never as STRING/ARRAY;
+ *   - ELEMS only continue objects defined in the same file.
  */
 #ifndef SP_FORMAT_H
 #define SP_FORMAT_H
@@ -33,13 +45,17 @@
 
 #define SP_FORMAT_MAGIC          "\x89SPM\r\n\x1a\n"
 #define SP_FORMAT_MAGIC_LEN      8
-#define SP_FORMAT_VERSION        1
+#define SP_FORMAT_VERSION        1   /* full snapshots */
+#define SP_FORMAT_VERSION_DELTA  2   /* delta snapshots */
+#define SP_FORMAT_VERSION_MAX    2   /* the newest this code reads */
 #define SP_FORMAT_HEADER_SIZE    40
+#define SP_FORMAT_DELTA_HEADER_SIZE 56
+#define SP_FORMAT_HEADER_MAX     SP_FORMAT_DELTA_HEADER_SIZE
 #define SP_FORMAT_TRAILER_SIZE   17
 
 /* required_flags: a reader must understand every bit set, or refuse. */
-#define SP_FLAG_DELTA            0x0001u  /* reserved: applies on top of base_sequence */
-#define SP_FLAGS_KNOWN           0x0000u  /* version 1 readers understand none */
+#define SP_FLAG_DELTA            0x0001u  /* applies on top of prev_sequence (version 2) */
+#define SP_FLAGS_KNOWN           0x0001u
 
 enum {
 	SP_REC_CLASS = 0x01,
@@ -48,6 +64,7 @@ enum {
 	SP_REC_ARRAY = 0x04,
 	SP_REC_ELEMS = 0x05,
 	SP_REC_ROOT = 0x06,
+	SP_REC_PATCH = 0x07,
 	SP_REC_END = 0x7F,
 	SP_REC_EXTENSION_FIRST = 0x80,
 };
@@ -71,8 +88,14 @@ typedef struct SpSnapHeader {
 	uint16_t optional_flags;
 	uint64_t sequence;
 	uint64_t time_ns;        /* wall clock at SendPData, ns since the Unix epoch */
-	uint64_t base_sequence;  /* 0: a full snapshot */
+	uint64_t base_sequence;  /* 0: a full snapshot; a delta: the full snapshot its chain starts at */
+	/* Deltas only (0 in a full snapshot): */
+	uint64_t prev_sequence;  /* the snapshot this delta applies to (the base or a delta) ... */
+	uint32_t prev_crc;       /* ... its trailer's CRC-32C ... */
+	uint32_t prior_objects;  /* ... and its trailer's nobjects */
 } SpSnapHeader;
+
+static inline int sp_header_is_delta (const SpSnapHeader *h) { return (h->required_flags & SP_FLAG_DELTA) != 0; }
 
 typedef struct SpSnapTrailer {
 	uint32_t nclasses;
@@ -81,7 +104,13 @@ typedef struct SpSnapTrailer {
 	uint32_t crc;
 } SpSnapTrailer;
 
-void sp_format_write_header (uint8_t out [SP_FORMAT_HEADER_SIZE], const SpSnapHeader *h);
+/* Bytes of the header h is written as: 40 for a full snapshot, 56 for a delta. */
+static inline size_t sp_format_header_size (const SpSnapHeader *h)
+{
+	return sp_header_is_delta (h) ? SP_FORMAT_DELTA_HEADER_SIZE : SP_FORMAT_HEADER_SIZE;
+}
+/* Writes sp_format_header_size (h) bytes; version and flags follow from h->required_flags. */
+void sp_format_write_header (uint8_t out [SP_FORMAT_HEADER_MAX], const SpSnapHeader *h);
 void sp_format_write_trailer (uint8_t out [SP_FORMAT_TRAILER_SIZE], const SpSnapTrailer *t);
 
 #endif

@@ -14,16 +14,22 @@
 /* ---- header and trailer ------------------------------------------------ */
 
 void
-sp_format_write_header (uint8_t out [SP_FORMAT_HEADER_SIZE], const SpSnapHeader *h)
+sp_format_write_header (uint8_t out [SP_FORMAT_HEADER_MAX], const SpSnapHeader *h)
 {
+	bool delta = sp_header_is_delta (h);
 	memcpy (out, SP_FORMAT_MAGIC, SP_FORMAT_MAGIC_LEN);
-	sp_put_le (out + 8, SP_FORMAT_VERSION, 2);
-	sp_put_le (out + 10, SP_FORMAT_HEADER_SIZE, 2);
+	sp_put_le (out + 8, delta ? SP_FORMAT_VERSION_DELTA : SP_FORMAT_VERSION, 2);
+	sp_put_le (out + 10, sp_format_header_size (h), 2);
 	sp_put_le (out + 12, h->required_flags, 2);
 	sp_put_le (out + 14, h->optional_flags, 2);
 	sp_put_le (out + 16, h->sequence, 8);
 	sp_put_le (out + 24, h->time_ns, 8);
 	sp_put_le (out + 32, h->base_sequence, 8);
+	if (delta) {
+		sp_put_le (out + 40, h->prev_sequence, 8);
+		sp_put_le (out + 48, h->prev_crc, 4);
+		sp_put_le (out + 52, h->prior_objects, 4);
+	}
 }
 
 void
@@ -36,14 +42,24 @@ sp_format_write_trailer (uint8_t out [SP_FORMAT_TRAILER_SIZE], const SpSnapTrail
 	sp_put_le (out + 13, t->crc, 4);
 }
 
-int
-sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSnapTrailer *trailer, SpError *err)
+/* A delta's place in its chain: before its own sequence, after its base. */
+static int
+sp_check_delta_header (const SpSnapHeader *h, SpError *err)
 {
-	if (size < SP_FORMAT_HEADER_SIZE + SP_FORMAT_TRAILER_SIZE)
-		return sp_error_set (err, "truncated: %zu bytes is shorter than an empty snapshot", size);
-	if (memcmp (data, SP_FORMAT_MAGIC, SP_FORMAT_MAGIC_LEN) != 0)
-		return sp_error_set (err, "not an spmono snapshot (bad magic number)");
-	SpSnapHeader h = {
+	if (h->version < SP_FORMAT_VERSION_DELTA || h->header_size < SP_FORMAT_DELTA_HEADER_SIZE)
+		return sp_error_set (err, "a delta snapshot needs format version %u and a %u-byte header (has version %u, %u bytes)",
+				     SP_FORMAT_VERSION_DELTA, SP_FORMAT_DELTA_HEADER_SIZE, h->version, h->header_size);
+	if (h->base_sequence == 0 || h->prev_sequence < h->base_sequence || h->prev_sequence >= h->sequence)
+		return sp_error_set (err, "delta snapshot %llu names an impossible chain (base %llu, previous %llu)",
+				     (unsigned long long)h->sequence, (unsigned long long)h->base_sequence,
+				     (unsigned long long)h->prev_sequence);
+	return 0;
+}
+
+static void
+sp_read_header (const uint8_t *data, SpSnapHeader *h)
+{
+	*h = (SpSnapHeader){
 		.version = (uint16_t)sp_get_le (data + 8, 2),
 		.header_size = (uint16_t)sp_get_le (data + 10, 2),
 		.required_flags = (uint16_t)sp_get_le (data + 12, 2),
@@ -52,6 +68,22 @@ sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSna
 		.time_ns = sp_get_le (data + 24, 8),
 		.base_sequence = sp_get_le (data + 32, 8),
 	};
+	/* The delta fields are read only from a header long enough to hold them (checked by the caller). */
+	if (sp_header_is_delta (h) && h->header_size >= SP_FORMAT_DELTA_HEADER_SIZE) {
+		h->prev_sequence = sp_get_le (data + 40, 8);
+		h->prev_crc = (uint32_t)sp_get_le (data + 48, 4);
+		h->prior_objects = (uint32_t)sp_get_le (data + 52, 4);
+	}
+}
+
+int
+sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSnapTrailer *trailer, SpError *err)
+{
+	if (size < SP_FORMAT_HEADER_SIZE + SP_FORMAT_TRAILER_SIZE)
+		return sp_error_set (err, "truncated: %zu bytes is shorter than an empty snapshot", size);
+	if (memcmp (data, SP_FORMAT_MAGIC, SP_FORMAT_MAGIC_LEN) != 0)
+		return sp_error_set (err, "not an spmono snapshot (bad magic number)");
+	SpSnapHeader h;
 	const uint8_t *t = data + size - SP_FORMAT_TRAILER_SIZE;
 	SpSnapTrailer tr = {
 		.nclasses = (uint32_t)sp_get_le (t + 1, 4),
@@ -65,12 +97,22 @@ sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSna
 		return sp_error_set (err, "checksum mismatch (stored %08x, computed %08x): the file is damaged or incomplete", tr.crc, crc);
 	if (t [0] != SP_REC_END)
 		return sp_error_set (err, "malformed snapshot: no trailer record at byte %zu", size - SP_FORMAT_TRAILER_SIZE);
-	if (h.version != SP_FORMAT_VERSION)
-		return sp_error_set (err, "format version %u is not supported (this spmono reads version %u)", h.version, SP_FORMAT_VERSION);
-	if (h.header_size < SP_FORMAT_HEADER_SIZE || h.header_size > size - SP_FORMAT_TRAILER_SIZE)
-		return sp_error_set (err, "header size %u is out of range", h.header_size);
+	uint16_t version = (uint16_t)sp_get_le (data + 8, 2), header_size = (uint16_t)sp_get_le (data + 10, 2);
+	if (version < SP_FORMAT_VERSION || version > SP_FORMAT_VERSION_MAX)
+		return sp_error_set (err, "format version %u is not supported (this spmono reads versions %u to %u)", version,
+				     SP_FORMAT_VERSION, SP_FORMAT_VERSION_MAX);
+	if (header_size < SP_FORMAT_HEADER_SIZE || header_size > size - SP_FORMAT_TRAILER_SIZE)
+		return sp_error_set (err, "header size %u is out of range", header_size);
+	sp_read_header (data, &h);
 	if (h.required_flags & ~SP_FLAGS_KNOWN)
 		return sp_error_set (err, "snapshot needs features this spmono lacks (flags %#x)", h.required_flags);
+	if (sp_header_is_delta (&h) && sp_check_delta_header (&h, err) < 0)
+		return -1;
+	if (!sp_header_is_delta (&h) && h.base_sequence != 0)
+		return sp_error_set (err, "a full snapshot names a base snapshot (%llu)", (unsigned long long)h.base_sequence);
+	if (tr.nobjects < h.prior_objects)
+		return sp_error_set (err, "delta snapshot has fewer objects (%u) than the snapshot it applies to (%u)",
+				     tr.nobjects, h.prior_objects);
 	if (header)
 		*header = h;
 	if (trailer)
@@ -160,7 +202,30 @@ sp_walk_class (SpWalk *w)
 	return w->sink->klass ? w->sink->klass (w->ctx, c, w->err) : 0;
 }
 
-/* Claim a LID for a new object of `kind`; returns it, or 0 (error set). */
+/* A delta gives a prior object's whole value again: at most once a delta (checked at the end). */
+static uint32_t
+sp_walk_redefine (SpWalk *w, uint32_t lid, uint8_t kind)
+{
+	if (kind != SP_CLASS_OBJECT) {
+		sp_walk_fail (w, "a delta redefines a string or array (arrays change by PATCH records)");
+		return 0;
+	}
+	if (w->nredefined == w->redefined_cap) {
+		/* Each OBJECT record takes at least 3 bytes: growth is bounded by the input. */
+		uint32_t cap = w->redefined_cap ? w->redefined_cap * 2 : 64;
+		uint32_t *grown = realloc (w->redefined, (size_t)cap * sizeof *grown);
+		if (!grown) {
+			sp_error_set (w->err, "out of memory reading a delta");
+			return 0;
+		}
+		w->redefined = grown;
+		w->redefined_cap = cap;
+	}
+	w->redefined [w->nredefined++] = lid;
+	return lid;
+}
+
+/* Claim a LID for an object of `kind`: a new one, or in a delta a prior one given again; 0 (error set). */
 static uint32_t
 sp_walk_new_lid (SpWalk *w, uint8_t kind)
 {
@@ -169,11 +234,13 @@ sp_walk_new_lid (SpWalk *w, uint8_t kind)
 		sp_walk_fail (w, "object id out of range");
 		return 0;
 	}
-	if (w->kinds [lid]) {
+	if (lid <= w->prior)
+		return sp_walk_redefine (w, (uint32_t)lid, kind);
+	if (w->kinds [lid - w->prior]) {
 		sp_walk_fail (w, "object id defined twice");
 		return 0;
 	}
-	w->kinds [lid] = kind;
+	w->kinds [lid - w->prior] = kind;
 	w->objects_seen++;
 	return (uint32_t)lid;
 }
@@ -249,7 +316,7 @@ sp_walk_open (SpWalk *w, uint32_t lid, uint32_t class_id, uint64_t length, uint6
 {
 	if (!w->open_of) {
 		/* calloc'd: only the pages of LIDs that are looked up get touched. */
-		w->open_of = calloc ((size_t)w->snap->trailer.nobjects + 1, sizeof *w->open_of);
+		w->open_of = calloc ((size_t)(w->snap->trailer.nobjects - w->prior) + 1, sizeof *w->open_of);
 		if (!w->open_of)
 			return sp_error_set (w->err, "out of memory indexing chunked objects");
 	}
@@ -262,7 +329,7 @@ sp_walk_open (SpWalk *w, uint32_t lid, uint32_t class_id, uint64_t length, uint6
 		w->open_cap = cap;
 	}
 	w->open [w->nopen] = (SpOpenObject){ .lid = lid, .class_id = class_id, .length = length, .filled = filled };
-	w->open_of [lid] = ++w->nopen;
+	w->open_of [lid - w->prior] = ++w->nopen;
 	return 0;
 }
 
@@ -298,10 +365,34 @@ sp_walk_elems (SpWalk *w)
 	uint64_t start = sp_reader_varint (&w->r);
 	if (w->r.bad || lid == 0 || lid > w->snap->trailer.nobjects)
 		return sp_walk_fail (w, "chunk of an object id out of range");
-	SpOpenObject *o = w->open_of && w->open_of [lid] ? &w->open [w->open_of [lid] - 1] : NULL;
+	uint32_t at = lid > w->prior ? (uint32_t)(lid - w->prior) : 0;
+	SpOpenObject *o = at && w->open_of && w->open_of [at] ? &w->open [w->open_of [at] - 1] : NULL;
 	if (!o || start != o->filled || o->filled == o->length)
 		return sp_walk_fail (w, "chunk does not continue a string or array in order");
-	return sp_walk_piece (w, w->kinds [lid], (uint32_t)lid, o->class_id, o->length, &o->filled);
+	return sp_walk_piece (w, w->kinds [at], (uint32_t)lid, o->class_id, o->length, &o->filled);
+}
+
+/* A delta's PATCH: elements [start, start + count) of a prior array, by this file's class cache. */
+static int
+sp_walk_patch (SpWalk *w)
+{
+	if (!w->prior)
+		return sp_walk_fail (w, "a patch record outside a delta, or in a delta of an empty snapshot");
+	uint64_t lid = sp_reader_varint (&w->r);
+	if (w->r.bad || lid == 0 || lid > w->prior)
+		return sp_walk_fail (w, "patch of an object id that the snapshot it applies to lacks");
+	uint32_t class_id = sp_walk_class_ref (w, SP_CLASS_ARRAY);
+	if (!class_id)
+		return -1;
+	uint64_t start = sp_reader_varint (&w->r);
+	size_t at = sp_reader_offset (&w->r);
+	uint64_t count = sp_reader_varint (&w->r);
+	if (w->r.bad || start > SP_MAX_LENGTH || count > SP_MAX_LENGTH - start)
+		return sp_walk_fail (w, "patch beyond the largest array");
+	const uint8_t *elems = w->r.pos;
+	if (sp_walk_values (w, &w->snap->classes [class_id], count) < 0)
+		return -1;
+	return w->sink->patch ? w->sink->patch (w->ctx, (uint32_t)lid, class_id, start, count, elems, at, w->err) : 0;
 }
 
 static int
@@ -350,6 +441,7 @@ sp_walk_record (SpWalk *w, uint8_t tag)
 	case SP_REC_ARRAY: return sp_walk_sized (w, SP_CLASS_ARRAY);
 	case SP_REC_ELEMS: return sp_walk_elems (w);
 	case SP_REC_ROOT: return sp_walk_root (w);
+	case SP_REC_PATCH: return sp_walk_patch (w);
 	default:
 		if (tag >= SP_REC_EXTENSION_FIRST)
 			return sp_walk_extension (w);
@@ -358,10 +450,21 @@ sp_walk_record (SpWalk *w, uint8_t tag)
 }
 
 static int
-sp_root_id_cmp (const void *a, const void *b)
+sp_u32_cmp (const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+/* A delta gives each prior object again at most once (sorted: O(n log n) on hostile input). */
+static int
+sp_walk_unique_redefinitions (SpWalk *w)
+{
+	qsort (w->redefined, w->nredefined, sizeof *w->redefined, sp_u32_cmp);
+	for (uint32_t i = 1; i < w->nredefined; i++)
+		if (w->redefined [i] == w->redefined [i - 1])
+			return sp_error_set (w->err, "malformed snapshot: object %u given twice in one delta", w->redefined [i]);
+	return 0;
 }
 
 /* Root ids are unique: sort a copy (O(n log n), not O(n^2) on hostile input). */
@@ -376,7 +479,7 @@ sp_walk_unique_roots (SpWalk *w)
 		return sp_error_set (w->err, "out of memory checking root ids");
 	for (uint32_t i = 0; i < w->roots_seen; i++)
 		ids [i] = s->roots [i].id;
-	qsort (ids, w->roots_seen, sizeof *ids, sp_root_id_cmp);
+	qsort (ids, w->roots_seen, sizeof *ids, sp_u32_cmp);
 	for (uint32_t i = 1; i < w->roots_seen; i++) {
 		if (ids [i] == ids [i - 1]) {
 			uint32_t dup = ids [i];
@@ -396,13 +499,13 @@ sp_walk_complete (SpWalk *w)
 	if (w->classes_seen != s->trailer.nclasses || w->roots_seen != s->trailer.nroots)
 		return sp_error_set (w->err, "malformed snapshot: trailer counts %u classes and %u roots, body has %u and %u",
 				     s->trailer.nclasses, s->trailer.nroots, w->classes_seen, w->roots_seen);
-	if (sp_walk_unique_roots (w) < 0)
+	if (sp_walk_unique_roots (w) < 0 || sp_walk_unique_redefinitions (w) < 0)
 		return -1;
-	if (w->objects_seen != s->trailer.nobjects) {
-		uint32_t lid = 1;
-		while (w->kinds [lid])
-			lid++;
-		return sp_error_set (w->err, "malformed snapshot: object %u is referred to but never defined", lid);
+	if (w->objects_seen != s->trailer.nobjects - w->prior) {
+		uint32_t at = 1;
+		while (w->kinds [at])
+			at++;
+		return sp_error_set (w->err, "malformed snapshot: object %u is referred to but never defined", w->prior + at);
 	}
 	for (uint32_t i = 0; i < w->nopen; i++) {
 		const SpOpenObject *o = &w->open [i];
@@ -419,11 +522,12 @@ sp_walk_alloc (SpWalk *w, size_t body_size)
 {
 	SpSnapshot *s = w->snap;
 	const SpSnapTrailer *t = &s->trailer;
-	/* Smallest records: an object 3 bytes, a class 6, a root 3. */
-	if (t->nobjects > body_size / 3 || t->nclasses > body_size / 6 || t->nroots > body_size / 3)
-		return sp_error_set (w->err, "malformed snapshot: counts (%u objects, %u classes, %u roots) exceed what %zu bytes can hold",
-				     t->nobjects, t->nclasses, t->nroots, body_size);
-	w->kinds = calloc ((size_t)t->nobjects + 1, 1);
+	/* Smallest records: an object 3 bytes, a class 6, a root 3.  A delta holds its new objects only. */
+	uint32_t fresh = t->nobjects - w->prior;
+	if (fresh > body_size / 3 || t->nclasses > body_size / 6 || t->nroots > body_size / 3)
+		return sp_error_set (w->err, "malformed snapshot: counts (%u new objects, %u classes, %u roots) exceed what %zu bytes can hold",
+				     fresh, t->nclasses, t->nroots, body_size);
+	w->kinds = calloc ((size_t)fresh + 1, 1);
 	s->classes = calloc ((size_t)t->nclasses + 1, sizeof *s->classes);
 	s->roots = calloc ((size_t)t->nroots + 1, sizeof *s->roots);
 	if (!w->kinds || !s->classes || !s->roots)
@@ -441,6 +545,7 @@ sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, SpSnapshot *snap,
 	snap->size = size;
 	if (sp_snapshot_check (data, size, &snap->header, &snap->trailer, err) < 0)
 		return -1;
+	w->prior = snap->header.prior_objects;
 	if (sp_walk_alloc (w, size - snap->header.header_size - SP_FORMAT_TRAILER_SIZE) < 0)
 		return -1;
 	if (sink->begin && sink->begin (ctx, snap, err) < 0)
@@ -462,17 +567,36 @@ sp_walk_free (SpWalk *w)
 	free (w->kinds);
 	free (w->open_of);
 	free (w->open);
+	free (w->redefined);
 	memset (w, 0, sizeof *w);
 }
 
 /* ---- the index (sp_snapshot_parse) ----------------------------------------- */
 
+/* A delta's record about a prior object: kept in file order (growth bounded: one a record). */
+static int
+sp_index_change (SpSnapshot *s, const SpSnapChange *change, SpError *err)
+{
+	if (s->nchanges == s->change_cap) {
+		uint32_t cap = s->change_cap ? s->change_cap * 2 : 64;
+		SpSnapChange *grown = realloc (s->changes, (size_t)cap * sizeof *grown);
+		if (!grown)
+			return sp_error_set (err, "out of memory indexing a delta");
+		s->changes = grown;
+		s->change_cap = cap;
+	}
+	s->changes [s->nchanges++] = *change;
+	return 0;
+}
+
 static int
 sp_index_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err)
 {
-	(void)err;
 	SpSnapshot *s = ctx;
-	s->objects [lid] = (SpSnapObject){ .kind = SP_CLASS_OBJECT, .class_id = class_id, .body = (size_t)(values - s->data) };
+	size_t body = (size_t)(values - s->data);
+	if (lid <= s->header.prior_objects)
+		return sp_index_change (s, &(SpSnapChange){ .lid = lid, .kind = SP_CLASS_OBJECT, .class_id = class_id, .body = body }, err);
+	*sp_snapshot_object (s, lid) = (SpSnapObject){ .kind = SP_CLASS_OBJECT, .class_id = class_id, .body = body };
 	return 0;
 }
 
@@ -481,8 +605,17 @@ sp_index_sized (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64
 {
 	(void)err;
 	SpSnapshot *s = ctx;
-	s->objects [lid] = (SpSnapObject){ .kind = kind, .class_id = class_id, .length = length, .body = piece };
+	*sp_snapshot_object (s, lid) = (SpSnapObject){ .kind = kind, .class_id = class_id, .length = length, .body = piece };
 	return 0;
+}
+
+static int
+sp_index_patch (void *ctx, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
+		const uint8_t *elems, size_t piece, SpError *err)
+{
+	(void)elems;
+	SpSnapChange change = { .lid = lid, .kind = SP_CLASS_ARRAY, .class_id = class_id, .start = start, .count = count, .body = piece };
+	return sp_index_change (ctx, &change, err);
 }
 
 /* Pieces after the inline one are chained, in order, from their object. */
@@ -492,7 +625,7 @@ sp_index_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64
 {
 	(void)kind, (void)class_id, (void)count, (void)enc, (void)elems;
 	SpSnapshot *s = ctx;
-	SpSnapObject *o = &s->objects [lid];
+	SpSnapObject *o = sp_snapshot_object (s, lid);
 	if (piece == o->body)
 		return 0;
 	if (s->nchunks == s->chunk_cap) {
@@ -517,8 +650,9 @@ static int
 sp_index_begin (void *ctx, SpSnapshot *s, SpError *err)
 {
 	(void)ctx;
-	s->objects = calloc ((size_t)s->trailer.nobjects + 1, sizeof *s->objects);
-	return s->objects ? 0 : sp_error_set (err, "out of memory: snapshot index for %u objects", s->trailer.nobjects);
+	uint32_t fresh = s->trailer.nobjects - s->header.prior_objects;
+	s->objects = calloc ((size_t)fresh + 1, sizeof *s->objects);
+	return s->objects ? 0 : sp_error_set (err, "out of memory: snapshot index for %u objects", fresh);
 }
 
 static const SpWalkSink sp_index_sink = {
@@ -526,6 +660,7 @@ static const SpWalkSink sp_index_sink = {
 	.object = sp_index_object,
 	.sized = sp_index_sized,
 	.piece = sp_index_piece,
+	.patch = sp_index_patch,
 };
 
 int
@@ -562,6 +697,7 @@ sp_snapshot_free (SpSnapshot *snap)
 	free (snap->objects);
 	free (snap->roots);
 	free (snap->chunks);
+	free (snap->changes);
 	memset (snap, 0, sizeof *snap);
 }
 
@@ -612,7 +748,7 @@ sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err)
 void
 sp_snapshot_pieces (const SpSnapshot *snap, uint32_t lid, SpPieceFn fn, void *ctx)
 {
-	const SpSnapObject *o = &snap->objects [lid];
+	const SpSnapObject *o = sp_snapshot_object_const (snap, lid);
 	SpReader r;
 	sp_reader_init (&r, snap->data, snap->size);
 	r.pos = snap->data + o->body;
@@ -678,7 +814,7 @@ int
 sp_snapshot_fill (const SpSnapshot *snap, uint32_t lid, void *base, const SpClass *live,
 		  SpStoreRefFn store_ref, void *ctx, SpError *err)
 {
-	const SpSnapObject *o = &snap->objects [lid];
+	const SpSnapObject *o = sp_snapshot_object_const (snap, lid);
 	SpFill f = { .live = live, .base = base, .store_ref = store_ref, .ctx = ctx, .err = err };
 	if (o->kind == SP_CLASS_OBJECT) {
 		const uint8_t *p = snap->data + o->body;

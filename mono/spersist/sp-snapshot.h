@@ -63,6 +63,15 @@ typedef struct SpSnapChunk {
 	uint32_t next;           /* index+1 of the next chunk of the same object, 0 = last */
 } SpSnapChunk;
 
+/* A delta's record about an object of the snapshot it applies to. */
+typedef struct SpSnapChange {
+	uint32_t lid;
+	uint8_t kind;            /* SP_CLASS_OBJECT: an OBJECT record (its whole value); SP_CLASS_ARRAY: a PATCH */
+	uint32_t class_id;
+	uint64_t start, count;   /* PATCH: the elements */
+	size_t body;             /* OBJECT: offset of the values; PATCH: offset of the piece (count first) */
+} SpSnapChange;
+
 typedef struct SpSnapRoot {
 	uint32_t id;
 	uint32_t lid;            /* 0: the root was null */
@@ -74,12 +83,28 @@ typedef struct SpSnapshot {
 	SpSnapHeader header;
 	SpSnapTrailer trailer;
 	SpSnapClass *classes;    /* [1..nclasses] */
-	SpSnapObject *objects;   /* [1..nobjects]; NULL after sp_snapshot_decode */
+	SpSnapObject *objects;   /* by sp_snapshot_object: the objects this file defines; NULL after sp_snapshot_decode */
+	SpSnapChange *changes;   /* a delta's records of prior objects, in file order */
+	uint32_t nchanges;
+	uint32_t change_cap;
 	SpSnapRoot *roots;       /* [0..nroots) */
 	SpSnapChunk *chunks;
 	uint32_t nchunks;
 	uint32_t chunk_cap;
 } SpSnapshot;
+
+/* An object this file defines (a delta: one of its new lids, above header.prior_objects). */
+static inline SpSnapObject *
+sp_snapshot_object (SpSnapshot *snap, uint32_t lid)
+{
+	return &snap->objects [lid - snap->header.prior_objects];
+}
+
+static inline const SpSnapObject *
+sp_snapshot_object_const (const SpSnapshot *snap, uint32_t lid)
+{
+	return &snap->objects [lid - snap->header.prior_objects];
+}
 
 /* Header, trailer and checksum; fills header/trailer (either may be NULL). */
 int sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSnapTrailer *trailer, SpError *err);
@@ -112,6 +137,15 @@ typedef struct SpDecodeOps {
 	void *(*base) (void *ctx, uint32_t lid, uint8_t kind);
 	/* Fix-up of one reference, as for sp_snapshot_fill. */
 	SpStoreRefFn store_ref;
+	/*
+	 * Deltas (sp_chain_decode; NULL: this restorer takes full snapshots only):
+	 * object lid, which an earlier file of the chain created, is given again
+	 * with class c (an OBJECT record: end is 0) or patched up to element `end`
+	 * (a PATCH: c is an array class).  Returns base(lid), or NULL with err set
+	 * when that object is not of c's live class or is shorter than `end`: the
+	 * chain then contradicts itself and counts as damaged.
+	 */
+	void *(*reuse) (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t end, SpError *err);
 } SpDecodeOps;
 
 /* sp_snapshot_decode's failures: the input is damaged (an older snapshot may do), or it does not fit the program. */
@@ -128,6 +162,30 @@ typedef struct SpDecodeOps {
  */
 int sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops, void *ctx,
 			SpSnapshot *snap, SpError *err);
+
+/* One file of a chain, as a store gave it. */
+typedef struct SpChainPart {
+	const uint8_t *data;
+	size_t size;
+} SpChainPart;
+
+/*
+ * Restore a chain: parts [0] a full snapshot, each next part a delta that
+ * applies to the one before it (sp_chain_link_check).  Every part's checksum
+ * and link is checked before anything is created; then each part is built
+ * and fixed up in turn, on what the parts before it built.  `last` gets the
+ * last part's header, trailer, classes and roots (free it whatever the
+ * result).  Returns 0 or, as sp_snapshot_decode, SP_DECODE_DAMAGED or
+ * SP_DECODE_UNFIT, with *failed the index of the part at fault.  Objects the
+ * chain created are then the client's to drop: a caller that falls back to a
+ * shorter chain restores it from the start (never a mix of the two).
+ */
+int sp_chain_decode (const SpChainPart *parts, size_t n, const SpDecodeOps *ops, void *ctx,
+		     SpSnapshot *last, size_t *failed, SpError *err);
+
+/* Does `delta` apply to `prev` (whose chain starts at `base`)?  Says why not. */
+int sp_chain_link_check (const SpSnapHeader *base, const SpSnapHeader *prev, const SpSnapTrailer *prev_trailer,
+			 const SpSnapHeader *delta, SpError *err);
 
 /*
  * The pieces of string or array lid of a parsed snapshot, in order (the one in

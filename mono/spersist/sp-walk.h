@@ -31,6 +31,13 @@ typedef struct SpWalkSink {
 	 */
 	int (*piece) (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
 		      uint8_t enc, const uint8_t *elems, size_t piece, SpError *err);
+	/*
+	 * A delta's PATCH record: `count` elements from `start` of array lid, which
+	 * an earlier snapshot of the chain defined (whether it is an array of that
+	 * class, that long, only the chain knows: the sink checks), values as a piece's.
+	 */
+	int (*patch) (void *ctx, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
+		      const uint8_t *elems, size_t piece, SpError *err);
 } SpWalkSink;
 
 /* A string or array whose first piece did not cover it: its ELEMS records follow. */
@@ -48,12 +55,16 @@ typedef struct SpWalk {
 	SpReader r;
 	uint32_t classes_seen;
 	uint32_t roots_seen;
-	uint32_t objects_seen;
-	uint8_t *kinds;          /* [1..nobjects]: SP_CLASS_* once defined, 0 before */
-	uint32_t *open_of;       /* [1..nobjects], allocated with the first open object: 1 + index into open */
+	uint32_t objects_seen;   /* new objects defined (in a delta, beyond prior) */
+	uint32_t prior;          /* a delta's prior_objects: lids 1..prior are the chain's before it; 0 in a full snapshot */
+	uint8_t *kinds;          /* [lid - prior], for the new lids: SP_CLASS_* once defined, 0 before */
+	uint32_t *open_of;       /* [lid - prior], allocated with the first open object: 1 + index into open */
 	SpOpenObject *open;
 	uint32_t nopen;
 	uint32_t open_cap;
+	uint32_t *redefined;     /* a delta's OBJECT records of prior lids (each at most once) */
+	uint32_t nredefined;
+	uint32_t redefined_cap;
 	SpError *err;
 } SpWalk;
 
@@ -70,7 +81,14 @@ void sp_walk_free (SpWalk *w);
 static inline uint32_t
 sp_walk_open_class (const SpWalk *w, uint32_t lid)
 {
-	return w->open [w->open_of [lid] - 1].class_id;
+	return w->open [w->open_of [lid - w->prior] - 1].class_id;
+}
+
+/* The kind of a lid this snapshot defines (after a successful walk): 0 for a delta's prior lids. */
+static inline uint8_t
+sp_walk_kind (const SpWalk *w, uint32_t lid)
+{
+	return lid > w->prior ? w->kinds [lid - w->prior] : 0;
 }
 
 /* ---- reading validated bytes (no checks) -------------------------------- */

@@ -822,13 +822,38 @@ fake_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpErr
 	return 0;
 }
 
+/* A delta's record of an object the chain made: it must be of that class (and, patched, that long). */
+static void *
+fake_decode_reuse (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t end, SpError *err)
+{
+	FakeDecode *d = ctx;
+	void *obj = d->objects [lid];
+	FakeClass *live = (FakeClass *)((char *)c->resolved - offsetof (FakeClass, sp));
+	if (fake_class_of (obj) != live)
+		return sp_error_set (err, "object %u is a %s, not a %s", lid, fake_class_of (obj)->sp.name, c->name), NULL;
+	if (c->kind == SP_CLASS_ARRAY && end > fake_length (obj))
+		return sp_error_set (err, "array %u has %llu elements, patched up to %llu", lid,
+				     (unsigned long long)fake_length (obj), (unsigned long long)end), NULL;
+	return fake_decode_base (ctx, lid, c->kind);
+}
+
 static const SpDecodeOps fake_decode_ops = {
 	.begin = fake_decode_begin,
 	.resolve = fake_decode_resolve,
 	.create = fake_decode_create,
 	.base = fake_decode_base,
 	.store_ref = fake_store_ref,
+	.reuse = fake_decode_reuse,
 };
+
+int
+fake_decode_chain (const SpChainPart *parts, size_t n, SpSnapshot *last, void ***objects_out, size_t *failed, SpError *err)
+{
+	FakeDecode d = { 0 };
+	int rc = sp_chain_decode (parts, n, &fake_decode_ops, &d, last, failed, err);
+	*objects_out = d.objects;
+	return rc;
+}
 
 int
 fake_decode (const uint8_t *data, size_t size, SpSnapshot *snap, void ***objects_out, SpError *err)

@@ -166,6 +166,8 @@ int fake_serialize (const uint32_t *ids, void **roots, size_t nroots, size_t ste
  * Returns sp_snapshot_decode's result; `snap` gets the classes and roots.
  */
 int fake_decode (const uint8_t *data, size_t size, SpSnapshot *snap, void ***objects, SpError *err);
+/* The same for a chain (sp_chain_decode): a full snapshot and the deltas on it. */
+int fake_decode_chain (const SpChainPart *parts, size_t n, SpSnapshot *last, void ***objects, size_t *failed, SpError *err);
 /* The same for the bytes of a parsed snapshot. */
 int fake_restore (const SpSnapshot *snap, void ***objects, SpError *err);
 /* The restored object of root `id`, or NULL (and *found = false when no such root). */

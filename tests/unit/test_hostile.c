@@ -127,13 +127,13 @@ patch_crc (uint8_t *data, size_t size)
 static void
 craft_header (SpBuf *b, uint16_t version, uint16_t header_size, uint16_t required_flags)
 {
-	uint8_t h [SP_FORMAT_HEADER_SIZE];
+	uint8_t h [SP_FORMAT_HEADER_MAX];
 	SpSnapHeader hdr = { .sequence = 7, .time_ns = 123 };
 	sp_format_write_header (h, &hdr);
 	sp_put_le (h + 8, version, 2);
 	sp_put_le (h + 10, header_size, 2);
 	sp_put_le (h + 12, required_flags, 2);
-	sp_buf_put_bytes (b, h, sizeof h);
+	sp_buf_put_bytes (b, h, SP_FORMAT_HEADER_SIZE);
 }
 
 static void
@@ -202,7 +202,7 @@ typedef enum Defect {
 	OK_HEADER_LARGER,         /* header_size 48: a future header, skipped */
 	OK_EXTENSION,             /* unknown extension records, skipped */
 	BAD_MAGIC,
-	VERSION_2,
+	VERSION_3,
 	REQUIRED_FLAG_DELTA,
 	REQUIRED_FLAG_UNKNOWN,
 	HEADER_SIZE_SMALL,
@@ -255,7 +255,7 @@ typedef enum Defect {
 	TRAILER_FEWER_ROOTS,
 	TRAILER_FEWER_OBJECTS,
 	TRAILER_MORE_OBJECTS,
-	TAG_UNKNOWN_07,
+	PATCH_IN_FULL,
 	TAG_UNKNOWN_00,
 	TAG_UNKNOWN_7E,
 	TAG_END_IN_BODY,
@@ -268,7 +268,7 @@ typedef enum Defect {
 
 static const char *const defect_names [DEFECT_COUNT] = {
 #define N(x) [x] = #x
-	N(OK), N(OK_HEADER_LARGER), N(OK_EXTENSION), N(BAD_MAGIC), N(VERSION_2), N(REQUIRED_FLAG_DELTA),
+	N(OK), N(OK_HEADER_LARGER), N(OK_EXTENSION), N(BAD_MAGIC), N(VERSION_3), N(REQUIRED_FLAG_DELTA),
 	N(REQUIRED_FLAG_UNKNOWN), N(HEADER_SIZE_SMALL), N(HEADER_SIZE_HUGE), N(COUNT_OBJECTS_HUGE),
 	N(COUNT_CLASSES_HUGE), N(COUNT_ROOTS_HUGE), N(COUNT_ALL_HUGE), N(LID_ZERO), N(LID_BEYOND),
 	N(LID_DUPLICATE), N(REF_BEYOND), N(NEVER_DEFINED), N(CLASS_ID_ZERO), N(CLASS_OUT_OF_ORDER),
@@ -280,7 +280,7 @@ static const char *const defect_names [DEFECT_COUNT] = {
 	N(ELEMS_OUT_OF_ORDER), N(ELEMS_OVERLAP), N(ELEMS_FOR_OBJECT), N(ELEMS_BEFORE_ITS_OBJECT),
 	N(ELEMS_LID_BEYOND), N(ELEMS_PAST_LENGTH), N(ROOT_DUPLICATE), N(ROOT_ID_ZERO), N(ROOT_LID_BEYOND),
 	N(TRAILER_MORE_CLASSES), N(TRAILER_FEWER_CLASSES), N(TRAILER_MORE_ROOTS), N(TRAILER_FEWER_ROOTS),
-	N(TRAILER_FEWER_OBJECTS), N(TRAILER_MORE_OBJECTS), N(TAG_UNKNOWN_07), N(TAG_UNKNOWN_00),
+	N(TRAILER_FEWER_OBJECTS), N(TRAILER_MORE_OBJECTS), N(PATCH_IN_FULL), N(TAG_UNKNOWN_00),
 	N(TAG_UNKNOWN_7E), N(TAG_END_IN_BODY), N(EXTENSION_PAST_END), N(VARINT_OVERLONG), N(RECORD_CUT),
 	N(TRAILER_TAG_WRONG),
 #undef N
@@ -298,7 +298,7 @@ static void
 craft (SpBuf *b, Defect d)
 {
 	sp_buf_init (b);
-	uint16_t version = d == VERSION_2 ? 2 : SP_FORMAT_VERSION;
+	uint16_t version = d == VERSION_3 ? 3 : SP_FORMAT_VERSION;
 	uint16_t header_size = d == OK_HEADER_LARGER ? SP_FORMAT_HEADER_SIZE + 8 :
 		d == HEADER_SIZE_SMALL ? SP_FORMAT_HEADER_SIZE - 1 : d == HEADER_SIZE_HUGE ? 0xffff : SP_FORMAT_HEADER_SIZE;
 	uint16_t flags = d == REQUIRED_FLAG_DELTA ? SP_FLAG_DELTA : d == REQUIRED_FLAG_UNKNOWN ? 0x8000 : 0;
@@ -459,8 +459,8 @@ roots:
 	put_root (b, d == ROOT_DUPLICATE ? 1 : 2, 0);
 	put_root (b, 3, 3);
 
-	if (d == TAG_UNKNOWN_07 || d == TAG_UNKNOWN_00 || d == TAG_UNKNOWN_7E || d == TAG_END_IN_BODY) {
-		sp_buf_put_u8 (b, d == TAG_UNKNOWN_07 ? 0x07 : d == TAG_UNKNOWN_00 ? 0x00 : d == TAG_UNKNOWN_7E ? 0x7e : SP_REC_END);
+	if (d == PATCH_IN_FULL || d == TAG_UNKNOWN_00 || d == TAG_UNKNOWN_7E || d == TAG_END_IN_BODY) {
+		sp_buf_put_u8 (b, d == PATCH_IN_FULL ? 0x07 : d == TAG_UNKNOWN_00 ? 0x00 : d == TAG_UNKNOWN_7E ? 0x7e : SP_REC_END);
 		sp_buf_put_varint (b, 0);   /* what an extension would look like: still not one */
 	}
 	if (d == OK_EXTENSION) {
@@ -910,6 +910,34 @@ test_many_roots_parse_in_linear_time (void **state)
 	assert_int_equal (rc, 1);
 }
 
+/*
+ * A delta names how many objects its chain holds before it (prior_objects),
+ * which its own size does not bound: parsing or decoding it alone must still
+ * allocate by its size, not by that count.
+ */
+static void
+test_delta_with_huge_prior_allocates_little (void **state)
+{
+	(void)state;
+	register_baseline_classes ();
+	SpBuf b;
+	sp_buf_init (&b);
+	SpSnapHeader h = { .required_flags = SP_FLAG_DELTA, .sequence = 9, .base_sequence = 1, .prev_sequence = 8,
+			   .prior_objects = 0xfffffff0u };
+	uint8_t hdr [SP_FORMAT_HEADER_MAX];
+	sp_format_write_header (hdr, &h);
+	sp_buf_put_bytes (&b, hdr, sp_format_header_size (&h));
+	put_class_node (&b, 1);
+	put_node (&b, 0xfffffff1u, 1, 5, 0xfffffff0u);   /* one new object, pointing at a prior one */
+	put_node (&b, 0xfffffff0u, 1, 6, 0xfffffff1u);   /* a prior object given again */
+	put_root (&b, 1, 0xfffffff1u);
+	craft_trailer (&b, 1, 0xfffffff1u, 1);
+	SpError err = { 0 };
+	assert_int_equal (parse_tracked (b.data, b.len, &err), 0);
+	assert_int_not_equal (decode_tracked (b.data, b.len, &err), 0);   /* alone, a delta does not restore */
+	sp_buf_free (&b);
+}
+
 int
 main (void)
 {
@@ -923,6 +951,7 @@ main (void)
 		cmocka_unit_test_teardown (test_cut_with_valid_trailer_fails, fake_teardown),
 		cmocka_unit_test_teardown (test_random_damage_with_valid_crc, fake_teardown),
 		cmocka_unit_test_teardown (test_many_roots_parse_in_linear_time, fake_teardown),
+		cmocka_unit_test_teardown (test_delta_with_huge_prior_allocates_little, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,0 +1,443 @@
+/*
+ * test_delta.c: delta snapshots and chains on the reading side
+ * (docs/FORMAT.md, "Delta snapshots"): what a chain restores to, how each
+ * link is checked, and that a delta which contradicts its chain, or breaks a
+ * rule of its own, is refused rather than applied.
+ *
+ * The chain used throughout (classes are per file: the delta numbers them
+ * the other way round on purpose):
+ *
+ *   1 (full)   class 1 App.Node { value: int, next: App.Node }, class 2 System.Int32[]
+ *              1: Node { 7, -> 2 }   2: Node { 8, null }   3: int[6] = { 1 .. 6 }
+ *              roots 1 -> 1, 2 -> 3
+ *   2 (delta)  class 1 System.Int32[], class 2 App.Node
+ *              2 again: Node { 80, -> 4 }   4 (new): Node { 9, -> 1 }
+ *              3 patched: [2, 4) = { 30, 40 }
+ *              roots 1 -> 1, 2 -> 3, 3 -> 4
+ *   3 (delta)  class 1 App.Node
+ *              1 again: Node { 70, null }   5 (new): "hi"
+ *              roots 1 -> 1, 2 -> 3, 3 -> 5
+ */
+#include "unit.h"
+
+#include "fake-objects.h"
+#include "sp-crc32c.h"
+#include "sp-format.h"
+#include "sp-snapshot.h"
+
+/* ---- writing snapshots by hand ---------------------------------------------- */
+
+typedef struct Part {
+	SpBuf b;
+	SpSnapHeader h;
+	uint32_t crc;          /* after finish */
+	uint32_t nobjects;
+} Part;
+
+static void
+part_begin (Part *p, uint64_t sequence, const Part *base, const Part *prev)
+{
+	sp_buf_init (&p->b);
+	p->h = (SpSnapHeader){ .sequence = sequence, .time_ns = 1000 + sequence };
+	if (prev) {
+		p->h.required_flags = SP_FLAG_DELTA;
+		p->h.base_sequence = base->h.sequence;
+		p->h.prev_sequence = prev->h.sequence;
+		p->h.prev_crc = prev->crc;
+		p->h.prior_objects = prev->nobjects;
+	}
+	uint8_t hdr [SP_FORMAT_HEADER_MAX];
+	sp_format_write_header (hdr, &p->h);
+	sp_buf_put_bytes (&p->b, hdr, sp_format_header_size (&p->h));
+}
+
+static void
+part_finish (Part *p, uint32_t nclasses, uint32_t nobjects, uint32_t nroots)
+{
+	uint8_t t [SP_FORMAT_TRAILER_SIZE];
+	sp_format_write_trailer (t, &(SpSnapTrailer){ .nclasses = nclasses, .nobjects = nobjects, .nroots = nroots });
+	sp_buf_put_bytes (&p->b, t, sizeof t);
+	p->crc = sp_crc32c (0, p->b.data, p->b.len - 4);
+	sp_put_le (p->b.data + p->b.len - 4, p->crc, 4);
+	p->nobjects = nobjects;
+}
+
+static void
+put_class_node (SpBuf *b, uint64_t id)
+{
+	sp_buf_put_u8 (b, SP_REC_CLASS);
+	sp_buf_put_varint (b, id);
+	sp_buf_put_u8 (b, SP_CLASS_OBJECT);
+	sp_buf_put_str (b, "App");
+	sp_buf_put_str (b, "App.Node");
+	sp_buf_put_varint (b, 2);
+	sp_buf_put_str (b, "value");
+	sp_buf_put_u8 (b, SP_KIND_I4);
+	sp_buf_put_str (b, "next");
+	sp_buf_put_u8 (b, SP_KIND_REF);
+	sp_buf_put_str (b, "App.Node");
+}
+
+static void
+put_class_ints (SpBuf *b, uint64_t id)
+{
+	sp_buf_put_u8 (b, SP_REC_CLASS);
+	sp_buf_put_varint (b, id);
+	sp_buf_put_u8 (b, SP_CLASS_ARRAY);
+	sp_buf_put_str (b, "mscorlib");
+	sp_buf_put_str (b, "System.Int32[]");
+	sp_buf_put_varint (b, 1);
+	sp_buf_put_str (b, "");
+	sp_buf_put_u8 (b, SP_KIND_I4);
+}
+
+static void
+put_node (SpBuf *b, uint64_t lid, uint64_t class_id, int32_t value, uint64_t next)
+{
+	sp_buf_put_u8 (b, SP_REC_OBJECT);
+	sp_buf_put_varint (b, lid);
+	sp_buf_put_varint (b, class_id);
+	sp_buf_put_le (b, (uint32_t)value, 4);
+	sp_buf_put_varint (b, next);
+}
+
+static void
+put_ints (SpBuf *b, const int32_t *v, uint64_t n)
+{
+	sp_buf_put_varint (b, n);
+	for (uint64_t i = 0; i < n; i++)
+		sp_buf_put_le (b, (uint32_t)v [i], 4);
+}
+
+static void
+put_patch (SpBuf *b, uint64_t lid, uint64_t class_id, uint64_t start, const int32_t *v, uint64_t n)
+{
+	sp_buf_put_u8 (b, SP_REC_PATCH);
+	sp_buf_put_varint (b, lid);
+	sp_buf_put_varint (b, class_id);
+	sp_buf_put_varint (b, start);
+	put_ints (b, v, n);
+}
+
+static void
+put_root (SpBuf *b, uint64_t id, uint64_t lid)
+{
+	sp_buf_put_u8 (b, SP_REC_ROOT);
+	sp_buf_put_varint (b, id);
+	sp_buf_put_varint (b, lid);
+}
+
+/* ---- the chain, and its defects ---------------------------------------------- */
+
+typedef enum Defect {
+	OK = 0,
+	REDEFINE_ARRAY,           /* delta 2 gives array 3 again by an ARRAY record */
+	REDEFINE_TWICE,           /* delta 2 gives object 2 again twice */
+	REDEFINE_OTHER_CLASS,     /* delta 2 gives array 3 again as a Node */
+	PATCH_OBJECT,             /* delta 2 patches Node 1 as an int[] */
+	PATCH_PAST_LENGTH,        /* delta 2 patches [5, 7) of int[6] */
+	PATCH_NEW_LID,            /* delta 2 patches its own new object 4 */
+	ELEMS_OF_PRIOR,           /* delta 2 continues array 3 by ELEMS */
+	NEW_NEVER_DEFINED,        /* delta 2 says 5 objects, defines 4 */
+	REF_BEYOND,               /* delta 2's object 4 points at 5 of 4 */
+	DEFECT_COUNT
+} Defect;
+
+static void
+register_classes (void)
+{
+	if (fake_class_find ("App.Node"))
+		return;
+	FakeClass *node = fake_class_object ("App", "App.Node");
+	fake_class_add_field (node, "value", SP_KIND_I4, NULL);
+	fake_class_add_field (node, "next", SP_KIND_REF, "App.Node");
+	fake_class_prim_array (SP_KIND_I4);
+}
+
+static void
+make_base (Part *p)
+{
+	static const int32_t six [6] = { 1, 2, 3, 4, 5, 6 };
+	part_begin (p, 1, NULL, NULL);
+	put_class_node (&p->b, 1);
+	put_class_ints (&p->b, 2);
+	put_node (&p->b, 1, 1, 7, 2);
+	put_node (&p->b, 2, 1, 8, 0);
+	sp_buf_put_u8 (&p->b, SP_REC_ARRAY);
+	sp_buf_put_varint (&p->b, 3);
+	sp_buf_put_varint (&p->b, 2);
+	sp_buf_put_varint (&p->b, 6);
+	put_ints (&p->b, six, 6);
+	put_root (&p->b, 1, 1);
+	put_root (&p->b, 2, 3);
+	part_finish (p, 2, 3, 2);
+}
+
+static void
+make_delta2 (Part *p, const Part *base, Defect d)
+{
+	static const int32_t patch [2] = { 30, 40 };
+	part_begin (p, 2, base, base);
+	put_class_ints (&p->b, 1);
+	put_class_node (&p->b, 2);
+	put_node (&p->b, 2, 2, 80, 4);
+	if (d == REDEFINE_TWICE)
+		put_node (&p->b, 2, 2, 81, 4);
+	if (d == REDEFINE_OTHER_CLASS)
+		put_node (&p->b, 3, 2, 1, 0);
+	put_node (&p->b, 4, 2, 9, d == REF_BEYOND ? 5 : 1);
+	if (d == REDEFINE_ARRAY) {
+		sp_buf_put_u8 (&p->b, SP_REC_ARRAY);
+		sp_buf_put_varint (&p->b, 3);
+		sp_buf_put_varint (&p->b, 1);
+		sp_buf_put_varint (&p->b, 2);
+		put_ints (&p->b, patch, 2);
+	} else if (d == ELEMS_OF_PRIOR) {
+		sp_buf_put_u8 (&p->b, SP_REC_ELEMS);
+		sp_buf_put_varint (&p->b, 3);
+		sp_buf_put_varint (&p->b, 2);
+		put_ints (&p->b, patch, 2);
+	} else {
+		put_patch (&p->b, d == PATCH_OBJECT ? 1 : d == PATCH_NEW_LID ? 4 : 3, 1, d == PATCH_PAST_LENGTH ? 5 : 2, patch, 2);
+	}
+	put_root (&p->b, 1, 1);
+	put_root (&p->b, 2, 3);
+	put_root (&p->b, 3, 4);
+	part_finish (p, 2, d == NEW_NEVER_DEFINED ? 5 : 4, 3);
+}
+
+static void
+make_delta3 (Part *p, const Part *base, const Part *prev)
+{
+	part_begin (p, 3, base, prev);
+	put_class_node (&p->b, 1);
+	put_node (&p->b, 1, 1, 70, 0);
+	sp_buf_put_u8 (&p->b, SP_REC_STRING);
+	sp_buf_put_varint (&p->b, 5);
+	sp_buf_put_varint (&p->b, 2);
+	sp_buf_put_varint (&p->b, 2);
+	sp_buf_put_u8 (&p->b, SP_STR_LATIN1);
+	sp_buf_put_bytes (&p->b, "hi", 2);
+	put_root (&p->b, 1, 1);
+	put_root (&p->b, 2, 3);
+	put_root (&p->b, 3, 5);
+	part_finish (p, 1, 5, 3);
+}
+
+typedef struct Chain {
+	Part part [3];
+	SpChainPart parts [3];
+} Chain;
+
+static void
+make_chain (Chain *c, Defect d)
+{
+	register_classes ();
+	make_base (&c->part [0]);
+	make_delta2 (&c->part [1], &c->part [0], d);
+	make_delta3 (&c->part [2], &c->part [0], &c->part [1]);
+	for (int i = 0; i < 3; i++)
+		c->parts [i] = (SpChainPart){ c->part [i].b.data, c->part [i].b.len };
+}
+
+static void
+free_chain (Chain *c)
+{
+	for (int i = 0; i < 3; i++)
+		sp_buf_free (&c->part [i].b);
+}
+
+static int32_t
+node_value (void *node)
+{
+	int32_t v;
+	fake_get (node, "value", &v, sizeof v);
+	return v;
+}
+
+static int32_t
+int_at (void *arr, uint64_t i)
+{
+	int32_t v;
+	memcpy (&v, fake_elem (arr, i), sizeof v);
+	return v;
+}
+
+/* Decode the first n parts; returns sp_chain_decode's result (objects freed). */
+static int
+decode_prefix (Chain *c, size_t n, size_t *failed, SpError *err)
+{
+	SpSnapshot last;
+	void **objects;
+	size_t mark = fake_object_mark ();
+	int rc = fake_decode_chain (c->parts, n, &last, &objects, failed, err);
+	fake_free_objects_since (mark);
+	free (objects);
+	sp_snapshot_free (&last);
+	return rc;
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void
+test_headers_say_what_they_are (void **state)
+{
+	(void)state;
+	Chain c;
+	make_chain (&c, OK);
+	SpSnapHeader h;
+	SpError err = { 0 };
+	assert_int_equal (sp_snapshot_check (c.parts [0].data, c.parts [0].size, &h, NULL, &err), 0);
+	assert_int_equal (h.version, SP_FORMAT_VERSION);     /* full snapshots stay readable by version 1 */
+	assert_int_equal (h.header_size, SP_FORMAT_HEADER_SIZE);
+	assert_false (sp_header_is_delta (&h));
+	assert_int_equal (sp_snapshot_check (c.parts [2].data, c.parts [2].size, &h, NULL, &err), 0);
+	assert_int_equal (h.version, SP_FORMAT_VERSION_DELTA);
+	assert_int_equal (h.header_size, SP_FORMAT_DELTA_HEADER_SIZE);
+	assert_true (sp_header_is_delta (&h));
+	assert_true (h.base_sequence == 1 && h.prev_sequence == 2);
+	assert_int_equal (h.prev_crc, c.part [1].crc);
+	assert_int_equal (h.prior_objects, 4);
+	free_chain (&c);
+}
+
+/* Each prefix of the chain restores the state at its last sequence. */
+static void
+test_chain_restores_each_prefix (void **state)
+{
+	(void)state;
+	Chain c;
+	make_chain (&c, OK);
+	for (size_t n = 1; n <= 3; n++) {
+		SpSnapshot last;
+		void **o;
+		size_t failed = 99;
+		SpError err = { 0 };
+		int rc = fake_decode_chain (c.parts, n, &last, &o, &failed, &err);
+		if (rc != 0)
+			print_error ("prefix %zu: %s (part %zu)\n", n, err.msg, failed);
+		assert_int_equal (rc, 0);
+		assert_int_equal (last.trailer.nobjects, c.part [n - 1].nobjects);
+		assert_int_equal (last.trailer.nroots, n == 1 ? 2 : 3);
+		assert_ptr_equal (fake_restored_root (&last, o, 2, NULL), o [3]);
+		assert_int_equal (node_value (o [1]), n == 3 ? 70 : 7);
+		assert_ptr_equal (fake_get_ref (o [1], "next"), n == 3 ? NULL : o [2]);
+		assert_int_equal (node_value (o [2]), n == 1 ? 8 : 80);
+		assert_ptr_equal (fake_get_ref (o [2], "next"), n == 1 ? NULL : o [4]);
+		static const int32_t want1 [6] = { 1, 2, 3, 4, 5, 6 }, want2 [6] = { 1, 2, 30, 40, 5, 6 };
+		for (int i = 0; i < 6; i++)
+			assert_int_equal (int_at (o [3], i), (n == 1 ? want1 : want2) [i]);
+		if (n >= 2) {
+			assert_int_equal (node_value (o [4]), 9);
+			assert_ptr_equal (fake_get_ref (o [4], "next"), o [1]);
+			assert_ptr_equal (fake_restored_root (&last, o, 3, NULL), n == 2 ? o [4] : o [5]);
+		}
+		if (n == 3) {
+			assert_int_equal (fake_length (o [5]), 2);
+			assert_int_equal (fake_string_units (o [5]) [1], 'i');
+		}
+		free (o);
+		sp_snapshot_free (&last);
+	}
+	free_chain (&c);
+}
+
+/* A delta alone is not a snapshot: sp_snapshot_decode refuses it, parse indexes it. */
+static void
+test_delta_alone (void **state)
+{
+	(void)state;
+	Chain c;
+	make_chain (&c, OK);
+	SpSnapshot snap;
+	void **o;
+	SpError err = { 0 };
+	assert_int_equal (fake_decode (c.parts [1].data, c.parts [1].size, &snap, &o, &err), SP_DECODE_DAMAGED);
+	assert_contains (err.msg, "is a delta");
+	free (o);
+	sp_snapshot_free (&snap);
+	assert_int_equal (sp_snapshot_parse (c.parts [1].data, c.parts [1].size, &snap, &err), 0);
+	assert_int_equal (snap.nchanges, 2);           /* object 2 again, then the patch of 3 */
+	assert_int_equal (snap.changes [0].lid, 2);
+	assert_int_equal (snap.changes [0].kind, SP_CLASS_OBJECT);
+	assert_int_equal (snap.changes [1].lid, 3);
+	assert_int_equal (snap.changes [1].kind, SP_CLASS_ARRAY);
+	assert_true (snap.changes [1].start == 2 && snap.changes [1].count == 2);
+	assert_int_equal (sp_snapshot_object (&snap, 4)->kind, SP_CLASS_OBJECT);
+	sp_snapshot_free (&snap);
+	free_chain (&c);
+}
+
+/* A link that does not hold fails at that part, before anything is built. */
+static void
+test_broken_links_fail_at_their_part (void **state)
+{
+	(void)state;
+	enum { WRONG_CRC, WRONG_PRIOR, WRONG_BASE, WRONG_PREV, STARTS_AT_DELTA, LINK_COUNT };
+	for (int k = 0; k < LINK_COUNT; k++) {
+		Chain c;
+		make_chain (&c, OK);
+		Part *p = &c.part [2];
+		size_t at = 2;
+		if (k == STARTS_AT_DELTA) {
+			c.parts [0] = c.parts [1];
+			at = 0;
+		} else {
+			SpSnapHeader h = p->h;
+			h.prev_crc ^= k == WRONG_CRC;
+			h.prior_objects += k == WRONG_PRIOR;
+			h.base_sequence += k == WRONG_BASE ? 1 : 0;   /* 2: still a possible chain, not this one */
+			h.prev_sequence -= k == WRONG_PREV ? 1 : 0;
+			sp_format_write_header (p->b.data, &h);
+			sp_put_le (p->b.data + p->b.len - 4, sp_crc32c (0, p->b.data, p->b.len - 4), 4);
+			c.parts [2].data = p->b.data;
+		}
+		size_t failed = 99;
+		SpError err = { 0 };
+		SpSnapshot last;
+		void **o;
+		assert_int_equal (fake_decode_chain (c.parts, 3, &last, &o, &failed, &err), SP_DECODE_DAMAGED);
+		assert_null (o);                              /* not even room for objects was made */
+		sp_snapshot_free (&last);
+		assert_int_equal (failed, at);
+		assert_true (strlen (err.msg) > 0);
+		/* The intact prefix still restores. */
+		if (at == 2)
+			assert_int_equal (decode_prefix (&c, 2, &failed, &err), 0);
+		free_chain (&c);
+	}
+}
+
+/* A delta that breaks a rule, or contradicts what its chain made, fails at that delta. */
+static void
+test_defective_deltas_fail (void **state)
+{
+	(void)state;
+	for (int d = OK + 1; d < DEFECT_COUNT; d++) {
+		Chain c;
+		make_chain (&c, (Defect)d);
+		size_t failed = 99;
+		SpError err = { 0 };
+		int rc = decode_prefix (&c, 2, &failed, &err);
+		if (rc == 0)
+			print_error ("defect %d was applied\n", d);
+		assert_int_equal (rc, SP_DECODE_DAMAGED);
+		assert_int_equal (failed, 1);
+		assert_true (strlen (err.msg) > 0);
+		assert_int_equal (decode_prefix (&c, 1, &failed, &err), 0);
+		free_chain (&c);
+	}
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test_teardown (test_headers_say_what_they_are, fake_teardown),
+		cmocka_unit_test_teardown (test_chain_restores_each_prefix, fake_teardown),
+		cmocka_unit_test_teardown (test_delta_alone, fake_teardown),
+		cmocka_unit_test_teardown (test_broken_links_fail_at_their_part, fake_teardown),
+		cmocka_unit_test_teardown (test_defective_deltas_fail, fake_teardown),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}
