@@ -21,24 +21,22 @@ sp_mono_start (SpError *err)
 	free (location);
 	if (rc < 0)
 		return -1;
-	uint8_t *data;
-	size_t size;
-	uint64_t seq;
+	SpLoaded loaded;
 	/*
 	 * Damaged snapshots are skipped (with a warning) in favour of older ones.  A
 	 * snapshot that is intact but does not fit the program (a class changed or
 	 * is missing) is an error: a cold start would silently lose the state.
 	 */
-	if (sp_store_load_newest (sp_store, sp_mono_restore, NULL, sp_mono_warn, NULL, &data, &size, &seq, err) < 0) {
+	if (sp_store_load_newest (sp_store, sp_mono_restore, NULL, sp_mono_warn, NULL, &loaded, err) < 0) {
 		sp_store_close (sp_store);
 		sp_store = NULL;
 		return -1;
 	}
-	sp_store_release (sp_store, data, size);
-	sp_warm = data != NULL;
+	uint64_t seq = loaded.sequence;
+	sp_warm = loaded.n != 0;
 	if (sp_warm) {
 		sp_stats [SP_STAT_RESTORED_SEQUENCE] = (gint64)seq;
-		sp_stats [SP_STAT_RESTORED_BYTES] = (gint64)size;
+		sp_stats [SP_STAT_RESTORED_BYTES] = (gint64)loaded.bytes;
 		/*
 		 * The state is known now: its LID table is made here, part of the
 		 * restart, rather than grown by the first cycle, where each chunk is
@@ -51,6 +49,7 @@ sp_mono_start (SpError *err)
 		if (sp_options.mode == SP_MODE_INCREMENTAL && objects < UINT32_MAX / 2)
 			sp_mono_lid_table_grow ((uint32_t)(objects + objects / 4 + 1024), &ignored);
 	}
+	sp_store_release_loaded (sp_store, &loaded);
 	sp_stats [SP_STAT_RESTORE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
 	if (sp_warm && sp_options.verbose)
 		fprintf (stderr, "spmono: warm restart from snapshot %llu in %s\n", (unsigned long long)seq, sp_store->location);
@@ -276,19 +275,18 @@ static MonoString *
 sp_icall_bench_decode (gint64 *ns)
 {
 	SpError err = { 0 };
-	uint8_t *data = NULL;
-	size_t size;
-	uint64_t seq;
+	SpLoaded loaded = { 0 };
+	size_t failed;
 	*ns = -1;
 	int rc = sp_mono_enter (&err);
 	if (rc == 0)
-		rc = sp_store_load_newest (sp_store, NULL, NULL, NULL, NULL, &data, &size, &seq, &err);
-	if (rc == 0 && !data)
+		rc = sp_store_load_newest (sp_store, NULL, NULL, NULL, NULL, &loaded, &err);
+	if (rc == 0 && !loaded.n)
 		rc = sp_error_set (&err, "the store holds no snapshot");
-	if (rc == 0 && (rc = sp_mono_decode (data, size, FALSE, &err)) == 0)
+	if (rc == 0 && (rc = sp_mono_decode (loaded.parts, loaded.n, FALSE, &failed, &err)) == 0)
 		*ns = sp_stats [SP_STAT_RESTORE_DECODE_NS];
-	if (data)
-		sp_store_release (sp_store, data, size);
+	if (sp_store)
+		sp_store_release_loaded (sp_store, &loaded);
 	return sp_mono_leave (rc < 0 ? -1 : 0, &err);
 }
 

@@ -138,12 +138,33 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
 	return 0;
 }
 
+/* A delta's record of an object an earlier part made: it must be of the class (and length) the delta says. */
+static void *
+sp_mono_restore_reuse (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t end, SpError *err)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	MonoObject *obj = mono_array_get_fast (r->objects, MonoObject *, lid);
+	if (mono_object_get_vtable_internal (obj) != (MonoVTable *)sc->restorer_data) {
+		char *tname = sp_mono_type_name (m_class_get_byval_arg (mono_object_class (obj)));
+		sp_error_set (err, "object %u is a %s, but a delta gives it as a %s", lid, tname, sc->name);
+		g_free (tname);
+		return NULL;
+	}
+	if (sc->kind == SP_CLASS_ARRAY && end > mono_array_length_internal ((MonoArray *)obj)) {
+		sp_error_set (err, "array %u has %llu elements, but a delta patches it up to %llu", lid,
+			      (unsigned long long)mono_array_length_internal ((MonoArray *)obj), (unsigned long long)end);
+		return NULL;
+	}
+	return sp_mono_restore_base (ctx, lid, sc->kind);
+}
+
 static const SpDecodeOps sp_mono_restore_ops = {
 	.begin = sp_mono_restore_begin,
 	.resolve = sp_mono_restore_resolve,
 	.create = sp_mono_restore_create,
 	.base = sp_mono_restore_base,
 	.store_ref = sp_mono_store_ref,
+	.reuse = sp_mono_restore_reuse,
 };
 
 static int
@@ -170,29 +191,34 @@ sp_mono_restore_roots (SpRestore *r, const SpSnapshot *snap)
 }
 
 /*
- * Decode a snapshot into live objects (validate and construct, then fix up);
- * with `restore_roots`, they become the registered roots.  Returns 0,
- * SP_ACCEPT_SKIP when the snapshot is damaged (an older one may do) or
- * SP_ACCEPT_FATAL when it is intact but does not fit this program (never fall
- * back silently over that).
+ * Decode a chain (a full snapshot and the deltas on it) into live objects
+ * (validate and construct, then fix up, part by part); with `restore_roots`,
+ * they become the registered roots.  Returns 0, SP_ACCEPT_SKIP when part
+ * *failed is damaged (a shorter chain, or an older one, may do) or
+ * SP_ACCEPT_FATAL when the chain is intact but does not fit this program
+ * (never fall back silently over that).
  */
 static int
-sp_mono_decode (const uint8_t *data, size_t size, gboolean restore_roots, SpError *err)
+sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, size_t *failed, SpError *err)
 {
 	SpRestore r = { 0 };
 	SpSnapshot snap;
 	uint64_t t0 = sp_mono_monotonic_ns ();
+	size_t size = 0;
+	for (size_t i = 0; i < n; i++)
+		size += parts [i].size;
 	/* Page faults on fresh memory are much of a cold restore's cost: say how many. */
 	struct rusage ru0 = { 0 }, ru1 = { 0 };
 	if (sp_options.verbose)
 		getrusage (RUSAGE_SELF, &ru0);
 	sp_mono_restore_expect (size);
-	int rc = sp_snapshot_decode (data, size, &sp_mono_restore_ops, &r, &snap, err);
+	int rc = sp_chain_decode (parts, n, &sp_mono_restore_ops, &r, &snap, failed, err);
 	sgen_memgov_expect_bulk_load (0);     /* over: SGen's trigger counts every byte again */
 	if (sp_options.verbose) {
 		getrusage (RUSAGE_SELF, &ru1);
-		fprintf (stderr, "spmono: decoded %zu bytes, %u objects, in %.3f ms (%ld page faults)\n", size,
-			 snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6, ru1.ru_minflt - ru0.ru_minflt);
+		fprintf (stderr, "spmono: decoded %zu bytes in %zu part%s, %u objects, in %.3f ms (%ld page faults)\n", size,
+			 n, n == 1 ? "" : "s", snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6,
+			 ru1.ru_minflt - ru0.ru_minflt);
 	}
 	if (rc == 0) {
 		if (restore_roots)
@@ -206,10 +232,10 @@ sp_mono_decode (const uint8_t *data, size_t size, gboolean restore_roots, SpErro
 	return rc == 0 ? 0 : rc == SP_DECODE_UNFIT ? SP_ACCEPT_FATAL : SP_ACCEPT_SKIP;
 }
 
-/* The store's accept callback: the newest snapshot that restores becomes the program's state. */
+/* The store's accept callback: the newest chain that restores becomes the program's state. */
 static int
-sp_mono_restore (void *ctx, const uint8_t *data, size_t size, SpError *err)
+sp_mono_restore (void *ctx, const SpChainPart *parts, size_t n, size_t *failed, SpError *err)
 {
 	(void)ctx;
-	return sp_mono_decode (data, size, TRUE, err);
+	return sp_mono_decode (parts, n, TRUE, failed, err);
 }

@@ -295,7 +295,7 @@ sp_file_retire (SpStore *s, uint64_t max_bytes, SpError *err)
 		size_t count;
 		if (sp_file_sequences (fs, &seqs, &count, false, NULL) < 0)
 			return 0;
-		uint64_t oldest = count > fs->base.keep ? seqs [count - 1] : 0;
+		uint64_t oldest = sp_store_retirable (s, seqs, count);
 		free (seqs);
 		if (!oldest)
 			return 0;

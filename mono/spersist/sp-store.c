@@ -122,6 +122,17 @@ sp_store_abort (SpStore *s)
 	s->writing = 0;
 }
 
+uint64_t
+sp_store_retirable (const SpStore *s, const uint64_t *seqs, size_t count)
+{
+	if (count < 2)
+		return 0;                       /* never the newest */
+	uint64_t oldest = seqs [count - 1];
+	if (s->retain_from)
+		return oldest < s->retain_from ? oldest : 0;
+	return count > s->keep ? oldest : 0;
+}
+
 int
 sp_store_retire_nothing (SpStore *s, uint64_t max_bytes, SpError *err)
 {
@@ -150,54 +161,231 @@ sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence
 	return 0;
 }
 
-static int
-sp_store_accept_checksum (void *ctx, const uint8_t *data, size_t size, SpError *err)
+/* ---- loading the newest snapshot, with its chain ------------------------------ */
+
+enum { SP_SNAP_UNKNOWN, SP_SNAP_INTACT, SP_SNAP_DAMAGED };
+
+/* What is known of each snapshot of the store while loading (seqs newest first). */
+typedef struct SpLoad {
+	SpStore *s;
+	uint64_t *seqs;
+	size_t n;
+	uint8_t *state;
+	SpSnapHeader *headers;
+	SpSnapTrailer *trailers;
+	SpWarnFn warn;
+	void *warn_ctx;
+} SpLoad;
+
+/* Where sequence `seq` is in seqs (newest first), or n. */
+static size_t
+sp_load_find (const SpLoad *l, uint64_t seq)
 {
-	(void)ctx;
-	return sp_snapshot_check (data, size, NULL, NULL, err);
+	size_t lo = 0, hi = l->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->seqs [mid] == seq)
+			return mid;
+		if (l->seqs [mid] > seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return l->n;
+}
+
+static void
+sp_load_damaged (SpLoad *l, size_t i, const char *why)
+{
+	if (l->state [i] == SP_SNAP_DAMAGED)
+		return;
+	l->state [i] = SP_SNAP_DAMAGED;
+	if (l->warn) {
+		char msg [SP_ERROR_MAX + 128];
+		snprintf (msg, sizeof msg, "skipping damaged snapshot %llu in %s: %s",
+			  (unsigned long long)l->seqs [i], l->s->location, why);
+		l->warn (l->warn_ctx, msg);
+	}
+}
+
+/* Snapshot i's bytes, checked alone (checksum, header) the first time; -1 when it is damaged. */
+static int
+sp_load_read (SpLoad *l, size_t i, SpChainPart *part)
+{
+	SpError why = { 0 };
+	uint8_t *bytes = NULL;
+	size_t len = 0;
+	if (l->state [i] == SP_SNAP_DAMAGED)
+		return -1;
+	if (l->s->ops->read (l->s, l->seqs [i], &bytes, &len, &why) == 0 &&
+	    (l->state [i] == SP_SNAP_INTACT || sp_snapshot_check (bytes, len, &l->headers [i], &l->trailers [i], &why) == 0)) {
+		l->state [i] = SP_SNAP_INTACT;
+		*part = (SpChainPart){ bytes, len };
+		return 0;
+	}
+	if (bytes)
+		l->s->ops->release (l->s, bytes, len);
+	sp_load_damaged (l, i, why.msg);
+	return -1;
+}
+
+static void
+sp_load_release_parts (SpStore *s, SpChainPart *parts, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (parts [k].data)
+			s->ops->release (s, (uint8_t *)parts [k].data, parts [k].size);
+}
+
+/*
+ * Snapshot i's chain, its full snapshot first, into parts/at (room for
+ * l->n): every part read and checked, every link holding; else -1, with i
+ * (and the part at fault) marked damaged and nothing held.
+ */
+static int
+sp_load_chain (SpLoad *l, size_t i, SpChainPart *parts, size_t *at, size_t *n)
+{
+	size_t k = 0, idx = i;
+	char why [SP_ERROR_MAX + 64];
+	for (;;) {
+		if (sp_load_read (l, idx, &parts [k]) < 0) {
+			snprintf (why, sizeof why, "it needs snapshot %llu, which is damaged", (unsigned long long)l->seqs [idx]);
+			goto broken;
+		}
+		at [k++] = idx;
+		if (!sp_header_is_delta (&l->headers [idx]))
+			break;
+		uint64_t prev = l->headers [idx].prev_sequence;   /* below idx's own: the walk ends */
+		idx = sp_load_find (l, prev);
+		if (idx == l->n) {
+			snprintf (why, sizeof why, "it needs snapshot %llu, which the store lacks", (unsigned long long)prev);
+			goto broken;
+		}
+	}
+	/* Oldest first, then each link. */
+	for (size_t a = 0, b = k - 1; a < b; a++, b--) {
+		SpChainPart tp = parts [a];
+		parts [a] = parts [b];
+		parts [b] = tp;
+		size_t ti = at [a];
+		at [a] = at [b];
+		at [b] = ti;
+	}
+	for (size_t p = 1; p < k; p++) {
+		SpError link = { 0 };
+		if (sp_chain_link_check (&l->headers [at [0]], &l->headers [at [p - 1]], &l->trailers [at [p - 1]],
+					 &l->headers [at [p]], &link) < 0) {
+			sp_load_damaged (l, at [p], link.msg);
+			snprintf (why, sizeof why, "its chain breaks at snapshot %llu", (unsigned long long)l->seqs [at [p]]);
+			goto broken;
+		}
+	}
+	*n = k;
+	return 0;
+broken:
+	sp_load_release_parts (l->s, parts, k);
+	if (idx != i || l->state [i] != SP_SNAP_DAMAGED)
+		sp_load_damaged (l, i, why);
+	return -1;
+}
+
+static int
+sp_load_setup (SpLoad *l, SpStore *s, SpError *err)
+{
+	if (s->ops->sequences (s, &l->seqs, &l->n, err) < 0)
+		return -1;
+	l->state = calloc (l->n + 1, 1);
+	l->headers = calloc (l->n + 1, sizeof *l->headers);
+	l->trailers = calloc (l->n + 1, sizeof *l->trailers);
+	if (!l->state || !l->headers || !l->trailers)
+		return sp_error_set (err, "out of memory listing the snapshots of %s", s->location);
+	return 0;
+}
+
+static void
+sp_load_free (SpLoad *l)
+{
+	free (l->seqs);
+	free (l->state);
+	free (l->headers);
+	free (l->trailers);
+}
+
+/* The chain the accept took becomes `loaded`'s (parts move over). */
+static int
+sp_load_take (SpLoad *l, SpChainPart *parts, const size_t *at, size_t n, SpLoaded *loaded, SpError *err)
+{
+	loaded->parts = malloc (n * sizeof *loaded->parts);
+	loaded->sequences = malloc (n * sizeof *loaded->sequences);
+	if (!loaded->parts || !loaded->sequences) {
+		free (loaded->parts);
+		free (loaded->sequences);
+		*loaded = (SpLoaded){ 0 };
+		sp_load_release_parts (l->s, parts, n);
+		return sp_error_set (err, "out of memory loading from %s", l->s->location);
+	}
+	loaded->n = n;
+	for (size_t k = 0; k < n; k++) {
+		loaded->parts [k] = parts [k];
+		loaded->sequences [k] = l->seqs [at [k]];
+		loaded->bytes += parts [k].size;
+	}
+	loaded->sequence = loaded->sequences [n - 1];
+	return 0;
 }
 
 int
 sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn warn, void *warn_ctx,
-		      uint8_t **data, size_t *size, uint64_t *sequence, SpError *err)
+		      SpLoaded *loaded, SpError *err)
 {
-	*data = NULL;
-	*size = 0;
-	*sequence = 0;
-	if (!accept)
-		accept = sp_store_accept_checksum;
-	uint64_t *seqs;
-	size_t n;
-	if (s->ops->sequences (s, &seqs, &n, err) < 0)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
+	*loaded = (SpLoaded){ 0 };
+	SpLoad l = { .s = s, .warn = warn, .warn_ctx = warn_ctx };
+	SpChainPart *parts = NULL;
+	size_t *at = NULL;
+	int rc = sp_load_setup (&l, s, err);
+	if (rc == 0 && l.n) {
+		parts = calloc (l.n, sizeof *parts);
+		at = calloc (l.n, sizeof *at);
+		if (!parts || !at)
+			rc = sp_error_set (err, "out of memory listing the snapshots of %s", s->location);
+	}
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		size_t n, failed = 0;
 		SpError why = { 0 };
-		uint8_t *bytes = NULL;
-		size_t len = 0;
-		int verdict = s->ops->read (s, seqs [i], &bytes, &len, &why) == 0 ? accept (accept_ctx, bytes, len, &why) : SP_ACCEPT_SKIP;
+		if (l.state [i] == SP_SNAP_DAMAGED || sp_load_chain (&l, i, parts, at, &n) < 0)
+			continue;
+		int verdict = accept ? accept (accept_ctx, parts, n, &failed, &why) : 0;
 		if (verdict == 0) {
-			*data = bytes;
-			*size = len;
-			*sequence = seqs [i];
+			rc = sp_load_take (&l, parts, at, n, loaded, err);
 			break;
 		}
-		if (bytes)
-			s->ops->release (s, bytes, len);
+		sp_load_release_parts (s, parts, n);
 		if (verdict == SP_ACCEPT_FATAL) {
-			unsigned long long seq = (unsigned long long)seqs [i];
 			*err = why;
-			free (seqs);
-			return sp_error_prefix (err, "snapshot %llu in %s", seq, s->location);
+			rc = sp_error_prefix (err, "snapshot %llu in %s", (unsigned long long)l.seqs [at [failed < n ? failed : n - 1]], s->location);
+			break;
 		}
-		if (warn) {
-			char msg [SP_ERROR_MAX + 128];
-			snprintf (msg, sizeof msg, "skipping damaged snapshot %llu in %s: %s",
-				  (unsigned long long)seqs [i], s->location, why.msg);
-			warn (warn_ctx, msg);
+		sp_load_damaged (&l, at [failed < n ? failed : n - 1], why.msg);
+		if (l.state [i] != SP_SNAP_DAMAGED) {
+			char msg [SP_ERROR_MAX];
+			snprintf (msg, sizeof msg, "its chain's snapshot %llu is damaged", (unsigned long long)l.seqs [at [failed < n ? failed : n - 1]]);
+			sp_load_damaged (&l, i, msg);
 		}
 	}
-	free (seqs);
-	return 0;
+	free (parts);
+	free (at);
+	sp_load_free (&l);
+	return rc;
+}
+
+void
+sp_store_release_loaded (SpStore *s, SpLoaded *loaded)
+{
+	if (loaded->parts)
+		sp_load_release_parts (s, loaded->parts, loaded->n);
+	free (loaded->parts);
+	free (loaded->sequences);
+	*loaded = (SpLoaded){ 0 };
 }
 
 void

@@ -8,6 +8,11 @@
  *   - a committed snapshot is never modified; the newest `keep` are kept;
  *   - one process at a time: open fails clearly when another holds the store.
  *
+ * A store never looks inside a snapshot: delta chains (docs/FORMAT.md) are
+ * the core's.  What a store keeps is the newest `keep` snapshots, or, when
+ * the core says so (retain_from: a chain's base), every snapshot from that
+ * sequence on.
+ *
  * The file store (a directory, sp-store-file.c) commits by writing a temporary
  * file, fsync, rename, fsync of the directory.  Locations: "DIR" or "file:DIR".
  * The pmem store (one file mapped with libpmem, sp-store-pmem.c) keeps two
@@ -21,6 +26,7 @@
 #include <stdint.h>
 
 #include "sp-error.h"
+#include "sp-snapshot.h"
 
 typedef struct SpStore SpStore;
 
@@ -71,6 +77,7 @@ struct SpStore {
 	const SpStoreOps *ops;
 	char *location;
 	unsigned keep;           /* committed snapshots kept, >= 1 */
+	uint64_t retain_from;    /* when not 0: keep every snapshot from this sequence on instead (delta chains) */
 	bool readonly;           /* opened to look (sp_store_open_readonly): commit refuses */
 	uint64_t last_sequence;  /* highest sequence present or committed */
 	uint64_t writing;        /* sequence of the snapshot in progress (begin..finish/abort), 0 = none */
@@ -103,23 +110,38 @@ int sp_store_retire (SpStore *s, uint64_t max_bytes);
 int sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err);
 static inline uint64_t sp_store_next_sequence (const SpStore *s) { return s->last_sequence + 1; }
 
+/* The chain of the snapshot sp_store_load_newest took: its full snapshot first, the newest last. */
+typedef struct SpLoaded {
+	SpChainPart *parts;      /* n parts; NULL when the store holds no snapshot that loads */
+	uint64_t *sequences;
+	size_t n;
+	uint64_t sequence;       /* the newest's (its last part) */
+	uint64_t bytes;          /* of every part */
+} SpLoaded;
+
 /*
- * The newest snapshot that passes `accept` (the checksum check when NULL):
- * its bytes (give them back with sp_store_release) and its sequence; *data =
- * NULL when there is none.  Each newer
- * snapshot skipped is reported through `warn` (e.g. to stderr) with its reason.
- * accept returns 0 to take a snapshot, SP_ACCEPT_SKIP when it is damaged (try
- * an older one), SP_ACCEPT_FATAL to stop: load then fails with accept's error.
+ * The newest snapshot that passes `accept`, with its chain (a full snapshot
+ * is a chain of one): give it back with sp_store_release_loaded.  Each
+ * candidate's parts are checked (checksum, header, links: the whole chain is
+ * there) before accept sees them.  accept returns 0 to take the chain,
+ * SP_ACCEPT_SKIP when part *failed is damaged (every chain through that part
+ * is skipped, and the next older snapshot tried: the newest intact prefix of
+ * a chain comes next), SP_ACCEPT_FATAL to stop: load then fails with
+ * accept's error.  accept NULL takes the first chain whose checks pass.  Each
+ * newer snapshot skipped is reported through `warn` with its reason.
  */
 #define SP_ACCEPT_SKIP  (-1)
 #define SP_ACCEPT_FATAL (-2)
-typedef int (*SpAcceptFn) (void *ctx, const uint8_t *data, size_t size, SpError *err);
+typedef int (*SpAcceptFn) (void *ctx, const SpChainPart *parts, size_t n, size_t *failed, SpError *err);
 typedef void (*SpWarnFn) (void *ctx, const char *message);
 int sp_store_load_newest (SpStore *s, SpAcceptFn accept, void *accept_ctx, SpWarnFn warn, void *warn_ctx,
-			  uint8_t **data, size_t *size, uint64_t *sequence, SpError *err);
-
-/* Bytes from sp_store_load_newest (NULL is ignored). */
+			  SpLoaded *loaded, SpError *err);
+void sp_store_release_loaded (SpStore *s, SpLoaded *loaded);
+/* Bytes a store's read op gave (NULL is ignored). */
 void sp_store_release (SpStore *s, uint8_t *data, size_t size);
+
+/* Of a store's sequences (newest first), the oldest its retention removes now, or 0: for retire. */
+uint64_t sp_store_retirable (const SpStore *s, const uint64_t *seqs, size_t count);
 
 /* For stores that overwrite their old snapshots in place: nothing to retire. */
 int sp_store_retire_nothing (SpStore *s, uint64_t max_bytes, SpError *err);

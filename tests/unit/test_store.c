@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "craft-chain.h"
 #include "fake-objects.h"
 #include "sp-serialize.h"
 #include "sp-snapshot.h"
@@ -265,23 +266,21 @@ collect_warning (void *ctx, const char *message)
 static void
 load_expect (SpStore *st, uint64_t want_seq, Warnings *w)
 {
-	uint8_t *data;
-	size_t size;
-	uint64_t seq;
+	SpLoaded loaded;
 	SpError err = { 0 };
-	assert_ok (sp_store_load_newest (st, NULL, NULL, collect_warning, w, &data, &size, &seq, &err), &err);
-	assert_true (seq == want_seq);
+	assert_ok (sp_store_load_newest (st, NULL, NULL, collect_warning, w, &loaded, &err), &err);
+	assert_true (loaded.sequence == want_seq);
 	if (!want_seq) {
-		assert_null (data);
+		assert_null (loaded.parts);
 		return;
 	}
-	assert_non_null (data);
+	assert_int_equal (loaded.n, 1);
 	SpBuf b;
 	make_snapshot (want_seq, &b);
-	assert_int_equal (size, b.len);
-	assert_memory_equal (data, b.data, b.len);
+	assert_int_equal (loaded.parts [0].size, b.len);
+	assert_memory_equal (loaded.parts [0].data, b.data, b.len);
 	sp_buf_free (&b);
-	sp_store_release (st, data, size);
+	sp_store_release_loaded (st, &loaded);
 }
 
 static void
@@ -359,11 +358,12 @@ sequence_of (const uint8_t *data, size_t size)
 }
 
 static int
-judge (void *ctx, const uint8_t *data, size_t size, SpError *err)
+judge (void *ctx, const SpChainPart *parts, size_t n, size_t *failed, SpError *err)
 {
 	Verdicts *v = ctx;
 	v->calls++;
-	uint64_t seq = sequence_of (data, size);
+	*failed = n - 1;
+	uint64_t seq = sequence_of (parts [n - 1].data, parts [n - 1].size);
 	if (seq == v->fatal_seq) {
 		sp_error_set (err, "class App.Node from assembly App cannot be found");
 		return SP_ACCEPT_FATAL;
@@ -383,36 +383,199 @@ test_accept_callback (void **state)
 	commit (st, 1001);
 	commit (st, 1002);
 	commit (st, 1003);
-	uint8_t *data;
-	size_t size;
-	uint64_t seq;
+	SpLoaded loaded;
 	SpError err = { 0 };
 	Warnings w = { 0 };
 
 	/* SKIP: the next older one is taken, the skip is reported with accept's reason. */
 	Verdicts v = { .skip_seq = 1003 };
-	assert_ok (sp_store_load_newest (st, judge, &v, collect_warning, &w, &data, &size, &seq, &err), &err);
-	assert_true (seq == 1002);
-	assert_true (sequence_of (data, size) == 1002);
+	assert_ok (sp_store_load_newest (st, judge, &v, collect_warning, &w, &loaded, &err), &err);
+	assert_true (loaded.sequence == 1002);
+	assert_true (sequence_of (loaded.parts [0].data, loaded.parts [0].size) == 1002);
 	assert_int_equal (v.calls, 2);
 	assert_int_equal (w.count, 1);
 	assert_contains (w.last, "1003");
 	assert_contains (w.last, "layout of App.Node changed");
-	sp_store_release (st, data, size);
+	sp_store_release_loaded (st, &loaded);
 
 	/* FATAL: load fails with accept's error, naming the snapshot; nothing older is tried. */
 	v = (Verdicts){ .fatal_seq = 1003 };
 	w = (Warnings){ 0 };
-	assert_int_equal (sp_store_load_newest (st, judge, &v, collect_warning, &w, &data, &size, &seq, &err), -1);
-	assert_null (data);
+	assert_int_equal (sp_store_load_newest (st, judge, &v, collect_warning, &w, &loaded, &err), -1);
+	assert_null (loaded.parts);
 	assert_int_equal (v.calls, 1);
 	assert_contains (err.msg, "class App.Node from assembly App cannot be found");
 	assert_contains (err.msg, "1003");
 	/* FATAL after a skip. */
 	v = (Verdicts){ .skip_seq = 1003, .fatal_seq = 1002 };
-	assert_int_equal (sp_store_load_newest (st, judge, &v, collect_warning, &w, &data, &size, &seq, &err), -1);
+	assert_int_equal (sp_store_load_newest (st, judge, &v, collect_warning, &w, &loaded, &err), -1);
 	assert_int_equal (v.calls, 2);
 	assert_contains (err.msg, "1002");
+	sp_store_close (st);
+}
+
+/* ---- delta chains (the store keeps them; the core links them) ------------------- */
+
+#define CHAIN_PARTS 4
+
+/* Snapshots 1..4: 1 full (Node 1 = { 1 }), each next a delta giving Node 1 again = { its sequence }. */
+static void
+commit_chain (SpStore *st, Part *parts)
+{
+	for (size_t i = 0; i < CHAIN_PARTS; i++) {
+		Part *p = &parts [i];
+		part_begin (p, 1 + i, i ? &parts [0] : NULL, i ? &parts [i - 1] : NULL);
+		put_class_node (&p->b, 1);
+		put_node (&p->b, 1, 1, (int32_t)(1 + i), 0);
+		put_root (&p->b, 1, 1);
+		part_finish (p, 1, 1, 1);
+		SpError err = { 0 };
+		assert_ok (sp_store_commit (st, p->b.data, p->b.len, 1 + i, &err), &err);
+	}
+}
+
+static void
+free_parts (Part *parts)
+{
+	for (size_t i = 0; i < CHAIN_PARTS; i++)
+		sp_buf_free (&parts [i].b);
+}
+
+/* The newest loads with its whole chain, oldest first, byte for byte. */
+static void
+load_chain_expect (SpStore *st, const Part *parts, uint64_t newest, Warnings *w)
+{
+	SpLoaded loaded;
+	SpError err = { 0 };
+	assert_ok (sp_store_load_newest (st, NULL, NULL, collect_warning, w, &loaded, &err), &err);
+	assert_true (loaded.sequence == newest);
+	assert_int_equal (loaded.n, newest);
+	for (size_t k = 0; k < loaded.n; k++) {
+		assert_true (loaded.sequences [k] == 1 + k);
+		assert_int_equal (loaded.parts [k].size, parts [k].b.len);
+		assert_memory_equal (loaded.parts [k].data, parts [k].b.data, parts [k].b.len);
+	}
+	sp_store_release_loaded (st, &loaded);
+}
+
+static void
+damage_file (const Fixture *f, uint64_t seq)
+{
+	char path [512];
+	uint8_t *data;
+	size_t size;
+	file_path (f, seq, "", path, sizeof path);
+	read_whole (path, &data, &size);
+	data [size / 2] ^= 0x10;
+	write_file (path, data, size);
+	free (data);
+}
+
+static void
+test_chain_loads_whole (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	st->retain_from = 1;                       /* keep the whole chain, not the 2 newest */
+	Part parts [CHAIN_PARTS];
+	commit_chain (st, parts);
+	Warnings w = { 0 };
+	load_chain_expect (st, parts, 4, &w);
+	assert_int_equal (w.count, 0);
+	free_parts (parts);
+	sp_store_close (st);
+}
+
+/* A damaged delta ends the chain before it: the newest intact prefix loads, never a mix. */
+static void
+test_damaged_delta_loads_the_prefix (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	st->retain_from = 1;
+	Part parts [CHAIN_PARTS];
+	commit_chain (st, parts);
+	damage_file (f, 3);
+	Warnings w = { 0 };
+	load_chain_expect (st, parts, 2, &w);
+	assert_int_equal (w.count, 2);             /* 3 (its checksum), then 4 (its chain needs 3) */
+	assert_contains (w.last, "snapshot 4");
+	assert_contains (w.last, "needs snapshot 3, which is damaged");
+	/* A missing delta does the same: 3 repaired, 2 removed, 1 is what loads. */
+	char path [512];
+	file_path (f, 3, "", path, sizeof path);
+	write_file (path, parts [2].b.data, parts [2].b.len);
+	file_path (f, 2, "", path, sizeof path);
+	assert_int_equal (unlink (path), 0);
+	w = (Warnings){ 0 };
+	load_chain_expect (st, parts, 1, &w);
+	assert_int_equal (w.count, 2);
+	assert_contains (w.last, "lacks");
+	free_parts (parts);
+	sp_store_close (st);
+}
+
+typedef struct ChainVerdicts {
+	unsigned calls;
+	size_t fail_part;          /* of the first chain accept sees */
+} ChainVerdicts;
+
+static int
+judge_chain (void *ctx, const SpChainPart *parts, size_t n, size_t *failed, SpError *err)
+{
+	(void)parts;
+	ChainVerdicts *v = ctx;
+	if (v->calls++ > 0 || v->fail_part >= n)
+		return 0;
+	*failed = v->fail_part;
+	sp_error_set (err, "object 1 is a string, but a delta gives it as a App.Node");
+	return SP_ACCEPT_SKIP;
+}
+
+/* When the restorer finds part k damaged, every chain through it is skipped without decoding it again. */
+static void
+test_chain_skipped_at_the_part_accept_names (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	st->retain_from = 1;
+	Part parts [CHAIN_PARTS];
+	commit_chain (st, parts);
+	ChainVerdicts v = { .fail_part = 1 };      /* snapshot 2 */
+	Warnings w = { 0 };
+	SpLoaded loaded;
+	SpError err = { 0 };
+	assert_ok (sp_store_load_newest (st, judge_chain, &v, collect_warning, &w, &loaded, &err), &err);
+	assert_true (loaded.sequence == 1);
+	assert_int_equal (loaded.n, 1);
+	assert_int_equal (v.calls, 2);             /* chain 1-4, then 1: not 1-3 nor 1-2 */
+	assert_int_equal (w.count, 3);             /* 2 (accept's reason), 4, 3 */
+	sp_store_release_loaded (st, &loaded);
+	free_parts (parts);
+	sp_store_close (st);
+}
+
+/* Retention keeps every snapshot from retain_from on, whatever keep says. */
+static void
+test_retain_from_keeps_the_chain (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 1);
+	st->retain_from = 1;
+	Part parts [CHAIN_PARTS];
+	commit_chain (st, parts);
+	char listing [1024];
+	dir_listing (f->store, listing, sizeof listing);
+	assert_string_equal (listing, "snap-00000000000000000001.spm snap-00000000000000000002.spm "
+			     "snap-00000000000000000003.spm snap-00000000000000000004.spm");
+	st->retain_from = 3;
+	while (sp_store_retire (st, UINT64_MAX))
+		;
+	dir_listing (f->store, listing, sizeof listing);
+	/* 1 is kept as the spare (renamed .old) for the next commit to write over. */
+	assert_string_equal (listing, "snap-00000000000000000001.spm.old snap-00000000000000000003.spm "
+			     "snap-00000000000000000004.spm");
+	free_parts (parts);
 	sp_store_close (st);
 }
 
@@ -830,12 +993,10 @@ test_null_store_keeps_nothing (void **state)
 	assert_ok (sp_store_list (st, &infos, &n, &err), &err);
 	assert_int_equal (n, 0);
 	free (infos);
-	uint8_t *data;
-	size_t size;
-	uint64_t seq;
-	assert_ok (sp_store_load_newest (st, NULL, NULL, NULL, NULL, &data, &size, &seq, &err), &err);
-	assert_null (data);
-	assert_int_equal (seq, 0);
+	SpLoaded loaded;
+	assert_ok (sp_store_load_newest (st, NULL, NULL, NULL, NULL, &loaded, &err), &err);
+	assert_null (loaded.parts);
+	assert_int_equal (loaded.sequence, 0);
 	sp_store_close (st);
 	/* null:anything is not the null store: it names nothing. */
 	assert_fails (sp_store_open ("null:x", 1, &st, &err), &err);
@@ -1060,14 +1221,14 @@ test_spare_is_written_over (void **state)
 	assert_memory_equal (data, b.data, size);
 	free (data);
 	Warnings w = { 0 };
-	uint64_t seq;
+	SpLoaded loaded;
 	SpError err = { 0 };
-	assert_ok (sp_store_load_newest (st, NULL, NULL, collect_warning, &w, &data, &size, &seq, &err), &err);
-	assert_true (seq == 3);
+	assert_ok (sp_store_load_newest (st, NULL, NULL, collect_warning, &w, &loaded, &err), &err);
+	assert_true (loaded.sequence == 3);
 	assert_int_equal (w.count, 0);
-	assert_int_equal (size, b.len);
-	assert_memory_equal (data, b.data, size);
-	sp_store_release (st, data, size);
+	assert_int_equal (loaded.parts [0].size, b.len);
+	assert_memory_equal (loaded.parts [0].data, b.data, b.len);
+	sp_store_release_loaded (st, &loaded);
 	sp_buf_free (&b);
 	sp_store_close (st);
 }
@@ -1118,6 +1279,10 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_load_newest, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_damaged_newest_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_accept_callback, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_chain_loads_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_damaged_delta_loads_the_prefix, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_chain_skipped_at_the_part_accept_names, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_retain_from_keeps_the_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_leftover_tmp_is_removed_and_never_loaded, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_second_open_in_process_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_second_open_in_other_process_fails, setup, teardown),
