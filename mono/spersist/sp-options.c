@@ -179,6 +179,20 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 		o->writer = (SpWriter)w;
 		return 0;
 	}
+	if (SP_IS ("--sp-delta")) {
+		static const char *const delta_names [] = { "off", "on" };
+		int d = sp_parse_choice (value, delta_names, 2);
+		if (d < 0)
+			return sp_error_set (err, "--sp-delta takes on or off, not '%s'", value ? value : "");
+		o->delta = d == 1;
+		return 0;
+	}
+	if (SP_IS ("--sp-delta-ratio")) {
+		if (!value || sp_parse_unsigned (value, 1, 10000, &o->delta_ratio) < 0)
+			return sp_error_set (err, "--sp-delta-ratio takes the percent of a full snapshot's size its deltas may reach "
+					     "before the next full one, 1 to 10000, not '%s'", value ? value : "");
+		return 0;
+	}
 #undef SP_IS
 	return sp_error_set (err, "unknown persistence option '%.*s' (spmono --help lists them)", (int)name_len, arg);
 }
@@ -189,6 +203,8 @@ sp_options_check (const SpOptions *o, SpError *err)
 	if (o->pause_us > o->period_us)
 		return sp_error_set (err, "--sp-pause=%u is longer than --sp-period=%u: an increment must fit in its period",
 				     o->pause_us, o->period_us);
+	if (o->delta && o->mode == SP_MODE_INCREMENTAL)
+		return sp_error_set (err, "--sp-delta=on works with --sp-mode=stw in this version; incremental delta cycles are not built yet");
 	return 0;
 }
 
@@ -249,7 +265,11 @@ sp_options_usage (FILE *out)
 		"    --sp-barrier=KIND      Methods whose stores are guarded during a cycle:\n"
 		"                           marking (all, default), marking-v2 (methods of\n"
 		"                           [SPersistent] classes), annotating ([SPersistentUpdate]).\n"
+		"    --sp-delta=on|off      Persist only what changed since the last snapshot, as a\n"
+		"                           delta on it (default off; --sp-mode=stw for now).\n"
+		"    --sp-delta-ratio=PCT   A full snapshot again once the deltas since the last one\n"
+		"                           add up to PCT percent of its size (default %d).\n"
 		"    --sp-stats             One statistics line on stderr per cycle.\n"
 		"    --sp-verbose           Report each snapshot on stderr (objects, bytes, time).\n",
-		SP_DEFAULT_KEEP, SP_DEFAULT_PAUSE_US, SP_DEFAULT_PERIOD_US);
+		SP_DEFAULT_KEEP, SP_DEFAULT_PAUSE_US, SP_DEFAULT_PERIOD_US, SP_DEFAULT_DELTA_RATIO);
 }

@@ -21,6 +21,7 @@
 #define SP_DEFAULT_BUFFER    (1u << 20)  /* bytes of each of the two chunk buffers */
 #define SP_MIN_BUFFER        (4u << 10)
 #define SP_MAX_BUFFER        (1u << 30)
+#define SP_DEFAULT_DELTA_RATIO 50      /* percent of the base a chain of deltas may reach before a new base */
 
 typedef enum SpMode {
 	SP_MODE_STW,            /* SendPData persists on the calling thread and returns when durable */
@@ -53,13 +54,15 @@ typedef struct SpOptions {
 	bool busy_wait;         /* SendPData during a cycle: wait for it, then start one (else: skip, return at once) */
 	unsigned buffer;        /* bytes of a chunk buffer: the serializer fills one while the writer drains the other */
 	SpWriter writer;
+	bool delta;             /* snapshots after the first are deltas on it (docs/FORMAT.md), while the chain is short */
+	unsigned delta_ratio;   /* percent: a new full snapshot once the chain's deltas pass this share of its base */
 } SpOptions;
 
 /* Defaults, usable as a static initializer (options are parsed before any init runs). */
 #define SP_OPTIONS_DEFAULT { .store = NULL, .keep = SP_DEFAULT_KEEP, .verbose = false, .stats = false, \
 	.mode = SP_MODE_STW, .barrier = SP_BARRIER_MARKING, .pause_us = SP_DEFAULT_PAUSE_US, \
 	.period_us = SP_DEFAULT_PERIOD_US, .priority = 0, .busy_wait = false, .buffer = SP_DEFAULT_BUFFER, \
-	.writer = SP_WRITER_BUDGET }
+	.writer = SP_WRITER_BUDGET, .delta = false, .delta_ratio = SP_DEFAULT_DELTA_RATIO }
 
 void sp_options_init (SpOptions *o);
 void sp_options_free (SpOptions *o);

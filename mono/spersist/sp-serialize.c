@@ -74,29 +74,60 @@ sp_ser_oom (SpError *err)
 	return sp_error_set (err, "out of memory while serializing the snapshot");
 }
 
-int
-sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
+/* What every snapshot starts with, full or delta: a new class cache, nothing in progress, the header. */
+static int
+sp_ser_start (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 {
 	s->out = out;
 	s->cycle = __atomic_add_fetch (&sp_ser_cycle_counter, 1, __ATOMIC_RELAXED);
-	if (!s->clean)
-		sp_ser_reset (s);
-	s->clean = false;
-	s->nobjects = s->nclasses = s->nroots = 0;
+	s->nclasses = s->nroots = 0;
 	s->marked = 0;
 	s->mark_next = 0;
 	s->mark_done = false;
 	s->partial_lid = 0;
 	sp_ser_forget_preserved (s);
 	s->objects_written = s->unreached_written = 0;
-	sp_client_lid_reset ();
 	sp_buf_reset (out);
-	uint8_t *hdr = sp_buf_reserve (out, SP_FORMAT_HEADER_SIZE);
+	size_t size = sp_format_header_size (h);
+	uint8_t *hdr = sp_buf_reserve (out, size);
 	if (!hdr)
 		return sp_ser_oom (err);
 	sp_format_write_header (hdr, h);
-	out->len += SP_FORMAT_HEADER_SIZE;
+	out->len += size;
 	return 0;
+}
+
+int
+sp_ser_begin (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
+{
+	if (!s->clean)
+		sp_ser_reset (s);
+	s->clean = false;
+	s->nobjects = s->prior = 0;
+	sp_client_lid_reset ();
+	return sp_ser_start (s, out, h, err);
+}
+
+int
+sp_ser_begin_delta (SpSerializer *s, SpBuf *out, SpSnapHeader *h, SpError *err)
+{
+	if (s->clean)
+		return sp_error_set (err, "internal error: a delta without the snapshot it applies to");
+	sp_queue_clear (&s->queue);
+	s->prior = s->nobjects;
+	h->required_flags |= SP_FLAG_DELTA;
+	h->prior_objects = s->prior;
+	return sp_ser_start (s, out, h, err);
+}
+
+int
+sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	if (lid == 0 || lid > s->prior)
+		return sp_error_set (err, "internal error: object %u changed, but the chain has %u", lid, s->prior);
+	/* Written in an earlier snapshot of the chain: its record is due again, and it is part of the state. */
+	s->state [lid] = SP_SER_REACHED;
+	return sp_queue_push (&s->queue, lid) < 0 ? sp_ser_oom (err) : 0;
 }
 
 /* Room in s->state for LID lid (every LID handed out has its state byte). */
@@ -595,6 +626,17 @@ sp_ser_piece (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64
 	return sp_ser_check_unseen (s, obj, c, lid, from, from + bytes, err);
 }
 
+/* A delta's PATCH record of array lid of the chain, up to its piece (elements from `start`). */
+static void
+sp_ser_patch_head (SpSerializer *s, SpClass *c, uint32_t lid, uint64_t start)
+{
+	uint32_t class_id = sp_ser_class_id (s, c);
+	sp_buf_put_u8 (s->out, SP_REC_PATCH);
+	sp_buf_put_varint (s->out, lid);
+	sp_buf_put_varint (s->out, class_id);
+	sp_buf_put_varint (s->out, start);
+}
+
 static uint64_t
 sp_ser_length (void *obj, const SpClass *c)
 {
@@ -612,7 +654,9 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 {
 	uint64_t n = sp_ser_length (obj, c);
 	SpBuf *o = s->out;
-	if (c->kind == SP_CLASS_STRING) {
+	if (lid <= s->prior) {
+		sp_ser_patch_head (s, c, lid, 0);
+	} else if (c->kind == SP_CLASS_STRING) {
 		sp_buf_put_u8 (o, SP_REC_STRING);
 		sp_buf_put_varint (o, lid);
 	} else {
@@ -621,7 +665,8 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 		sp_buf_put_varint (o, lid);
 		sp_buf_put_varint (o, class_id);
 	}
-	sp_buf_put_varint (o, n);
+	if (lid > s->prior)
+		sp_buf_put_varint (o, n);
 	uint64_t first = whole || n < sp_ser_piece_length (s, c) ? n : sp_ser_piece_length (s, c);
 	if (first < n) {
 		s->partial_lid = lid;
@@ -686,9 +731,13 @@ sp_ser_continue (SpSerializer *s, SpError *err)
 		return -1;
 	uint64_t n = sp_ser_length (obj, c), start = s->partial_next;
 	uint64_t count = n - start < sp_ser_piece_length (s, c) ? n - start : sp_ser_piece_length (s, c);
-	sp_buf_put_u8 (s->out, SP_REC_ELEMS);
-	sp_buf_put_varint (s->out, lid);
-	sp_buf_put_varint (s->out, start);
+	if (lid <= s->prior) {
+		sp_ser_patch_head (s, c, lid, start);
+	} else {
+		sp_buf_put_u8 (s->out, SP_REC_ELEMS);
+		sp_buf_put_varint (s->out, lid);
+		sp_buf_put_varint (s->out, start);
+	}
 	s->partial_next += count;
 	if (s->partial_next == n)
 		s->partial_lid = 0;
@@ -719,6 +768,8 @@ static int
 sp_ser_write (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, SpError *err)
 {
 	int rc = 0;
+	if (lid <= s->prior && c->kind == SP_CLASS_STRING)
+		return 0;            /* strings never change: the chain's record stands */
 	switch (c->kind) {
 	case SP_CLASS_OBJECT: rc = sp_ser_object (s, obj, c, lid, err); break;
 	case SP_CLASS_STRING:

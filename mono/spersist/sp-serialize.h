@@ -37,6 +37,7 @@ typedef struct SpSerializer {
 	SpQueue queue;
 	uint64_t cycle;          /* unique per snapshot: tags SpClass.snap_id as current */
 	uint32_t nobjects;       /* LIDs handed out */
+	uint32_t prior;          /* a delta's: LIDs 1..prior are its chain's, handed out by the snapshots before it (0: a full snapshot) */
 	uint32_t nclasses;
 	uint32_t nroots;
 	uint64_t objects_written;
@@ -83,6 +84,20 @@ void sp_ser_reset (SpSerializer *s);
  * sp_ser_reset).  Nothing else may use the serializer until it is done.
  */
 int sp_ser_reset_step (SpSerializer *s, size_t max_bytes);
+/*
+ * A delta (docs/FORMAT.md) instead: only what changed since the previous
+ * snapshot of the chain, the one this serializer wrote or restored last.
+ * Nothing is forgotten: the LIDs handed out so far are the chain's, and
+ * stay the objects' (h gets prior_objects and the DELTA flag; the caller
+ * sets its base, previous sequence and checksum).  Each object stored into
+ * since is given by sp_ser_changed, the roots as usual; an object met
+ * through their references that has no LID yet is new: it gets the next LID
+ * and is written whole, as in a full snapshot.  A changed object is written
+ * whole (an OBJECT record), a changed array as PATCH records.
+ */
+int sp_ser_begin_delta (SpSerializer *s, SpBuf *out, SpSnapHeader *h, SpError *err);
+/* Object lid of the chain (at most s->prior) changed: its new value goes in the delta. */
+int sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err);
 /* Register root `root_id` (obj may be NULL). */
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /*

@@ -24,6 +24,7 @@
 #include "fake-objects.h"
 #include "sp-crc32c.h"
 #include "sp-format.h"
+#include "sp-serialize.h"
 #include "sp-snapshot.h"
 
 /* ---- the chain, and its defects ---------------------------------------------- */
@@ -328,6 +329,209 @@ test_defective_deltas_fail (void **state)
 	}
 }
 
+/* ---- the writer: deltas from sp_ser_begin_delta, restored through the chain -------- */
+
+#define W_NODES 200
+#define W_INTS 5000
+#define W_ROUNDS 12
+
+typedef struct Writer {
+	SpSerializer ser;
+	Part part [W_ROUNDS + 1];
+	SpChainPart parts [W_ROUNDS + 1];
+	void *changed [4 * W_NODES];   /* objects stored into since the last snapshot */
+	size_t nchanged;
+	size_t distinct_changed;       /* of the chain's objects, given to the delta being written */
+	void *roots [2];
+	uint32_t ids [2];
+	FakeClass *node, *nodes, *ints;
+} Writer;
+
+static void *
+new_node (Writer *w, int32_t value)
+{
+	void *n = fake_new_object (w->node);
+	fake_set (n, "value", &value, sizeof value);
+	return n;
+}
+
+static void
+note (Writer *w, void *obj)
+{
+	assert_true (w->nchanged < sizeof w->changed / sizeof *w->changed);
+	w->changed [w->nchanged++] = obj;
+}
+
+/* Snapshot k of the chain: full for 0, else a delta with what note () saw; parts [k] gets it. */
+static void
+write_snapshot (Writer *w, size_t k)
+{
+	Part *p = &w->part [k];
+	SpError err = { 0 };
+	sp_buf_init (&p->b);
+	p->h = (SpSnapHeader){ .sequence = 1 + k, .time_ns = 5 };
+	if (k == 0) {
+		assert_ok (sp_ser_begin (&w->ser, &p->b, &p->h, &err), &err);
+	} else {
+		p->h.base_sequence = 1;
+		p->h.prev_sequence = k;
+		p->h.prev_crc = w->part [k - 1].crc;
+		assert_ok (sp_ser_begin_delta (&w->ser, &p->b, &p->h, &err), &err);
+		for (size_t i = 0; i < w->nchanged; i++) {
+			uint32_t lid = sp_ser_lid_if_known (&w->ser, w->changed [i]);
+			bool again = false;
+			for (size_t j = 0; j < i; j++)
+				again |= w->changed [j] == w->changed [i];
+			if (lid && lid <= w->ser.prior) {
+				assert_ok (sp_ser_changed (&w->ser, lid, &err), &err);
+				w->distinct_changed += !again;
+			}
+		}
+	}
+	w->nchanged = 0;
+	for (size_t r = 0; r < 2; r++)
+		assert_ok (sp_ser_root (&w->ser, w->ids [r], w->roots [r], &err), &err);
+	int more;
+	while ((more = sp_ser_step (&w->ser, 7, &err)) == 1)
+		;
+	assert_ok (more, &err);
+	assert_ok (sp_ser_finish (&w->ser, &err), &err);
+	p->crc = (uint32_t)sp_get_le (p->b.data + p->b.len - 4, 4);
+	p->nobjects = w->ser.nobjects;
+	w->parts [k] = (SpChainPart){ p->b.data, p->b.len };
+}
+
+/* Random stores of every kind into the graph, each noted as the barrier would. */
+static void
+mutate (Writer *w, unsigned *seed)
+{
+	void *nodes = w->roots [0];
+	for (int i = 0; i < 40; i++) {
+		void *n = fake_elem_get_ref (nodes, (uint64_t)(rand_r (seed) % W_NODES));
+		switch (rand_r (seed) % 5) {
+		case 0: {                      /* a field */
+			int32_t v = rand_r (seed);
+			fake_set (n, "value", &v, sizeof v);
+			note (w, n);
+			break;
+		}
+		case 1:                        /* a reference to another node, or to a new one */
+			fake_set_ref (n, "next", rand_r (seed) % 2 ? new_node (w, -i) : fake_elem_get_ref (nodes, (uint64_t)(rand_r (seed) % W_NODES)));
+			note (w, n);
+			break;
+		case 2:                        /* an element of the array of nodes */
+			fake_elem_set_ref (nodes, (uint64_t)(rand_r (seed) % W_NODES), new_node (w, 1000 + i));
+			note (w, nodes);
+			break;
+		case 3: {                      /* an element of the int array */
+			int32_t v = rand_r (seed);
+			memcpy (fake_elem (w->roots [1], (uint64_t)(rand_r (seed) % W_INTS)), &v, sizeof v);
+			note (w, w->roots [1]);
+			break;
+		}
+		default:                       /* nothing stored: a read */
+			break;
+		}
+	}
+}
+
+/*
+ * Deltas of random changes, each restored with its whole chain and compared
+ * with the live graph: what a chain restores is the state at its last
+ * snapshot, with identity and sharing.  With and without identity slots.
+ */
+static void
+check_writer_chains (bool slots)
+{
+	register_classes ();
+	fake_set_identity_slots (slots);
+	Writer *w = calloc (1, sizeof *w);
+	assert_int_equal (sp_ser_init (&w->ser), 0);
+	sp_ser_set_chunk (&w->ser, 4096);      /* long arrays in pieces: patches continue as PATCH records */
+	w->node = fake_class_find ("App.Node");
+	w->nodes = fake_class_ref_array ("App.Node[]", "App.Node");
+	w->ints = fake_class_find ("System.Int32[]");
+	w->roots [0] = fake_new_array (w->nodes, W_NODES);
+	w->roots [1] = fake_new_array (w->ints, W_INTS);
+	w->ids [0] = 1;
+	w->ids [1] = 2;
+	for (int i = 0; i < W_NODES; i++)
+		fake_elem_set_ref (w->roots [0], (uint64_t)i, new_node (w, i));
+	unsigned seed = slots ? 7 : 11;
+	for (size_t k = 0; k <= W_ROUNDS; k++) {
+		if (k)
+			mutate (w, &seed);
+		write_snapshot (w, k);
+		SpSnapshot last;
+		void **o;
+		size_t failed = 99;
+		SpError err = { 0 };
+		int rc = fake_decode_chain (w->parts, k + 1, &last, &o, &failed, &err);
+		if (rc != 0)
+			print_error ("chain of %zu: %s (part %zu)\n", k + 1, err.msg, failed);
+		assert_int_equal (rc, 0);
+		void *restored [2] = { fake_restored_root (&last, o, 1, NULL), fake_restored_root (&last, o, 2, NULL) };
+		char why [256];
+		if (!fake_graphs_equal (w->roots, restored, 2, why, sizeof why))
+			print_error ("chain of %zu: %s\n", k + 1, why);
+		assert_true (fake_graphs_equal (w->roots, restored, 2, why, sizeof why));
+		/* A delta writes what changed and what is new, each once, and nothing else. */
+		if (k)
+			assert_int_equal (w->ser.objects_written, w->distinct_changed + (w->ser.nobjects - w->ser.prior));
+		w->distinct_changed = 0;
+		free (o);
+		sp_snapshot_free (&last);
+	}
+	for (size_t k = 0; k <= W_ROUNDS; k++)
+		sp_buf_free (&w->part [k].b);
+	sp_ser_free (&w->ser);
+	free (w);
+}
+
+static void
+test_writer_chains_restore_the_state (void **state)
+{
+	(void)state;
+	check_writer_chains (false);
+}
+
+static void
+test_writer_chains_with_identity_slots (void **state)
+{
+	(void)state;
+	check_writer_chains (true);
+}
+
+/* A delta with nothing changed holds the roots only, and restores the same state. */
+static void
+test_empty_delta (void **state)
+{
+	(void)state;
+	register_classes ();
+	Writer *w = calloc (1, sizeof *w);
+	assert_int_equal (sp_ser_init (&w->ser), 0);
+	w->node = fake_class_find ("App.Node");
+	w->roots [0] = new_node (w, 1);
+	fake_set_ref (w->roots [0], "next", new_node (w, 2));
+	w->roots [1] = NULL;
+	w->ids [0] = 1;
+	w->ids [1] = 2;
+	write_snapshot (w, 0);
+	write_snapshot (w, 1);
+	SpSnapshot snap;
+	SpError err = { 0 };
+	assert_ok (sp_snapshot_parse (w->parts [1].data, w->parts [1].size, &snap, &err), &err);
+	assert_int_equal (snap.trailer.nclasses, 0);
+	assert_int_equal (snap.nchanges, 0);
+	assert_int_equal (snap.trailer.nobjects, 2);
+	assert_int_equal (snap.trailer.nroots, 2);
+	sp_snapshot_free (&snap);
+	for (size_t k = 0; k < 2; k++)
+		sp_buf_free (&w->part [k].b);
+	sp_ser_free (&w->ser);
+	free (w);
+}
+
 int
 main (void)
 {
@@ -337,6 +541,9 @@ main (void)
 		cmocka_unit_test_teardown (test_delta_alone, fake_teardown),
 		cmocka_unit_test_teardown (test_broken_links_fail_at_their_part, fake_teardown),
 		cmocka_unit_test_teardown (test_defective_deltas_fail, fake_teardown),
+		cmocka_unit_test_teardown (test_writer_chains_restore_the_state, fake_teardown),
+		cmocka_unit_test_teardown (test_writer_chains_with_identity_slots, fake_teardown),
+		cmocka_unit_test_teardown (test_empty_delta, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

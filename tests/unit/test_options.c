@@ -134,6 +134,36 @@ test_buffer_and_writer_options (void **state)
 	sp_options_free (&o);
 }
 
+/* Deltas: off by default; on/off, a ratio within bounds; not yet with incremental mode (said so). */
+static void
+test_delta_options (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_false (o.delta);
+	assert_int_equal (o.delta_ratio, SP_DEFAULT_DELTA_RATIO);
+	assert_ok (sp_options_parse (&o, "--sp-delta=on", &err), &err);
+	assert_true (o.delta);
+	assert_ok (sp_options_parse (&o, "--sp-delta-ratio=200", &err), &err);
+	assert_int_equal (o.delta_ratio, 200);
+	assert_ok (sp_options_check (&o, &err), &err);
+	const char *const bad [] = {
+		"--sp-delta", "--sp-delta=", "--sp-delta=yes", "--sp-delta=ON", "--sp-delta-ratio", "--sp-delta-ratio=0",
+		"--sp-delta-ratio=10001", "--sp-delta-ratio=-5", "--sp-delta-ratio=50%", "--sp-delta-ratio=0.5",
+	};
+	assert_all_refused (&o, bad, sizeof bad / sizeof bad [0]);
+	assert_true (o.delta);
+	assert_int_equal (o.delta_ratio, 200);
+	assert_ok (sp_options_parse (&o, "--sp-mode=incremental", &err), &err);
+	assert_int_equal (sp_options_check (&o, &err), -1);
+	assert_contains (err.msg, "--sp-delta=on");
+	assert_ok (sp_options_parse (&o, "--sp-delta=off", &err), &err);
+	assert_ok (sp_options_check (&o, &err), &err);
+	sp_options_free (&o);
+}
+
 /* An increment longer than its period cannot be scheduled: refused, naming both. */
 static void
 test_pause_must_fit_period (void **state)
@@ -313,6 +343,8 @@ test_usage_lists_every_option (void **state)
 	assert_contains (text, "--sp-stats");
 	assert_contains (text, "--sp-buffer");
 	assert_contains (text, "--sp-writer");
+	assert_contains (text, "--sp-delta=");
+	assert_contains (text, "--sp-delta-ratio");
 	assert_contains (text, "SPMONO_STORE");
 	free (text);
 }
@@ -324,6 +356,7 @@ main (void)
 		cmocka_unit_test_setup (test_defaults, setup),
 		cmocka_unit_test_setup (test_cycle_options, setup),
 		cmocka_unit_test_setup (test_buffer_and_writer_options, setup),
+		cmocka_unit_test_setup (test_delta_options, setup),
 		cmocka_unit_test_setup (test_pause_must_fit_period, setup),
 		cmocka_unit_test_setup (test_store_option, setup),
 		cmocka_unit_test_setup (test_keep_option, setup),
