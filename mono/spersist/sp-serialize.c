@@ -350,6 +350,35 @@ sp_ser_lid_of (SpSerializer *s, void *obj, bool reached, uint32_t *lid, SpError 
 	return sp_ser_lid_of_slotted (s, obj, sp_client_lid_slot (obj), reached, lid, err);
 }
 
+void
+sp_ser_adopt_begin (SpSerializer *s)
+{
+	if (!s->clean)
+		sp_ser_reset (s);
+	s->clean = false;
+	s->nobjects = s->prior = 0;
+	sp_client_lid_reset ();
+}
+
+int
+sp_ser_adopt (SpSerializer *s, uint32_t lid, void *obj, SpError *err)
+{
+	if (lid != s->nobjects + 1 || !obj)
+		return sp_error_set (err, "internal error: restored object %u adopted out of order", lid);
+	if (sp_ser_state_room (s, lid, err) < 0)
+		return -1;
+	uint32_t slot = sp_client_lid_slot (obj);
+	if (slot)
+		sp_ser_slot_store (obj, slot, lid);
+	if (sp_client_lid_bind (lid, obj, err) < 0)
+		return -1;
+	if (!slot && !sp_lidmap_add (&s->lids, sp_client_identity_hash (obj), lid, obj, sp_client_gc_epoch ()))
+		return sp_ser_oom (err);
+	s->state [lid] = SP_SER_WRITTEN | SP_SER_REACHED;
+	__atomic_store_n (&s->nobjects, lid, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* Say which reference led to an object that cannot be persisted (only on failure). */
 static int
 sp_ser_blame (SpError *err, const SpClass *owner, const SpField *f)

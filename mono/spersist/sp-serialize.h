@@ -98,6 +98,14 @@ int sp_ser_reset_step (SpSerializer *s, size_t max_bytes);
 int sp_ser_begin_delta (SpSerializer *s, SpBuf *out, SpSnapHeader *h, SpError *err);
 /* Object lid of the chain (at most s->prior) changed: its new value goes in the delta. */
 int sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err);
+/*
+ * After a restart: the objects a chain restored become this serializer's, so
+ * that the next snapshot can be a delta on that chain.  sp_ser_adopt_begin
+ * forgets everything (as a full snapshot's start does); sp_ser_adopt then
+ * takes restored object lid = 1, 2, ... in order, as written.
+ */
+void sp_ser_adopt_begin (SpSerializer *s);
+int sp_ser_adopt (SpSerializer *s, uint32_t lid, void *obj, SpError *err);
 /* Register root `root_id` (obj may be NULL). */
 int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /*

@@ -532,6 +532,65 @@ test_empty_delta (void **state)
 	free (w);
 }
 
+/*
+ * After a restart: the restored objects adopted by a new serializer, changed,
+ * and written as a delta on the restored snapshot, restore (with it) to the
+ * changed graph.
+ */
+static void
+test_delta_on_a_restored_snapshot (void **state)
+{
+	(void)state;
+	register_classes ();
+	Writer *w = calloc (1, sizeof *w);
+	assert_int_equal (sp_ser_init (&w->ser), 0);
+	w->node = fake_class_find ("App.Node");
+	w->ints = fake_class_find ("System.Int32[]");
+	w->roots [0] = new_node (w, 1);
+	fake_set_ref (w->roots [0], "next", new_node (w, 2));
+	w->roots [1] = fake_new_array (w->ints, 10);
+	w->ids [0] = 1;
+	w->ids [1] = 2;
+	write_snapshot (w, 0);
+	sp_ser_free (&w->ser);
+
+	/* A new process: the snapshot restored, its objects adopted in LID order. */
+	SpSnapshot snap;
+	void **o;
+	SpError err = { 0 };
+	assert_int_equal (fake_decode (w->parts [0].data, w->parts [0].size, &snap, &o, &err), 0);
+	assert_int_equal (sp_ser_init (&w->ser), 0);
+	sp_ser_adopt_begin (&w->ser);
+	for (uint32_t lid = 1; lid <= snap.trailer.nobjects; lid++)
+		assert_ok (sp_ser_adopt (&w->ser, lid, o [lid], &err), &err);
+	assert_int_equal (sp_ser_adopt (&w->ser, 7, o [1], &err), -1);   /* out of order: refused */
+	w->roots [0] = fake_restored_root (&snap, o, 1, NULL);
+	w->roots [1] = fake_restored_root (&snap, o, 2, NULL);
+	sp_snapshot_free (&snap);
+	free (o);
+
+	int32_t v = 42;
+	void *second = fake_get_ref (w->roots [0], "next");
+	fake_set (second, "value", &v, sizeof v);
+	note (w, second);
+	memcpy (fake_elem (w->roots [1], 3), &v, sizeof v);
+	note (w, w->roots [1]);
+	write_snapshot (w, 1);
+	assert_int_equal (w->ser.objects_written, 2);
+	SpSnapshot last;
+	size_t failed;
+	assert_int_equal (fake_decode_chain (w->parts, 2, &last, &o, &failed, &err), 0);
+	void *restored [2] = { fake_restored_root (&last, o, 1, NULL), fake_restored_root (&last, o, 2, NULL) };
+	char why [256];
+	assert_true (fake_graphs_equal (w->roots, restored, 2, why, sizeof why));
+	free (o);
+	sp_snapshot_free (&last);
+	for (size_t k = 0; k < 2; k++)
+		sp_buf_free (&w->part [k].b);
+	sp_ser_free (&w->ser);
+	free (w);
+}
+
 int
 main (void)
 {
@@ -544,6 +603,7 @@ main (void)
 		cmocka_unit_test_teardown (test_writer_chains_restore_the_state, fake_teardown),
 		cmocka_unit_test_teardown (test_writer_chains_with_identity_slots, fake_teardown),
 		cmocka_unit_test_teardown (test_empty_delta, fake_teardown),
+		cmocka_unit_test_teardown (test_delta_on_a_restored_snapshot, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
