@@ -209,7 +209,7 @@ static void sp_task_nudge (void);
 gboolean
 sp_mono_method_needs_barrier (MonoMethod *method)
 {
-	if (sp_options.mode != SP_MODE_INCREMENTAL || !method)
+	if (!sp_mono_guards_stores () || !method)
 		return FALSE;
 	switch (sp_options.barrier) {
 	case SP_BARRIER_MARKING:
@@ -230,13 +230,13 @@ sp_mono_method_needs_barrier (MonoMethod *method)
 gboolean
 sp_mono_native_call_needs_barrier (void)
 {
-	return sp_options.mode == SP_MODE_INCREMENTAL;
+	return sp_mono_guards_stores ();
 }
 
 gboolean
 sp_mono_refuses_aot_code (MonoImage *image, MonoMethod *method, guint32 token)
 {
-	if (sp_options.mode != SP_MODE_INCREMENTAL || image != mono_defaults.corlib)
+	if (!sp_mono_guards_stores () || image != mono_defaults.corlib)
 		return FALSE;
 	if (!method) {
 		ERROR_DECL (error);
@@ -251,7 +251,7 @@ sp_mono_refuses_aot_code (MonoImage *image, MonoMethod *method, guint32 token)
 gboolean
 sp_mono_barriers_everywhere (void)
 {
-	return sp_options.mode == SP_MODE_INCREMENTAL && sp_options.barrier == SP_BARRIER_MARKING;
+	return sp_mono_guards_stores () && sp_options.barrier == SP_BARRIER_MARKING;
 }
 
 /*
@@ -262,9 +262,9 @@ sp_mono_barriers_everywhere (void)
 static int
 sp_cycle_check_runtime (SpError *err)
 {
-	if (sp_options.mode == SP_MODE_INCREMENTAL && !mono_threads_are_safepoints_enabled ())
-		return sp_error_set (err, "--sp-mode=incremental needs cooperative or hybrid thread suspension "
-				     "(MONO_THREADS_SUSPEND=preemptive is set)");
+	if (sp_mono_guards_stores () && !mono_threads_are_safepoints_enabled ())
+		return sp_error_set (err, "%s needs cooperative or hybrid thread suspension (MONO_THREADS_SUSPEND=preemptive is set)",
+				     sp_options.mode == SP_MODE_INCREMENTAL ? "--sp-mode=incremental" : "--sp-delta=on");
 	return 0;
 }
 
@@ -1651,6 +1651,10 @@ sp_barrier_copy (MonoObject *obj, const SpPreserveTicket *ticket, SpError *err)
 void
 sp_barrier_store (MonoObject *obj)
 {
+	if (sp_delta_between_snapshots ()) {
+		sp_delta_barrier (obj);
+		return;
+	}
 	/* Handled by this thread in this cycle already (written, or not in the snapshot): nothing to do, no lock. */
 	if (!obj || sp_unseen_object_known (obj))
 		return;

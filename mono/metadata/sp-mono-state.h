@@ -16,6 +16,7 @@
  *   sp-unseen.c     stores through pointers no barrier saw; native code in flight
  *   sp-cycle.c      incremental mode: the cycle, the SP and writer tasks, the
  *                   barrier's slow path
+ *   sp-delta.c      delta snapshots: what changed between snapshots, the chain
  *   sp-mono.c       starting (store, warm restart), stop-the-world SendPData,
  *                   the internal calls behind SPersistence.SPC, driver hooks
  *
@@ -134,6 +135,18 @@ sp_mono_warn (void *ctx, const char *message)
 	(void)ctx;
 	fprintf (stderr, "spmono: warning: %s\n", message);
 }
+
+/* Do stores need the barrier: in an incremental cycle, or to find what a delta holds (sp-delta.c)? */
+static inline gboolean
+sp_mono_guards_stores (void)
+{
+	return sp_options.mode == SP_MODE_INCREMENTAL || sp_options.delta;
+}
+
+/* sp-delta.c, for the barrier's slow paths before it. */
+static gboolean sp_delta_between_snapshots (void);
+static void sp_delta_barrier (MonoObject *obj);
+static int sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const SpSnapshot *last, SpError *err);
 
 /* sp-identity.c: where instances of klass keep their LID (0: they have no slot). */
 static guint32 sp_mono_identity_slot_of (MonoClass *klass);

@@ -21,6 +21,12 @@ sp_mono_start (SpError *err)
 	free (location);
 	if (rc < 0)
 		return -1;
+	if (sp_options.delta && strcmp (sp_store->ops->name, "pmem") == 0) {
+		sp_error_set (err, "--sp-delta=on needs a file store: the pmem store keeps 2 snapshots in place, not a chain");
+		sp_store_close (sp_store);
+		sp_store = NULL;
+		return -1;
+	}
 	SpLoaded loaded;
 	/*
 	 * Damaged snapshots are skipped (with a warning) in favour of older ones.  A
@@ -53,6 +59,7 @@ sp_mono_start (SpError *err)
 	sp_stats [SP_STAT_RESTORE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
 	if (sp_warm && sp_options.verbose)
 		fprintf (stderr, "spmono: warm restart from snapshot %llu in %s\n", (unsigned long long)seq, sp_store->location);
+	sp_delta_arm ();
 	sp_started = TRUE;
 	return 0;
 }
@@ -68,13 +75,16 @@ sp_mono_start (SpError *err)
  * spent serializing (the rest, writing and committing, is the store's).
  */
 static int
-sp_mono_stream_all (uint64_t seq, SpStream *st, uint64_t *ser_ns, SpError *err)
+sp_mono_stream_all (uint64_t seq, const GArray *changed, SpStream *st, uint64_t *ser_ns, SpError *err)
 {
 	SpSnapHeader h = { .sequence = seq, .time_ns = sp_mono_now_ns () };
 	uint64_t t = sp_mono_monotonic_ns (), store_ns = 0;
 	sp_ser.whole_objects = FALSE;
 	sp_ser_set_chunk (&sp_ser, sp_options.buffer);
-	if (sp_ser_begin (&sp_ser, &sp_out, &h, err) < 0 ||
+	if (changed)
+		sp_delta_header (&h);
+	if ((changed ? sp_ser_begin_delta (&sp_ser, &sp_out, &h, err) : sp_ser_begin (&sp_ser, &sp_out, &h, err)) < 0 ||
+	    (changed && sp_delta_give_changed (changed, err) < 0) ||
 	    sp_stream_begin (st, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err) < 0)
 		return -1;
 	int rc = 0;
@@ -97,7 +107,9 @@ sp_mono_stream_all (uint64_t seq, SpStream *st, uint64_t *ser_ns, SpError *err)
 			rc = 0;
 		}
 	}
-	sp_client_lid_reset ();
+	/* A chain keeps its LIDs for the next delta; otherwise the objects are let go now. */
+	if (!sp_options.delta)
+		sp_client_lid_reset ();
 	*ser_ns = sp_mono_monotonic_ns () - t - store_ns;
 	if (rc < 0)
 		sp_stream_abort (st);
@@ -111,10 +123,21 @@ sp_mono_send (SpError *err)
 	uint64_t t0 = sp_mono_monotonic_ns (), ser_ns = 0;
 	uint64_t seq = sp_store_next_sequence (sp_store);
 	SpStream st;
-	if (sp_mono_stream_all (seq, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
+	/* With --sp-delta: what changed since the last snapshot, taken at this instant; a delta when the chain allows. */
+	static GArray *changed;
+	gboolean delta = FALSE;
+	if (sp_options.delta) {
+		if (!changed)
+			changed = g_array_new (FALSE, FALSE, sizeof (guint32));
+		sp_delta_take (changed);
+		delta = sp_delta_next_is_delta ();
+	}
+	if (sp_mono_stream_all (seq, delta ? changed : NULL, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
 		sp_stats [SP_STAT_FAILURES]++;
+		sp_delta_failed ();
 		return sp_error_prefix (err, "SendPData");
 	}
+	sp_delta_committed (seq, delta, st.bytes, st.crc);
 	while (sp_store_retire (sp_store, UINT64_MAX))
 		;
 	uint64_t total_ns = sp_mono_monotonic_ns () - t0;
@@ -125,8 +148,8 @@ sp_mono_send (SpError *err)
 	sp_stats [SP_STAT_LAST_SERIALIZE_NS] = (gint64)ser_ns;
 	sp_stats [SP_STAT_LAST_COMMIT_NS] = (gint64)(total_ns - ser_ns);
 	if (sp_options.verbose)
-		fprintf (stderr, "spmono: snapshot %llu: %llu objects, %llu bytes, serialized in %.3f ms, written and committed in %.3f ms\n",
-			 (unsigned long long)seq, (unsigned long long)sp_ser.objects_written, (unsigned long long)st.bytes,
+		fprintf (stderr, "spmono: %s %llu: %llu objects, %llu bytes, serialized in %.3f ms, written and committed in %.3f ms\n",
+			 delta ? "delta" : "snapshot", (unsigned long long)seq, (unsigned long long)sp_ser.objects_written, (unsigned long long)st.bytes,
 			 ser_ns / 1e6, (total_ns - ser_ns) / 1e6);
 	/* Keep a chunk's worth between snapshots, not more (a large object may have grown it). */
 	if (sp_out.cap > 2 * (size_t)sp_options.buffer + (1u << 20))

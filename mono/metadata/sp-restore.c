@@ -220,6 +220,9 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, size
 			 n, n == 1 ? "" : "s", snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6,
 			 ru1.ru_minflt - ru0.ru_minflt);
 	}
+	/* A delta chain goes on from what was restored: its objects keep their LIDs (sp-delta.c). */
+	if (rc == 0 && restore_roots && sp_delta_adopt (r.objects, parts, n, &snap, err) < 0)
+		rc = SP_DECODE_UNFIT;
 	if (rc == 0) {
 		if (restore_roots)
 			sp_mono_restore_roots (&r, &snap);

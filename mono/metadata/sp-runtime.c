@@ -20,6 +20,7 @@
 #include "../spersist/sp-storelog.c"
 #include "../spersist/sp-wset.c"
 #include "../spersist/sp-kids.c"
+#include "../spersist/sp-cards.c"
 #include "../spersist/sp-serialize.c"
 #include "../spersist/sp-snapshot.c"
 #include "../spersist/sp-decode.c"
@@ -39,4 +40,5 @@
 #include "sp-restore.c"
 #include "sp-unseen.c"
 #include "sp-cycle.c"
+#include "sp-delta.c"
 #include "sp-mono.c"

@@ -115,13 +115,16 @@ sp_unseen_clear (void)
 	mono_os_mutex_unlock (&sp_unseen.lock);
 }
 
-/* The object barrier handled obj in the running cycle: stores into it are harmless from now on. */
+/*
+ * The object barrier handled obj under generation gen (read before it
+ * handled it): stores into it are harmless from now on, until that
+ * generation ends.
+ */
 static void
-sp_unseen_object_handled (MonoObject *obj)
+sp_unseen_object_handled_in (MonoObject *obj, gint32 gen)
 {
 	if (!sp_unseen.ready)
 		return;
-	gint32 gen = __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE);
 	guint32 epoch = sp_client_gc_epoch ();
 	if (sp_thread_safe.gen != gen || sp_thread_safe.epoch != epoch) {
 		memset (sp_thread_safe.lo, 0, sizeof sp_thread_safe.lo);
@@ -132,6 +135,13 @@ sp_unseen_object_handled (MonoObject *obj)
 	unsigned way = sp_thread_safe.next++ % SP_SAFE_WAYS;
 	sp_thread_safe.lo [way] = (uintptr_t)obj;
 	sp_thread_safe.hi [way] = (uintptr_t)obj + mono_object_get_size_internal (obj);
+}
+
+/* The object barrier handled obj in the running cycle. */
+static void
+sp_unseen_object_handled (MonoObject *obj)
+{
+	sp_unseen_object_handled_in (obj, __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE));
 }
 
 static gboolean
@@ -163,6 +173,22 @@ static gboolean
 sp_unseen_object_known (MonoObject *obj)
 {
 	return sp_unseen_in_safe_object ((uintptr_t)obj, (uintptr_t)obj + 1);
+}
+
+/*
+ * Between the snapshots of a delta chain: is [lo, hi) in what this thread
+ * allocated since the last snapshot?  Every world stop clears the threads'
+ * allocation areas (SGen's TLABs): a collection does, and so does a
+ * snapshot's instant (sp_delta_take).  So the thread's current area holds
+ * only objects allocated after the last snapshot, which the chain does not
+ * name yet: stores into them change nothing a delta must hold (a delta
+ * writes such an object whole when it reaches it).
+ */
+static gboolean
+sp_unseen_in_fresh_tlab (uintptr_t lo, uintptr_t hi)
+{
+	SgenThreadInfo *info = (SgenThreadInfo *)mono_thread_info_current ();
+	return info && info->tlab_start && lo >= (uintptr_t)info->tlab_start && hi <= (uintptr_t)info->tlab_next;
 }
 
 /*
@@ -238,7 +264,9 @@ sp_unseen_store (uintptr_t lo, uintptr_t len)
 		return;
 	/* For the harmless tests a REST store is its first byte: it stays inside that byte's object. */
 	uintptr_t hi = len == SP_STORELOG_REST || len > UINTPTR_MAX - lo ? lo + 1 : lo + len;
-	if (sp_unseen_on_own_stack (lo, hi) || sp_unseen_in_safe_object (lo, hi) || sp_unseen_in_young_object (lo, hi))
+	if (sp_unseen_on_own_stack (lo, hi) || sp_unseen_in_safe_object (lo, hi))
+		return;
+	if (sp_delta_between_snapshots () ? sp_unseen_in_fresh_tlab (lo, hi) : sp_unseen_in_young_object (lo, hi))
 		return;
 	MonoObject *large = sp_unseen_large_object (lo, hi);
 	if (large) {
@@ -252,9 +280,78 @@ sp_unseen_store (uintptr_t lo, uintptr_t len)
 		report = sp_unseen.warned = TRUE;
 	mono_os_mutex_unlock (&sp_unseen.lock);
 	__atomic_thread_fence (__ATOMIC_SEQ_CST);
-	if (report)
+	if (report && !sp_delta_between_snapshots ())
 		fprintf (stderr, "spmono: more than %u stores through pointers no barrier saw during one cycle: "
 			"they cannot all be checked, so this snapshot will not be committed\n", SP_UNSEEN_CAPACITY);
+}
+
+/* With the world stopped: the nursery object that holds addr (found from the scan start before it, as pinning does). */
+static MonoObject *
+sp_unseen_nursery_object_at (char *addr)
+{
+	GCMemSection *section = sgen_nursery_section;
+	size_t idx = (size_t)(addr - section->data) / SGEN_SCAN_START_SIZE;
+	char *p = section->scan_starts [idx];
+	while ((!p || p > addr) && idx)
+		p = section->scan_starts [--idx];
+	if (!p || p > addr)
+		p = section->data;
+	while (p <= addr) {
+		if (!*(void **)p) {             /* zeroed: an allocation area's unused end */
+			p += sizeof (gpointer);
+			continue;
+		}
+		size_t size = SGEN_ALIGN_UP (sgen_safe_object_get_size ((GCObject *)p));
+		if (addr < p + size)
+			return (MonoObject *)p;
+		p += size;
+	}
+	return NULL;
+}
+
+/*
+ * With the world stopped: the object that holds addr.  *in_heap is FALSE when
+ * addr is not in the GC's heap at all (static fields, native memory): no
+ * object of any snapshot is there.
+ */
+static MonoObject *
+sp_unseen_object_at (uintptr_t addr, gboolean *in_heap)
+{
+	char *p = (char *)addr, *start = NULL;
+	*in_heap = TRUE;
+	if (sgen_ptr_in_nursery (p))
+		return sp_unseen_nursery_object_at (p);
+	if (sgen_ptr_is_in_los (p, &start))
+		return (MonoObject *)start;
+	sgen_major_collector.ptr_is_in_non_pinned_space (p, &start);
+	if (start)
+		return sgen_major_collector.is_valid_object (start) ? (MonoObject *)start : NULL;
+	*in_heap = FALSE;
+	return NULL;
+}
+
+/*
+ * Between a chain's snapshots, at the next one's instant (the world stopped):
+ * the objects the logged stores fell into, each handed to `found`.  FALSE when
+ * one cannot be known (the log overflowed, or a store fell where no object
+ * is found): the snapshot must then not be a delta.
+ */
+static gboolean
+sp_unseen_objects_logged (void (*found) (MonoObject *obj))
+{
+	if (!sp_unseen.ready)
+		return TRUE;
+	if (sp_unseen.log.overflowed)
+		return FALSE;
+	for (uint32_t i = 0; i < sp_unseen.log.count; i++) {
+		gboolean in_heap;
+		MonoObject *obj = sp_unseen_object_at (sp_unseen.log.ranges [i].lo, &in_heap);
+		if (obj)
+			found (obj);
+		else if (in_heap)
+			return FALSE;
+	}
+	return TRUE;
 }
 
 void
@@ -395,6 +492,21 @@ sp_native_init (void)
  * writing.  Returns FALSE when it cannot tell (too many arguments in flight
  * on a thread, or a thread without a record of its own): the cycle fails.
  */
+/* Is any thread in native code with arguments it may write (or unknown)?  The world is stopped. */
+static gboolean
+sp_native_any_in_flight (void)
+{
+	if (__atomic_load_n (&sp_native.shared.depth, __ATOMIC_ACQUIRE))
+		return TRUE;
+	gint32 n = MIN (__atomic_load_n (&sp_native.count, __ATOMIC_ACQUIRE), SP_NATIVE_THREADS);
+	for (gint32 i = 0; i < n; i++) {
+		SpNativeCalls *c = __atomic_load_n (&sp_native.all [i], __ATOMIC_ACQUIRE);
+		if (c && __atomic_load_n (&c->depth, __ATOMIC_ACQUIRE))
+			return TRUE;
+	}
+	return FALSE;
+}
+
 static gboolean
 sp_native_log_in_flight (void)
 {
@@ -437,7 +549,7 @@ sp_native_param_written (MonoType *t)
 int
 sp_mono_emit_native_args_enter (MonoMethodBuilder *mb, MonoMethodSignature *sig, int param_shift)
 {
-	if (sp_options.mode != SP_MODE_INCREMENTAL)
+	if (!sp_mono_guards_stores ())
 		return 0;
 	int count = 0;
 	for (int i = 0; i < sig->param_count; i++) {

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib.h>
+
 static uint64_t sp_ser_cycle_counter;
 
 /* How many queued objects ahead sp_ser_step prefetches (about a memory latency of work). */
@@ -57,8 +59,17 @@ sp_ser_forget_preserved (SpSerializer *s)
 }
 
 void
+sp_ser_track_cards (SpSerializer *s)
+{
+	if (!s->cards)
+		s->cards = g_hash_table_new_full (NULL, NULL, NULL, free);
+}
+
+void
 sp_ser_free (SpSerializer *s)
 {
+	if (s->cards)
+		g_hash_table_destroy (s->cards);
 	sp_ser_forget_preserved (s);
 	free (s->preserved);
 	sp_ser_forget_poison (s);
@@ -245,6 +256,8 @@ sp_ser_reset_step (SpSerializer *s, size_t max_bytes)
 		sp_ser_forget_poison (s);
 		sp_ser_forget_preserved (s);
 		sp_queue_clear (&s->queue);
+		if (s->cards)
+			g_hash_table_remove_all (s->cards);
 		s->clean = true;
 		s->reset_phase = SP_RESET_STATES;
 		s->reset_at = s->reset_end = 0;
@@ -651,9 +664,46 @@ sp_ser_piece (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64
 		sp_buf_put_varint (s->out, count);
 		if (sp_ser_array_elements (s, c, from, count, err) < 0)
 			return -1;
+		SpCards *cards = s->cards && !s->out->oom ? g_hash_table_lookup (s->cards, GUINT_TO_POINTER (lid)) : NULL;
+		if (cards)          /* the very bytes written: an array with cards is copied as is (sp_ser_cardable) */
+			sp_cards_feed (cards, start * c->elem_size, s->out->data + s->out->len - bytes, bytes);
 	}
 	return sp_ser_check_unseen (s, obj, c, lid, from, from + bytes, err);
 }
+
+/* Is an array of class c and n elements worth cards (sp-cards.h)?  Its bytes must be written as they are in memory. */
+static bool
+sp_ser_cardable (const SpSerializer *s, const SpClass *c, uint64_t n)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return s->cards && c->kind == SP_CLASS_ARRAY && sp_class_is_primitive_array (c) && c->fields [0].kind != SP_KIND_BOOL &&
+	       n * c->elem_size >= SP_CARDS_MIN_BYTES;
+#else
+	(void)s, (void)c, (void)n;
+	return false;
+#endif
+}
+
+/* Array lid is written whole from now on (an ARRAY record, or a whole PATCH): its cards are fed as its pieces go out. */
+static int
+sp_ser_cards_begin (SpSerializer *s, const SpClass *c, uint32_t lid, uint64_t n, SpError *err)
+{
+	if (!sp_ser_cardable (s, c, n))
+		return 0;
+	SpCards *cards = sp_cards_new (n * c->elem_size);
+	if (!cards)
+		return sp_ser_oom (err);
+	g_hash_table_replace (s->cards, GUINT_TO_POINTER (lid), cards);
+	return 0;
+}
+
+/*
+ * A delta's PATCH records of array lid, whose cards say what the chain holds:
+ * the runs of cards that differ now, each in pieces, all at once (stop-the-
+ * world: nothing changes meanwhile on this thread).
+ */
+static int
+sp_ser_patch_cards (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpCards *cards, SpError *err);
 
 /* A delta's PATCH record of array lid of the chain, up to its piece (elements from `start`). */
 static void
@@ -683,6 +733,11 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 {
 	uint64_t n = sp_ser_length (obj, c);
 	SpBuf *o = s->out;
+	SpCards *cards = lid <= s->prior && s->cards ? g_hash_table_lookup (s->cards, GUINT_TO_POINTER (lid)) : NULL;
+	if (cards && cards->bytes == n * c->elem_size)
+		return sp_ser_patch_cards (s, obj, c, lid, cards, err);
+	if (sp_ser_cards_begin (s, c, lid, n, err) < 0)
+		return -1;
 	if (lid <= s->prior) {
 		sp_ser_patch_head (s, c, lid, 0);
 	} else if (c->kind == SP_CLASS_STRING) {
@@ -790,6 +845,27 @@ sp_ser_claim (SpSerializer *s, uint32_t lid)
 	if (!(*st & SP_SER_REACHED))
 		s->unreached_written++;
 	return 1;
+}
+
+static int
+sp_ser_patch_cards (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpCards *cards, SpError *err)
+{
+	const uint8_t *data = sp_client_array_data (obj);
+	uint64_t n = sp_ser_length (obj, c), per_card = SP_CARD_BYTES / c->elem_size, piece = sp_ser_piece_length (s, c);
+	uint32_t k = sp_cards_next_changed (cards, data, 0);
+	while (k < cards->ncards) {
+		uint32_t end = sp_cards_next_unchanged (cards, data, k + 1);
+		uint64_t first = k * per_card, last = (uint64_t)end * per_card < n ? (uint64_t)end * per_card : n;
+		for (uint64_t at = first; at < last; ) {
+			uint64_t count = last - at < piece ? last - at : piece;
+			sp_ser_patch_head (s, c, lid, at);
+			if (sp_ser_piece (s, obj, c, lid, at, count, err) < 0)
+				return -1;
+			at += count;
+		}
+		k = end < cards->ncards ? sp_cards_next_changed (cards, data, end + 1) : end;
+	}
+	return s->out->oom ? sp_ser_oom (err) : 0;
 }
 
 /* Write the record of object `lid` (obj) of class c (`whole`: no pieces left for later). */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "sp-buf.h"
+#include "sp-cards.h"
 #include "sp-error.h"
 #include "sp-format.h"
 #include "sp-kids.h"
@@ -59,6 +60,7 @@ typedef struct SpSerializer {
 	bool clean;              /* sp_ser_reset ran since the last snapshot */
 	SpWrittenSet *written;   /* if set, every object whose record a step completes is added (sp-wset.h) */
 	SpKids kids;             /* marking: each marked object's children's LIDs, for its record (sp-kids.h) */
+	struct _GHashTable *cards; /* delta chains (sp_ser_track_cards): LID -> SpCards of each long primitive array written */
 	/* sp_ser_reset_step's progress: which structure, and how far into it. */
 	unsigned reset_phase;
 	size_t reset_at, reset_end;
@@ -98,6 +100,12 @@ int sp_ser_reset_step (SpSerializer *s, size_t max_bytes);
 int sp_ser_begin_delta (SpSerializer *s, SpBuf *out, SpSnapHeader *h, SpError *err);
 /* Object lid of the chain (at most s->prior) changed: its new value goes in the delta. */
 int sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err);
+/*
+ * For delta chains: remember, for each long array of primitives written, a
+ * hash of each of its cards (sp-cards.h), so that a delta patches only the
+ * cards of a changed array that differ.  Until a full snapshot forgets them.
+ */
+void sp_ser_track_cards (SpSerializer *s);
 /*
  * After a restart: the objects a chain restored become this serializer's, so
  * that the next snapshot can be a delta on that chain.  sp_ser_adopt_begin

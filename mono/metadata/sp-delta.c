@@ -1,0 +1,272 @@
+/*
+ * sp-delta.c: delta snapshots (--sp-delta=on; docs/FORMAT.md, "Deltas";
+ * docs/INCREMENTAL.md, "Delta snapshots").  Part of the client
+ * (sp-mono-state.h), after sp-cycle.c.
+ *
+ * A chain is a full snapshot (its base) and deltas, each holding what the
+ * program changed since the snapshot before it.  The serializer keeps the
+ * LIDs it handed out from one snapshot of a chain to the next (they are the
+ * objects' identities in the chain), so a delta needs to know only which of
+ * those objects were stored into since the last snapshot:
+ *
+ *   - the store barrier stays armed between snapshots.  Its slow path
+ *     (sp_delta_barrier) finds the object's LID and adds it to the changed
+ *     set, once: the thread then remembers the object (sp_unseen's ways) and
+ *     its next stores into it stay on the barrier's short path;
+ *   - SendPData takes the changed set at one instant for every thread
+ *     (sp_delta_take: the world stopped, as an incremental cycle's start) and
+ *     starts a new one; every thread's remembered objects expire then (the
+ *     generation of sp_unseen), so the next store into one adds it again;
+ *   - an object with no LID is new: the delta reaches it through a changed
+ *     object or a root, and writes it whole.
+ *
+ * A store through a pointer that no object barrier covered is logged
+ * (sp-unseen.c, as in an incremental cycle), and the object it fell into is
+ * found at the next snapshot's instant, with the world stopped
+ * (sp_unseen_objects_logged).  What cannot be attributed to an object makes
+ * the next snapshot a full one, never a delta that misses it
+ * (sp_delta_force_full): a log that overflowed, native code in flight with
+ * arguments it may write when a snapshot is taken, a snapshot that failed
+ * (its changed set was consumed).  A full snapshot is also taken
+ * first, and whenever the chain's deltas add up to --sp-delta-ratio percent
+ * of its base: restore time and storage stay proportional to the state.
+ *
+ * Objects the chain's snapshots named stay in the LID table, and so alive,
+ * until the next base: a program that drops many objects keeps them at most
+ * that long.
+ *
+ * Locking: the changed set is under sp_lock (the barrier's slow path takes
+ * it; SendPData holds it while it takes the set and serializes).
+ */
+
+static struct {
+	gboolean armed;              /* the barrier is armed between snapshots (after the first SPC call) */
+	gboolean chained;            /* sp_ser's LIDs are the chain's: the next snapshot may be a delta */
+	uint64_t base_seq;           /* the chain's full snapshot */
+	uint64_t prev_seq;           /* its newest snapshot ... */
+	uint32_t prev_crc;           /* ... that one's checksum ... */
+	uint64_t base_bytes;         /* the base's size, and ... */
+	uint64_t delta_bytes;        /* ... its deltas' so far (for --sp-delta-ratio) */
+	GArray *bases;               /* the bases of the chains kept (--sp-keep of them), oldest first */
+	GArray *changed;             /* LIDs of the chain stored into since the last snapshot */
+	guint8 *in_changed;          /* [lid]: in `changed` */
+	size_t in_changed_cap;
+	gboolean full_due;           /* the next snapshot must be full: why says why */
+	char why [SP_ERROR_MAX];
+} sp_delta;
+
+static gboolean
+sp_delta_on (void)
+{
+	return sp_options.delta;
+}
+
+/* Between two snapshots of a chain, the barrier finds what changed (STW mode: there are no cycles). */
+static gboolean
+sp_delta_between_snapshots (void)
+{
+	return sp_delta.armed;
+}
+
+/* The next snapshot is full, whatever the chain's length (said once, with --sp-verbose). */
+static void
+sp_delta_force_full (const char *why)
+{
+	if (sp_delta.full_due)
+		return;
+	sp_delta.full_due = TRUE;
+	g_strlcpy (sp_delta.why, why, sizeof sp_delta.why);
+	if (sp_options.verbose)
+		fprintf (stderr, "spmono: the next snapshot will be full: %s\n", why);
+}
+
+static void
+sp_delta_init_sets (void)
+{
+	if (sp_delta.changed)
+		return;
+	sp_delta.changed = g_array_new (FALSE, FALSE, sizeof (guint32));
+	sp_delta.bases = g_array_new (FALSE, FALSE, sizeof (guint64));
+	sp_ser_track_cards (&sp_ser);       /* long arrays: only their changed cards go in a delta */
+}
+
+/* At the end of the first SPC call's start (the store open, a chain maybe restored): armed from now on. */
+static void
+sp_delta_arm (void)
+{
+	if (!sp_delta_on () || sp_delta.armed)
+		return;
+	sp_delta_init_sets ();
+	sp_unseen_init ();
+	sp_delta.armed = TRUE;
+	__atomic_store_n (&sp_barrier_active, 1, __ATOMIC_RELEASE);
+}
+
+/* Under sp_lock: obj was stored into; remember its LID if the chain has it. */
+static void
+sp_delta_note_locked (MonoObject *obj)
+{
+	if (!sp_delta.chained)
+		return;
+	uint32_t lid = sp_ser_lid_if_known (&sp_ser, obj);
+	if (!lid)
+		return;                  /* new since the last snapshot: written whole when reached */
+	if (lid >= sp_delta.in_changed_cap) {
+		size_t cap = sp_delta.in_changed_cap ? sp_delta.in_changed_cap : 4096;
+		while (cap <= lid)
+			cap *= 2;
+		guint8 *grown = g_realloc (sp_delta.in_changed, cap);
+		memset (grown + sp_delta.in_changed_cap, 0, cap - sp_delta.in_changed_cap);
+		sp_delta.in_changed = grown;
+		sp_delta.in_changed_cap = cap;
+	}
+	if (sp_delta.in_changed [lid])
+		return;
+	sp_delta.in_changed [lid] = 1;
+	g_array_append_val (sp_delta.changed, lid);
+}
+
+/*
+ * The barrier's slow path between snapshots.  The thread remembers obj under
+ * the generation read before the lock: if a snapshot took the changed set
+ * meanwhile, that generation is stale and the next store comes back here.
+ */
+static void
+sp_delta_barrier (MonoObject *obj)
+{
+	if (!obj || sp_unseen_object_known (obj))
+		return;
+	gint32 gen = __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE);
+	mono_coop_mutex_lock (&sp_lock);
+	sp_delta_note_locked (obj);
+	mono_coop_mutex_unlock (&sp_lock);
+	sp_unseen_object_handled_in (obj, gen);
+}
+
+/* Should the snapshot about to be taken be a delta?  Under sp_lock. */
+static gboolean
+sp_delta_next_is_delta (void)
+{
+	if (!sp_delta_on () || !sp_delta.chained || sp_delta.full_due)
+		return FALSE;
+	return sp_delta.delta_bytes * 100 < (uint64_t)sp_options.delta_ratio * sp_delta.base_bytes;
+}
+
+/*
+ * The instant of the snapshot, under sp_lock: with the world stopped (no
+ * thread between a barrier and its store), the changed set is taken into
+ * `taken` and a new one begun; every thread's remembered objects expire.
+ * Native code running now may write what it was given after this instant,
+ * with no barrier: the snapshot after this one is then full.
+ */
+static void
+sp_delta_take (GArray *taken)
+{
+	sgen_gc_lock ();
+	mono_threads_short_stop_spin_ns = sp_start_stop_spin_ns ();
+	sgen_stop_world (0, FALSE);
+	if (!sp_unseen_objects_logged (sp_delta_note_locked))
+		sp_delta_force_full ("a store through a pointer that no barrier saw, into an object that cannot be found");
+	g_array_set_size (taken, 0);
+	g_array_append_vals (taken, sp_delta.changed->data, sp_delta.changed->len);
+	for (guint i = 0; i < sp_delta.changed->len; i++)
+		sp_delta.in_changed [g_array_index (sp_delta.changed, guint32, i)] = 0;
+	g_array_set_size (sp_delta.changed, 0);
+	sp_unseen_clear ();
+	/* Every thread allocates in a new area from now on: what it holds is younger than this snapshot (sp-unseen.c). */
+	sgen_clear_tlabs ();
+	gboolean native_busy = sp_native_any_in_flight ();
+	sp_start_restart_world ();
+	if (native_busy)
+		sp_delta_force_full ("native code was running with arguments it may write");
+}
+
+/* The delta's header fields: its chain.  Under sp_lock. */
+static void
+sp_delta_header (SpSnapHeader *h)
+{
+	h->base_sequence = sp_delta.base_seq;
+	h->prev_sequence = sp_delta.prev_seq;
+	h->prev_crc = sp_delta.prev_crc;
+}
+
+/* Hand the delta the objects taken at its instant. */
+static int
+sp_delta_give_changed (const GArray *taken, SpError *err)
+{
+	for (guint i = 0; i < taken->len; i++)
+		if (sp_ser_changed (&sp_ser, g_array_index (taken, guint32, i), err) < 0)
+			return -1;
+	return 0;
+}
+
+/* The store keeps every snapshot from the oldest base of the --sp-keep newest chains on. */
+static void
+sp_delta_retain (void)
+{
+	while (sp_delta.bases->len > sp_options.keep)
+		g_array_remove_index (sp_delta.bases, 0);
+	sp_store->retain_from = sp_delta.bases->len ? g_array_index (sp_delta.bases, guint64, 0) : 0;
+}
+
+/* Snapshot seq (a delta or not) is committed: the chain goes on from it.  Under sp_lock. */
+static void
+sp_delta_committed (uint64_t seq, gboolean delta, uint64_t bytes, uint32_t crc)
+{
+	if (!sp_delta_on ())
+		return;
+	if (!delta) {
+		sp_delta.base_seq = seq;
+		sp_delta.base_bytes = bytes;
+		sp_delta.delta_bytes = 0;
+		sp_delta.full_due = FALSE;
+		g_array_append_val (sp_delta.bases, seq);
+	} else {
+		sp_delta.delta_bytes += bytes;
+	}
+	sp_delta.chained = TRUE;
+	sp_delta.prev_seq = seq;
+	sp_delta.prev_crc = crc;
+	sp_delta_retain ();
+}
+
+/* A snapshot failed: the changes it took are gone with it, so the next one is full. */
+static void
+sp_delta_failed (void)
+{
+	if (sp_delta_on ())
+		sp_delta_force_full ("the last snapshot failed");
+}
+
+/*
+ * After a warm restart: the restored chain's objects (lid -> object in
+ * `objects`) become the serializer's, and the next snapshot a delta on the
+ * chain.  The restored chain counts as the newest kept; older ones go.
+ */
+static int
+sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const SpSnapshot *last, SpError *err)
+{
+	if (!sp_delta_on ())
+		return 0;
+	uint32_t count = last->trailer.nobjects;
+	if (sp_mono_lid_table_grow (count + count / 4 + 1024, err) < 0)
+		return -1;
+	sp_ser_adopt_begin (&sp_ser);
+	for (uint32_t lid = 1; lid <= count; lid++)
+		if (sp_ser_adopt (&sp_ser, lid, mono_array_get_fast (objects, MonoObject *, lid), err) < 0)
+			return -1;
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		bytes += parts [i].size;
+	sp_delta.chained = TRUE;
+	sp_delta.base_seq = n > 1 ? last->header.base_sequence : last->header.sequence;
+	sp_delta.base_bytes = parts [0].size;
+	sp_delta.delta_bytes = bytes - parts [0].size;
+	sp_delta.prev_seq = last->header.sequence;
+	sp_delta.prev_crc = last->trailer.crc;
+	sp_delta_init_sets ();
+	g_array_set_size (sp_delta.bases, 0);
+	g_array_append_val (sp_delta.bases, sp_delta.base_seq);
+	sp_delta_retain ();
+	return 0;
+}

@@ -1,0 +1,143 @@
+// Delta: a plant whose periods each change a little of a large state, persisted
+// with --sp-delta=on.  Period p's changes are a pure function of p (Mutate), so
+// the state after period p can be rebuilt from nothing (Expected) and compared
+// with what a restart restored, object by object, with identity.
+//
+//   Delta.exe run P         restore (or build), check, then periods up to P:
+//                           mutate, SendPData, print "durable p" (stop-the-world:
+//                           SendPData returns once it is durable)
+//   Delta.exe check         restore, check, print "restored p", exit
+//   Delta.exe unseen        restore, then a store through a ref taken before
+//                           SendPData into an ordinary (small) array, which no
+//                           barrier names, and SendPData again: the snapshot
+//                           must hold the store (the object it fell into is
+//                           found at the snapshot's instant)
+//   Delta.exe peek          restore without checking, print small[5]
+// Every check failure prints "CHECK FAILED" (TestUtil.cs) and exits non-zero.
+// mcs takes a ref local that is only stored through for an unused variable (CS0219).
+#pragma warning disable 219
+using System;
+using System.Collections.Generic;
+using SPersistence;
+
+[SPersistent]
+class Cell
+{
+	[SPersistentField] public long Value;
+	[SPersistentField] public Cell Next;
+	[SPersistentField] public string Label;
+}
+
+[SPersistent]
+class Plant
+{
+	[SPersistentField] public int Period;
+	[SPersistentField] public Cell [] Cells;
+	[SPersistentField] public long [] Samples;   // a large object
+	[SPersistentField] public int [] Small;      // an ordinary one
+}
+
+static class Program
+{
+	const int CellCount = 20000, SampleCount = 200000, SmallCount = 64;
+
+	static Plant Initial ()
+	{
+		var p = new Plant { Cells = new Cell [CellCount], Samples = new long [SampleCount], Small = new int [SmallCount] };
+		for (int i = 0; i < CellCount; i++)
+			p.Cells [i] = new Cell { Value = i, Label = "cell " + i };
+		for (int i = 0; i < CellCount; i++)
+			p.Cells [i].Next = p.Cells [(i + 1) % CellCount];
+		return p;
+	}
+
+	// Period p's stores: fields, references to old and new cells, elements of both arrays.
+	static void Mutate (Plant p, int period)
+	{
+		var r = new Random (period);
+		for (int k = 0; k < 40; k++) {
+			int i = r.Next (CellCount);
+			switch (r.Next (5)) {
+			case 0: p.Cells [i].Value = period * 1000L + k; break;
+			case 1: p.Cells [i].Next = p.Cells [r.Next (CellCount)]; break;
+			case 2: p.Cells [i] = new Cell { Value = -period, Label = "new " + period + "." + k, Next = p.Cells [r.Next (CellCount)] }; break;
+			case 3: p.Samples [r.Next (SampleCount)] = period * 7L + k; break;
+			default: p.Small [r.Next (SmallCount)] = period; break;
+			}
+		}
+		p.Period = period;
+	}
+
+	static Plant Expected (int period)
+	{
+		Plant p = Initial ();
+		for (int q = 1; q <= period; q++)
+			Mutate (p, q);
+		return p;
+	}
+
+	// Same values everywhere, and the same sharing: a Next that is a cell of the array is that same cell.
+	static void Check (Plant got, Plant want)
+	{
+		T.Eq (want.Period, got.Period, "period");
+		var index = new Dictionary<Cell, int> ();
+		for (int i = 0; i < CellCount; i++)
+			index [want.Cells [i]] = i;
+		for (int i = 0; i < CellCount; i++) {
+			Cell g = got.Cells [i], w = want.Cells [i];
+			T.Eq (w.Value, g.Value, "value of cell " + i);
+			T.Eq (w.Label, g.Label, "label of cell " + i);
+			int j;
+			if (index.TryGetValue (w.Next, out j))
+				T.Check (object.ReferenceEquals (g.Next, got.Cells [j]), "cell " + i + " links to cell " + j);
+			else
+				T.Eq (w.Next.Value, g.Next.Value, "value of what cell " + i + " links to");
+		}
+		for (int i = 0; i < SampleCount; i++)
+			if (want.Samples [i] != got.Samples [i])
+				T.Eq (want.Samples [i], got.Samples [i], "sample " + i);
+		for (int i = 0; i < SmallCount; i++)
+			T.Eq (want.Small [i], got.Small [i], "small " + i);
+	}
+
+	static Plant Restore ()
+	{
+		if (!SPC.IsWarmRestart ()) {
+			Plant p = Initial ();
+			SPC.AddRoot (p);
+			Console.WriteLine ("restored 0");
+			return p;
+		}
+		var got = (Plant)SPC.RecvPData (1);
+		Check (got, Expected (got.Period));
+		Console.WriteLine ("restored " + got.Period);
+		return got;
+	}
+
+	static int Main (string [] args)
+	{
+		if (args [0] == "peek") {
+			var got = (Plant)SPC.RecvPData (1);
+			Console.WriteLine ("small[5] " + got.Small [5]);
+			return 0;
+		}
+		Plant p = Restore ();
+		if (args [0] == "check")
+			return 0;
+		if (args [0] == "unseen") {
+			ref int slot = ref p.Small [5];
+			SPC.SendPData ();
+			slot = 4242;                  // after the snapshot, through a ref no barrier can tie to p.Small
+			SPC.SendPData ();
+			Console.WriteLine ("small[5] " + p.Small [5]);
+			return 0;
+		}
+		int last = int.Parse (args [1]);
+		for (int period = p.Period + 1; period <= last; period++) {
+			Mutate (p, period);
+			SPC.SendPData ();
+			Console.WriteLine ("durable " + period);
+		}
+		return 0;
+	}
+}

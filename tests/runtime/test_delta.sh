@@ -1,0 +1,67 @@
+# Delta snapshots (--sp-delta=on), stop-the-world mode: a chain of deltas on a
+# full snapshot restores exactly (Delta.cs rebuilds the expected state and
+# compares object by object); the first snapshot after a restart is a delta
+# on the restored chain; kill -9 at random instants restores a consistent
+# state not older than the last durable one; a damaged delta falls back to
+# the chain before it; a store through a ref no barrier names is not lost;
+# a pmem store is refused by name.
+source "$SRCDIR/lib.sh"
+compile delta.exe "$SRCDIR/Delta.cs"
+DELTA=(--sp-store=store --sp-delta=on --sp-verbose)
+
+# 1. A chain: the first snapshot full, then deltas far smaller than it.
+"$SPMONO" "${DELTA[@]}" delta.exe run 20 > run1.out 2>&1 || fail "run: $(tail -5 run1.out)"
+grep -q "^spmono: snapshot 1:" run1.out || fail "the first snapshot is not full: $(head -5 run1.out)"
+deltas=$(grep -c "^spmono: delta " run1.out || true)
+[ "$deltas" -ge 10 ] || fail "only $deltas of 20 snapshots were deltas: $(grep '^spmono: ' run1.out)"
+full=$(sed -n 's/^spmono: snapshot 1: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' run1.out)
+biggest=$(sed -n 's/^spmono: delta [0-9]*: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' run1.out | sort -n | tail -1)
+[ "$biggest" -lt $((full / 10)) ] || fail "a delta of $biggest bytes against a full snapshot of $full"
+echo "20 periods: $deltas deltas, the largest $biggest bytes, the full snapshot $full"
+
+# 2. A restart restores the chain exactly, and its first snapshot is a delta on it.
+"$SPMONO" "${DELTA[@]}" delta.exe run 25 > run2.out 2>&1 || fail "second run: $(tail -5 run2.out)"
+grep -q "^restored 20$" run2.out || fail "not restored at 20: $(head -5 run2.out)"
+first=$(grep -m1 "^spmono: \(delta\|snapshot\) " run2.out)
+case "$first" in "spmono: delta 21:"*) ;; *) fail "the first snapshot after the restart is not a delta: $first" ;; esac
+"$SPMONO" "${DELTA[@]}" delta.exe check > check.out 2>&1 || fail "check: $(tail -5 check.out)"
+grep -q "^restored 25$" check.out || fail "check did not restore 25: $(cat check.out)"
+
+# 3. kill -9 at random instants: every restore is consistent and not older than the last durable period.
+prev=25
+for t in $(seq "${KILL_TRIALS:-12}"); do
+	"$SPMONO" "${DELTA[@]}" delta.exe run 1000000 > kill.$t 2>&1 &
+	pid=$!
+	for i in $(seq 300); do grep -q "^durable" kill.$t && break; sleep 0.05; done
+	sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+	kill -9 $pid; wait $pid 2>/dev/null || true
+	grep -q "CHECK FAILED" kill.$t && fail "trial $t: inconsistent restore: $(grep -m3 CHECK kill.$t)"
+	restored=$(sed -n 's/^restored //p' kill.$t)
+	[ -n "$restored" ] || fail "trial $t: not restored: $(head -c 3000 kill.$t)"
+	[ "$restored" -ge "$prev" ] || fail "trial $t restored $restored, but $prev was durable"
+	last=$(sed -n 's/^durable //p' kill.$t | tail -1)
+	prev=${last:-$restored}
+done
+"$SPMONO" "${DELTA[@]}" delta.exe check > final.out 2>&1 || fail "final check: $(tail -5 final.out)"
+echo "kill -9 ${KILL_TRIALS:-12} times: every restore exact, none older than the last durable period"
+
+# 4. A damaged newest snapshot: the chain before it restores, with a warning naming it.
+newest=$(ls store/snap-*.spm | tail -1)
+n=$(sed -n 's/^restored //p' final.out)
+printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
+"$SPMONO" "${DELTA[@]}" delta.exe check > damaged.out 2>&1 || fail "check after damage: $(tail -5 damaged.out)"
+grep -q "skipping damaged snapshot" damaged.out || fail "no warning for the damaged snapshot: $(cat damaged.out)"
+grep -q "^restored $((n - 1))$" damaged.out || fail "expected period $((n - 1)) after damaging $newest: $(cat damaged.out)"
+
+# 5. A store through a ref taken before SendPData lands in the next snapshot.
+rm -rf store
+"$SPMONO" "${DELTA[@]}" delta.exe run 3 > /dev/null 2>&1 || fail "run before unseen"
+"$SPMONO" "${DELTA[@]}" delta.exe unseen > unseen.out 2>&1 || fail "unseen: $(tail -5 unseen.out)"
+grep -q "^small\[5\] 4242$" unseen.out || fail "the store did not happen: $(cat unseen.out)"
+"$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "peek: $(tail -5 peek.out)"
+grep -q "^small\[5\] 4242$" peek.out || fail "the store through a ref was lost: $(cat peek.out unseen.out)"
+
+# 6. Bad combinations are refused by name.
+expect_fail "needs a file store" "$SPMONO" --sp-store=pmem:$PWD/p.pmem --sp-delta=on delta.exe run 1
+expect_fail "sp-delta takes on or off" "$SPMONO" --sp-delta=yes delta.exe run 1
+echo ok
