@@ -343,7 +343,8 @@ sp_chain_check (const SpChainPart *parts, size_t n, SpSnapTrailer *last, size_t 
 	SpSnapTrailer prev_trailer, t;
 	for (size_t i = 0; i < n; i++) {
 		*failed = i;
-		if (sp_snapshot_check (parts [i].data, parts [i].size, &h, &t, err) < 0)
+		if (sp_snapshot_check (parts [i].data, parts [i].size, &h, &t, err) < 0 ||
+		    sp_snapshot_counts_fit (&h, &t, parts [i].size, err) < 0)
 			return -1;
 		if (i == 0 && sp_header_is_delta (&h))
 			return sp_error_set (err, "a chain starts at a full snapshot; %llu is a delta", (unsigned long long)h.sequence);

@@ -460,6 +460,8 @@ sp_u32_cmp (const void *a, const void *b)
 static int
 sp_walk_unique_redefinitions (SpWalk *w)
 {
+	if (w->nredefined < 2)
+		return 0;
 	qsort (w->redefined, w->nredefined, sizeof *w->redefined, sp_u32_cmp);
 	for (uint32_t i = 1; i < w->nredefined; i++)
 		if (w->redefined [i] == w->redefined [i - 1])
@@ -516,17 +518,27 @@ sp_walk_complete (SpWalk *w)
 	return 0;
 }
 
+int
+sp_snapshot_counts_fit (const SpSnapHeader *h, const SpSnapTrailer *t, size_t size, SpError *err)
+{
+	/* Smallest records: an object 3 bytes, a class 6, a root 3.  A delta holds its new objects only. */
+	size_t body_size = size - h->header_size - SP_FORMAT_TRAILER_SIZE;
+	uint32_t fresh = t->nobjects - h->prior_objects;
+	if (fresh > body_size / 3 || t->nclasses > body_size / 6 || t->nroots > body_size / 3)
+		return sp_error_set (err, "malformed snapshot: counts (%u new objects, %u classes, %u roots) exceed what %zu bytes can hold",
+				     fresh, t->nclasses, t->nroots, body_size);
+	return 0;
+}
+
 /* Allocations sized by trailer counts, which were bounded by the input size first. */
 static int
-sp_walk_alloc (SpWalk *w, size_t body_size)
+sp_walk_alloc (SpWalk *w)
 {
 	SpSnapshot *s = w->snap;
 	const SpSnapTrailer *t = &s->trailer;
-	/* Smallest records: an object 3 bytes, a class 6, a root 3.  A delta holds its new objects only. */
+	if (sp_snapshot_counts_fit (&s->header, t, s->size, w->err) < 0)
+		return -1;
 	uint32_t fresh = t->nobjects - w->prior;
-	if (fresh > body_size / 3 || t->nclasses > body_size / 6 || t->nroots > body_size / 3)
-		return sp_error_set (w->err, "malformed snapshot: counts (%u new objects, %u classes, %u roots) exceed what %zu bytes can hold",
-				     fresh, t->nclasses, t->nroots, body_size);
 	w->kinds = calloc ((size_t)fresh + 1, 1);
 	s->classes = calloc ((size_t)t->nclasses + 1, sizeof *s->classes);
 	s->roots = calloc ((size_t)t->nroots + 1, sizeof *s->roots);
@@ -546,7 +558,7 @@ sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, SpSnapshot *snap,
 	if (sp_snapshot_check (data, size, &snap->header, &snap->trailer, err) < 0)
 		return -1;
 	w->prior = snap->header.prior_objects;
-	if (sp_walk_alloc (w, size - snap->header.header_size - SP_FORMAT_TRAILER_SIZE) < 0)
+	if (sp_walk_alloc (w) < 0)
 		return -1;
 	if (sink->begin && sink->begin (ctx, snap, err) < 0)
 		return -1;

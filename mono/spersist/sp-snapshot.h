@@ -108,6 +108,12 @@ sp_snapshot_object_const (const SpSnapshot *snap, uint32_t lid)
 
 /* Header, trailer and checksum; fills header/trailer (either may be NULL). */
 int sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSnapTrailer *trailer, SpError *err);
+/*
+ * Do a checked file's counts fit its size (every record takes a few bytes)?
+ * Before anything is allocated by them: a reader's memory stays within a
+ * multiple of its input.  (sp_snapshot_parse and the decoders check it.)
+ */
+int sp_snapshot_counts_fit (const SpSnapHeader *h, const SpSnapTrailer *t, size_t size, SpError *err);
 /* Full validation and indexing; `data` must outlive `snap`. */
 int sp_snapshot_parse (const uint8_t *data, size_t size, SpSnapshot *snap, SpError *err);
 void sp_snapshot_free (SpSnapshot *snap);

@@ -14,21 +14,51 @@
  * Properties checked besides memory safety: parse and decode agree on
  * whether the input is valid, and decode never creates more objects than the
  * trailer counts.
+ *
+ * A delta input (version 2) is also read as the second part of a chain
+ * (sp_chain_decode) on a built-in full snapshot: its header's links are
+ * rewritten to name that snapshot, so that mutations reach the rules of
+ * deltas (prior objects given again, patches, new objects).  Properties: a
+ * delta that does not parse alone never applies, and a chain that applies
+ * has made exactly its objects.
  */
 #include "sp-crc32c.h"
 #include "sp-snapshot.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The built-in full snapshot deltas apply to (tests/unit/craft-chain.c's: two App.Node, an int[6]). */
+static const uint8_t fuzz_chain_base [] = {
+	0x89, 0x53, 0x50, 0x4d, 0x0d, 0x0a, 0x1a, 0x0a, 0x01, 0x00, 0x28, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0xe9, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x01, 0x01, 0x01, 0x03, 0x41, 0x70, 0x70, 0x08,
+	0x41, 0x70, 0x70, 0x2e, 0x4e, 0x6f, 0x64, 0x65, 0x02, 0x05, 0x76, 0x61,
+	0x6c, 0x75, 0x65, 0x07, 0x04, 0x6e, 0x65, 0x78, 0x74, 0x0d, 0x08, 0x41,
+	0x70, 0x70, 0x2e, 0x4e, 0x6f, 0x64, 0x65, 0x01, 0x02, 0x03, 0x08, 0x6d,
+	0x73, 0x63, 0x6f, 0x72, 0x6c, 0x69, 0x62, 0x0e, 0x53, 0x79, 0x73, 0x74,
+	0x65, 0x6d, 0x2e, 0x49, 0x6e, 0x74, 0x33, 0x32, 0x5b, 0x5d, 0x01, 0x00,
+	0x07, 0x02, 0x01, 0x01, 0x07, 0x00, 0x00, 0x00, 0x02, 0x02, 0x02, 0x01,
+	0x08, 0x00, 0x00, 0x00, 0x00, 0x04, 0x03, 0x02, 0x06, 0x06, 0x01, 0x00,
+	0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x04, 0x00,
+	0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x06, 0x01,
+	0x01, 0x06, 0x02, 0x03, 0x7f, 0x02, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00,
+	0x00, 0x02, 0x00, 0x00, 0x00, 0xf5, 0x1b, 0xcf, 0xa5,
+};
+
+#define FUZZ_MAX_CLASSES 4096
+
 typedef struct Restore {
 	void **objects;          /* [1..nobjects] */
+	SpClass **classes;       /* [1..nobjects]: each object's live class (NULL: a string) */
+	uint64_t *lengths;       /* [1..nobjects] */
 	uint32_t nobjects;
 	uint32_t created;
-	SpClass *live;           /* [1..nclasses]: made from the snapshot's classes */
+	SpClass *live [FUZZ_MAX_CLASSES]; /* made from the snapshots' classes, one per name and layout */
 	uint32_t nlive;
-	uint32_t resolved;
 } Restore;
 
 static int
@@ -36,29 +66,56 @@ fuzz_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
 {
 	Restore *r = ctx;
 	r->objects = calloc ((size_t)t->nobjects + 1, sizeof *r->objects);
-	r->live = calloc ((size_t)t->nclasses + 1, sizeof *r->live);
-	if (!r->objects || !r->live)
+	r->classes = calloc ((size_t)t->nobjects + 1, sizeof *r->classes);
+	r->lengths = calloc ((size_t)t->nobjects + 1, sizeof *r->lengths);
+	if (!r->objects || !r->classes || !r->lengths)
 		return sp_error_set (err, "out of memory");
 	r->nobjects = t->nobjects;
-	r->nlive = t->nclasses;
 	return 0;
+}
+
+/* The same live class for the same name and leaves, in whichever file of a chain. */
+static SpClass *
+fuzz_find_live (Restore *r, const SpSnapClass *c)
+{
+	for (uint32_t i = 0; i < r->nlive; i++) {
+		SpClass *l = r->live [i];
+		if (l->kind != c->kind || l->nfields != c->nfields || strcmp (l->name, c->name) != 0)
+			continue;
+		bool same = true;
+		for (uint32_t f = 0; f < c->nfields && same; f++) {
+			const SpField *a = &l->fields [f], *b = &c->fields [f];
+			same = a->kind == b->kind && strcmp (a->name, b->name) == 0 &&
+			       (a->kind != SP_KIND_REF || strcmp (a->type_name ? a->type_name : "", b->type_name ? b->type_name : "") == 0);
+		}
+		if (same)
+			return l;
+	}
+	return NULL;
 }
 
 static int
 fuzz_resolve (void *ctx, SpSnapClass *c, SpError *err)
 {
 	Restore *r = ctx;
-	if (r->resolved >= r->nlive)
-		return sp_error_set (err, "more classes than the trailer said");
-	SpClass *live = &r->live [++r->resolved];
+	if ((c->resolved = fuzz_find_live (r, c)))
+		return 0;
+	if (r->nlive == FUZZ_MAX_CLASSES)
+		return sp_error_set (err, "too many classes");
+	SpClass *live = r->live [r->nlive++] = calloc (1, sizeof *live);
+	if (!live)
+		return sp_error_set (err, "out of memory");
+	/* Its own copies of the names: a chain's earlier files are freed while later ones restore. */
 	live->kind = c->kind;
-	live->name = c->name;
+	live->name = strdup (c->name);
 	live->nfields = c->nfields;
 	live->fields = calloc (c->nfields ? c->nfields : 1, sizeof *live->fields);
-	if (!live->fields)
+	if (!live->name || !live->fields)
 		return sp_error_set (err, "out of memory");
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		live->fields [i] = c->fields [i];
+		live->fields [i].name = strdup (c->fields [i].name);
+		live->fields [i].type_name = c->fields [i].type_name ? strdup (c->fields [i].type_name) : NULL;
 		live->fields [i].offset = 8 * i;
 	}
 	live->elem_size = 8 * (c->nfields ? c->nfields : 1);
@@ -79,7 +136,21 @@ fuzz_create (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t length, SpE
 	r->objects [lid] = calloc (n ? n : 1, unit);
 	if (!r->objects [lid])
 		return sp_error_set (err, "out of memory"), NULL;
+	r->classes [lid] = c ? c->resolved : NULL;
+	r->lengths [lid] = length;
 	r->created++;
+	return r->objects [lid];
+}
+
+/* A delta's record of an object the chain made: the same live class, and long enough for a patch. */
+static void *
+fuzz_reuse (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t end, SpError *err)
+{
+	Restore *r = ctx;
+	if (lid == 0 || lid > r->nobjects || !r->objects [lid])
+		abort ();                                   /* the walk lets only the chain's objects through */
+	if (r->classes [lid] != c->resolved || (c->kind == SP_CLASS_ARRAY && end > r->lengths [lid]))
+		return sp_error_set (err, "object %u is not what the delta says", lid), NULL;
 	return r->objects [lid];
 }
 
@@ -108,6 +179,7 @@ static const SpDecodeOps fuzz_ops = {
 	.create = fuzz_create,
 	.base = fuzz_base,
 	.store_ref = fuzz_store_ref,
+	.reuse = fuzz_reuse,
 };
 
 static void
@@ -115,10 +187,18 @@ restore_free (Restore *r)
 {
 	for (uint32_t i = 1; r->objects && i <= r->nobjects; i++)
 		free (r->objects [i]);
-	for (uint32_t i = 1; r->live && i <= r->nlive; i++)
-		free (r->live [i].fields);
+	for (uint32_t i = 0; i < r->nlive; i++) {
+		for (uint32_t f = 0; r->live [i]->fields && f < r->live [i]->nfields; f++) {
+			free ((char *)r->live [i]->fields [f].name);
+			free ((char *)r->live [i]->fields [f].type_name);
+		}
+		free ((char *)r->live [i]->name);
+		free (r->live [i]->fields);
+		free (r->live [i]);
+	}
 	free (r->objects);
-	free (r->live);
+	free (r->classes);
+	free (r->lengths);
 }
 
 static void
@@ -132,12 +212,57 @@ read_twice (const uint8_t *data, size_t size)
 	SpSnapshot dsnap;
 	int decoded = sp_snapshot_decode (data, size, &fuzz_ops, &r, &dsnap, &err);
 	sp_snapshot_free (&dsnap);
-	/* A valid snapshot decodes (every class is live here); an invalid one never does. */
-	if ((parsed == 0) != (decoded == 0))
+	/*
+	 * A valid full snapshot decodes (every class is live here); an invalid one
+	 * never does; a delta never decodes alone (read_as_delta applies it).
+	 */
+	SpSnapHeader h;
+	bool delta = sp_snapshot_check (data, size, &h, NULL, &err) == 0 && sp_header_is_delta (&h);
+	if (delta ? decoded == 0 : (parsed == 0) != (decoded == 0))
 		abort ();
 	if (decoded == 0 && r.created != r.nobjects)
 		abort ();
 	restore_free (&r);
+}
+
+/* A delta input, its links rewritten to name the built-in base, then its checksum: read alone and as a chain. */
+static void
+read_as_delta (const uint8_t *data, size_t size)
+{
+	if (size < SP_FORMAT_DELTA_HEADER_SIZE + SP_FORMAT_TRAILER_SIZE || sp_get_le (data + 8, 2) != SP_FORMAT_VERSION_DELTA)
+		return;
+	static uint32_t base_crc, base_objects;
+	if (!base_objects) {
+		SpSnapTrailer t;
+		if (sp_snapshot_check (fuzz_chain_base, sizeof fuzz_chain_base, NULL, &t, NULL) < 0)
+			abort ();
+		base_crc = t.crc;
+		base_objects = t.nobjects;
+	}
+	uint8_t *delta = malloc (size);
+	if (!delta)
+		return;
+	memcpy (delta, data, size);
+	sp_put_le (delta + 32, 1, 8);                   /* base_sequence */
+	sp_put_le (delta + 40, 1, 8);                   /* prev_sequence */
+	sp_put_le (delta + 48, base_crc, 4);
+	sp_put_le (delta + 52, base_objects, 4);
+	if (sp_get_le (delta + 16, 8) < 2)
+		sp_put_le (delta + 16, 2, 8);
+	sp_put_le (delta + size - 4, sp_crc32c (0, delta, size - 4), 4);
+	SpSnapshot snap, last;
+	SpError err = { 0 };
+	int parsed = sp_snapshot_parse (delta, size, &snap, &err);
+	sp_snapshot_free (&snap);
+	SpChainPart parts [2] = { { fuzz_chain_base, sizeof fuzz_chain_base }, { delta, size } };
+	Restore r = { 0 };
+	size_t failed;
+	int applied = sp_chain_decode (parts, 2, &fuzz_ops, &r, &last, &failed, &err);
+	sp_snapshot_free (&last);
+	if (applied == 0 && (parsed != 0 || r.created != r.nobjects))
+		abort ();
+	restore_free (&r);
+	free (delta);
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
@@ -156,6 +281,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 			fixed [size - 4 + i] = (uint8_t)(crc >> (8 * i));
 		read_twice (fixed, size);
 		free (fixed);
+		read_as_delta (data, size);
 	}
 	return 0;
 }

@@ -273,7 +273,7 @@ static void
 test_broken_links_fail_at_their_part (void **state)
 {
 	(void)state;
-	enum { WRONG_CRC, WRONG_PRIOR, WRONG_BASE, WRONG_PREV, STARTS_AT_DELTA, LINK_COUNT };
+	enum { WRONG_CRC, WRONG_PRIOR, WRONG_BASE, WRONG_PREV, STARTS_AT_DELTA, HUGE_COUNT, LINK_COUNT };
 	for (int k = 0; k < LINK_COUNT; k++) {
 		Chain c;
 		make_chain (&c, OK);
@@ -282,6 +282,10 @@ test_broken_links_fail_at_their_part (void **state)
 		if (k == STARTS_AT_DELTA) {
 			c.parts [0] = c.parts [1];
 			at = 0;
+		} else if (k == HUGE_COUNT) {
+			/* 3 billion objects claimed by 40 bytes: refused before room is made for them. */
+			sp_put_le (p->b.data + p->b.len - SP_FORMAT_TRAILER_SIZE + 5, 3000000000u, 4);
+			sp_put_le (p->b.data + p->b.len - 4, sp_crc32c (0, p->b.data, p->b.len - 4), 4);
 		} else {
 			SpSnapHeader h = p->h;
 			h.prev_crc ^= k == WRONG_CRC;
