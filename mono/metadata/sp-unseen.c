@@ -285,7 +285,12 @@ sp_unseen_store (uintptr_t lo, uintptr_t len)
 			"they cannot all be checked, so this snapshot will not be committed\n", SP_UNSEEN_CAPACITY);
 }
 
-/* With the world stopped: the nursery object that holds addr (found from the scan start before it, as pinning does). */
+/*
+ * With the world stopped and the nursery walkable (sgen_clear_nursery_fragments):
+ * the nursery object that holds addr, found from the scan start before it, as
+ * pinning does.  NULL when addr is in a free fragment (a phony array SGen
+ * made of it) or nowhere.
+ */
 static MonoObject *
 sp_unseen_nursery_object_at (char *addr)
 {
@@ -303,7 +308,7 @@ sp_unseen_nursery_object_at (char *addr)
 		}
 		size_t size = SGEN_ALIGN_UP (sgen_safe_object_get_size ((GCObject *)p));
 		if (addr < p + size)
-			return (MonoObject *)p;
+			return sgen_client_object_is_array_fill ((GCObject *)p) ? NULL : (MonoObject *)p;
 		p += size;
 	}
 	return NULL;
@@ -343,8 +348,18 @@ sp_unseen_objects_logged (void (*found) (MonoObject *obj))
 		return TRUE;
 	if (sp_unseen.log.overflowed)
 		return FALSE;
+	gboolean walkable = FALSE;
 	for (uint32_t i = 0; i < sp_unseen.log.count; i++) {
 		gboolean in_heap;
+		/*
+		 * The nursery's free fragments hold what collections left there: they
+		 * are marked (as SGen's heap walk does, mono_gc_walk_heap) so that the
+		 * nursery can be walked forward from its scan starts.
+		 */
+		if (!walkable && sgen_ptr_in_nursery ((void *)sp_unseen.log.ranges [i].lo)) {
+			sgen_clear_nursery_fragments ();
+			walkable = TRUE;
+		}
 		MonoObject *obj = sp_unseen_object_at (sp_unseen.log.ranges [i].lo, &in_heap);
 		if (obj)
 			found (obj);

@@ -125,6 +125,15 @@ static class Program
 		if (args [0] == "check")
 			return 0;
 		if (args [0] == "unseen") {
+			// A young array among what a collection left behind: found at the snapshot's instant by
+			// walking the nursery, whose free fragments hold dead objects' bytes.
+			var junk = new object [20000];
+			for (int i = 0; i < junk.Length; i++)
+				junk [i] = new int [1 + i % 7];
+			junk = null;
+			GC.Collect (0);
+			p.Small = new int [SmallCount];
+			SPC.SendPData ();
 			ref int slot = ref p.Small [5];
 			SPC.SendPData ();
 			slot = 4242;                  // after the snapshot, through a ref no barrier can tie to p.Small
