@@ -7,7 +7,9 @@
 # restore alone is reported too (SP: SPStats.RestoreNs of the warm restart;
 # BinaryFormatter: reading and deserializing its file).  Then it is killed
 # again and the persisted state checked whole (money conserved).  SP stop-the-
-# world and BinaryFormatter (up to BF_MAX objects, 1,000,000 unless set: at
+# world with full snapshots (sp) and with deltas (sp-delta: --sp-delta=on, the
+# first period after the restart persists a delta on the restored chain), and
+# BinaryFormatter (up to BF_MAX objects, 1,000,000 unless set: at
 # 10,000,000 its first persist alone had not finished after 11.5 minutes),
 # store and file on tmpfs.
 # Writes bench/results/recovery.csv and prints min/median/max.
@@ -24,10 +26,14 @@ sp=$build/bin/spmono
 csv=$out/recovery.csv
 echo "mechanism,n,rep,restore_ns,serve_ns" > "$csv"
 
+mechs=(${MECHS:-sp sp-delta bf})
+# The program's mechanism (sp or bf) and spmono's options for MECH.
+program_mech () { [ "$1" = bf ] && echo bf || echo sp; }
+options () { [ "$1" = sp-delta ] && echo "--sp-delta=on" || echo "--sp-delta=off"; }
 # serve MECH N: start the application in the background (stdout on fd 3); sets pid.
 serve () {
 	rm -f "$work/out.fifo"; mkfifo "$work/out.fifo"
-	"$sp" --sp-store="$work/store" --sp-keep=1 "$work/RecoveryBench.exe" serve "$1" "$2" "$work/state.bf" > "$work/out.fifo" &
+	"$sp" --sp-store="$work/store" --sp-keep=1 $(options "$1") "$work/RecoveryBench.exe" serve "$(program_mech "$1")" "$2" "$work/state.bf" > "$work/out.fifo" &
 	pid=$!
 	exec 3< "$work/out.fifo"
 }
@@ -39,7 +45,7 @@ expect_line () {
 stop () { kill -9 "$pid"; wait "$pid" 2>/dev/null || true; exec 3<&-; }
 
 for n in "${sizes[@]}"; do
-	for mech in sp bf; do
+	for mech in "${mechs[@]}"; do
 		[ $mech = bf ] && [ "$n" -gt "$bf_max" ] && continue
 		for rep in $(seq "$reps"); do
 			rm -rf "$work/store" "$work/state.bf"
@@ -48,7 +54,7 @@ for n in "${sizes[@]}"; do
 			serve $mech "$n"; expect_line "start warm"; restore_ns=${line##* }; expect_line served
 			t1=$(date +%s%N)
 			stop
-			"$sp" --sp-store="$work/store" "$work/RecoveryBench.exe" check $mech "$n" "$work/state.bf" \
+			"$sp" --sp-store="$work/store" $(options $mech) "$work/RecoveryBench.exe" check "$(program_mech $mech)" "$n" "$work/state.bf" \
 				|| { echo "recovery: $mech, $n objects: the state after the kill is not whole" >&2; exit 1; }
 			echo "$mech,$n,$rep,$restore_ns,$(( t1 - t0 ))" >> "$csv"
 		done
@@ -66,5 +72,6 @@ print("Recovery after SIGKILL, ms (min / median / max)")
 print("| objects | mechanism | restore | restart to first served period |")
 print("|---:|---|---:|---:|")
 for (n, mech), rs in sorted(runs.items()):
-    print(f"| {n} | {'SP' if mech == 'sp' else 'BinaryFormatter'} | {spread([r[0] for r in rs])} | {spread([r[1] for r in rs])} |")
+    name = {'sp': 'SP', 'sp-delta': 'SP, deltas', 'bf': 'BinaryFormatter'}[mech]
+    print(f"| {n} | {name} | {spread([r[0] for r in rs])} | {spread([r[1] for r in rs])} |")
 PY

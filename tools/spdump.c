@@ -3,20 +3,28 @@
  *
  *   spdump [--seq N] [--json] [--all] list|show|dump|verify STORE
  *
- *   list    every snapshot, newest first: sequence, time, size, valid or why not
- *   show    a snapshot's header, class cache and roots
- *   dump    its objects, as text or (--json) as JSON
- *   verify  exit status 0 only when the newest snapshot is valid (checksum and
- *           every structural invariant of docs/FORMAT.md); says why not
+ *   list    every snapshot, newest first: sequence, time, size, kind (full, or a
+ *           delta on the snapshot before it, with its chain's base), valid or
+ *           why not
+ *   show    a snapshot's header, chain, class cache and roots
+ *   dump    its objects as of that snapshot, as text or (--json) as JSON
+ *   verify  exit status 0 only when the newest snapshot and every part of its
+ *           chain are valid (checksum and every structural invariant of
+ *           docs/FORMAT.md, each delta's link to the snapshot before it); says
+ *           why not
  *
  * STORE is a location as spmono takes it ("DIR", "file:DIR" or "pmem:FILE").  The store is
  * opened read-only and unlocked: a running program may be using it.  show and
- * dump take the newest valid snapshot, or --seq N.  Text output shows the
- * first 32 elements of a long array or string; --all shows every one (JSON
- * always does).  Exit status: 0 fine, 1 the store or snapshot is not valid or
- * cannot be read, 2 wrong usage.  --help (the usage, on stdout) and --version
- * exit 0, as GNU tools do; the usage is also the source of spdump(1)
- * (help2man, CMakeLists.txt), so the two cannot drift apart.
+ * dump take the newest snapshot whose whole chain is valid (what a restart
+ * restores), or --seq N.  A delta (docs/FORMAT.md, "Delta snapshots") is read
+ * with its chain: the full snapshot it starts from and every delta up to it,
+ * each parsed and each link checked; dump prints the state at N, every object
+ * from its latest record.  Text output shows the first 32 elements of a long
+ * array or string; --all shows every one (JSON always does).  Exit status: 0
+ * fine, 1 the store or snapshot is not valid or cannot be read, 2 wrong usage.
+ * --help (the usage, on stdout) and --version exit 0, as GNU tools do; the
+ * usage is also the source of spdump(1) (help2man, CMakeLists.txt), so the two
+ * cannot drift apart.
  *
  * Everything here reads through the core's validating walk (sp_snapshot_parse):
  * spdump never interprets bytes the walk has not checked.
@@ -53,12 +61,21 @@ print_usage (FILE *out)
 		 "Look into a spmono store, read-only (a running program may be using it).\n"
 		 "\n"
 		 "Commands:\n"
-		 "  list         the snapshots, newest first: sequence, time, size, valid or why not\n"
-		 "  show         a snapshot's header, class cache and roots (the newest valid, or --seq N)\n"
-		 "  dump         its objects, as text or JSON (--json); text shows 32 elements of long\n"
-		 "               arrays and strings unless --all\n"
-		 "  verify       exit status 0 only when the newest snapshot is valid (its checksum and\n"
-		 "               every structural invariant of the format); says why not\n"
+		 "  list         the snapshots, newest first: sequence, time, size, kind (full, or a\n"
+		 "               delta on the snapshot before it, with its chain's base), valid or why\n"
+		 "               not (a delta whose chain is broken says where)\n"
+		 "  show         a snapshot's header, chain, class cache and roots (the newest whose\n"
+		 "               whole chain is valid, or --seq N)\n"
+		 "  dump         its objects as of that snapshot, as text or JSON (--json); text shows\n"
+		 "               32 elements of long arrays and strings unless --all\n"
+		 "  verify       exit status 0 only when the newest snapshot and every part of its\n"
+		 "               chain are valid (checksums, every structural invariant of the format,\n"
+		 "               each delta's link to the snapshot before it); says why not\n"
+		 "\n"
+		 "A delta snapshot (spmono --sp-delta=on) holds what changed since the snapshot\n"
+		 "before it; it is read with its chain, the full snapshot it starts from and\n"
+		 "every delta up to it.  show and dump then give the state at that snapshot,\n"
+		 "each object from its latest record, as a restart would restore it.\n"
 		 "\n"
 		 "Options:\n"
 		 "  --seq N      show or dump snapshot N instead of the newest valid one\n"
@@ -276,6 +293,263 @@ put_values (const SpSnapClass *c, const uint8_t *p, bool json)
 	return ref;
 }
 
+/* ---- chains -------------------------------------------------------------- */
+
+/* One file of a chain, parsed. */
+typedef struct Part {
+	uint64_t seq;
+	uint8_t *data;           /* as the store gave it, until chain_free */
+	size_t size;
+	SpSnapshot snap;
+} Part;
+
+/* A delta's record about an object an earlier part defined: one of that part's SpSnapChange. */
+typedef struct Update {
+	uint32_t part;
+	uint32_t change;
+	size_t prev;             /* index+1 of the object's update before this one, 0 = none */
+} Update;
+
+/*
+ * Snapshot N's chain: its full snapshot first, N last (a full snapshot is a
+ * chain of one).  The state at N of an object is its defining record (in the
+ * part whose lids reach it first) with the updates of later parts applied.
+ */
+typedef struct Chain {
+	Part *parts;
+	size_t n;
+	uint64_t bytes;          /* of every part */
+	Update *updates;         /* in chain order */
+	size_t *latest;          /* by lid: index+1 of its latest update, 0 = none */
+} Chain;
+
+/*
+ * The store's snapshots, and those found not valid: looking for the newest
+ * valid chain, a damaged part is read and parsed once, however many newer
+ * deltas need it (a large full snapshot under a long chain).
+ */
+typedef struct Snaps {
+	SpStore *store;
+	uint64_t *seqs;          /* newest first */
+	size_t n;
+	SpError *bad;            /* [i]: why seqs [i] does not read or parse, once known (msg set) */
+} Snaps;
+
+static int
+snaps_open (SpStore *store, Snaps *sn)
+{
+	SpError err = { 0 };
+	*sn = (Snaps){ .store = store };
+	if (store->ops->sequences (store, &sn->seqs, &sn->n, &err) < 0) {
+		fprintf (stderr, "spdump: %s\n", err.msg);
+		return -1;
+	}
+	sn->bad = calloc (sn->n ? sn->n : 1, sizeof *sn->bad);
+	if (!sn->bad) {
+		free (sn->seqs);
+		fprintf (stderr, "spdump: out of memory\n");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+snaps_free (Snaps *sn)
+{
+	free (sn->seqs);
+	free (sn->bad);
+}
+
+/* Where seq is in sn->seqs, or sn->n. */
+static size_t
+snaps_find (const Snaps *sn, uint64_t seq)
+{
+	size_t i = 0;
+	while (i < sn->n && sn->seqs [i] != seq)
+		i++;
+	return i;
+}
+
+static void
+chain_free (SpStore *store, Chain *c)
+{
+	for (size_t k = 0; c->parts && k < c->n; k++) {
+		sp_snapshot_free (&c->parts [k].snap);
+		sp_store_release (store, c->parts [k].data, c->parts [k].size);
+	}
+	free (c->parts);
+	free (c->updates);
+	free (c->latest);
+	*c = (Chain){ 0 };
+}
+
+/* The part that defines lid: the first whose objects reach it (a delta's new lids follow its prior ones). */
+static size_t
+chain_definer (const Chain *c, uint32_t lid)
+{
+	size_t lo = 0, hi = c->n - 1;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->parts [mid].snap.trailer.nobjects >= lid)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* err says what is wrong with part k; say which part that is, unless it is N itself. */
+static int
+chain_broken (const Chain *c, size_t k, SpError *err)
+{
+	if (k + 1 < c->n)
+		sp_error_prefix (err, "its chain breaks at snapshot %" PRIu64, c->parts [k].seq);
+	return -1;
+}
+
+/* The same class in two files' caches: its name in its assembly (whose version is informational, FORMAT.md). */
+static bool
+same_class (const SpSnapClass *a, const SpSnapClass *b)
+{
+	size_t la = strcspn (a->assembly, ","), lb = strcspn (b->assembly, ",");
+	return strcmp (a->name, b->name) == 0 && la == lb && memcmp (a->assembly, b->assembly, la) == 0;
+}
+
+static const char *
+kind_words (uint8_t kind)
+{
+	return kind == SP_CLASS_OBJECT ? "an object of " : kind == SP_CLASS_ARRAY ? "an array " : "a string";
+}
+
+/*
+ * A delta's record about an earlier object must fit it (FORMAT.md): the same
+ * class, an OBJECT record for an object, a PATCH within an array.  The
+ * restorer refuses a chain that contradicts itself; so does spdump, which
+ * would otherwise print (or patch) past an array.
+ */
+static int
+change_fits (const Chain *c, size_t k, const SpSnapChange *ch, SpError *err)
+{
+	const Part *def = &c->parts [chain_definer (c, ch->lid)];
+	const SpSnapObject *obj = sp_snapshot_object_const (&def->snap, ch->lid);
+	const SpSnapClass *now = &c->parts [k].snap.classes [ch->class_id];
+	const SpSnapClass *was = obj->kind == SP_CLASS_STRING ? NULL : &def->snap.classes [obj->class_id];
+	if (obj->kind != ch->kind || !same_class (was, now))
+		return sp_error_set (err, "it %s #%" PRIu32 " as %s%s, but snapshot %" PRIu64 " made it %s%s",
+				     ch->kind == SP_CLASS_OBJECT ? "gives" : "patches", ch->lid, kind_words (ch->kind), now->name,
+				     def->seq, kind_words (obj->kind), was ? was->name : "");
+	if (ch->kind == SP_CLASS_ARRAY && (ch->start > obj->length || ch->count > obj->length - ch->start))
+		return sp_error_set (err, "it patches elements [%" PRIu64 ", %" PRIu64 ") of #%" PRIu32 ", which has %" PRIu64,
+				     ch->start, ch->start + ch->count, ch->lid, obj->length);
+	return 0;
+}
+
+/* Every part's records about earlier objects, in chain order, each checked against the object. */
+static int
+chain_index (Chain *c, SpError *err)
+{
+	size_t total = 0;
+	for (size_t k = 1; k < c->n; k++)
+		total += c->parts [k].snap.nchanges;
+	uint32_t nobjects = c->parts [c->n - 1].snap.trailer.nobjects;
+	c->updates = malloc ((total ? total : 1) * sizeof *c->updates);
+	c->latest = calloc ((size_t)nobjects + 1, sizeof *c->latest);
+	if (!c->updates || !c->latest)
+		return sp_error_set (err, "out of memory indexing a chain of %" PRIu32 " objects", nobjects);
+	size_t nu = 0;
+	for (size_t k = 1; k < c->n; k++) {
+		const SpSnapshot *s = &c->parts [k].snap;
+		for (uint32_t i = 0; i < s->nchanges; i++) {
+			uint32_t lid = s->changes [i].lid;
+			if (change_fits (c, k, &s->changes [i], err) < 0)
+				return chain_broken (c, k, err);
+			c->updates [nu] = (Update){ .part = (uint32_t)k, .change = i, .prev = c->latest [lid] };
+			c->latest [lid] = ++nu;
+		}
+	}
+	return 0;
+}
+
+/* Part p, snapshot sn->seqs [i], read and parsed; or -1 with sn->bad [i] saying why (remembered). */
+static int
+part_load (Snaps *sn, size_t i, Part *p)
+{
+	SpError *why = &sn->bad [i];
+	if (why->msg [0])
+		return -1;
+	int rc = sn->store->ops->read (sn->store, p->seq, &p->data, &p->size, why);
+	if (rc < 0)
+		p->data = NULL;          /* nothing to release */
+	else
+		rc = sp_snapshot_parse (p->data, p->size, &p->snap, why);
+	if (rc < 0 && !why->msg [0])
+		sp_error_set (why, "it cannot be read");
+	return rc;
+}
+
+/*
+ * Snapshot seq's parts, from it back along prev_sequence to its full
+ * snapshot, each read and parsed, newest first.  The walk ends: a delta's
+ * prev_sequence is below its own sequence (sp_snapshot_check), so each part
+ * is a different snapshot of the store.
+ */
+static int
+chain_read (Snaps *sn, uint64_t seq, Chain *c, SpError *err)
+{
+	for (uint64_t s = seq;;) {
+		size_t i = snaps_find (sn, s);
+		if (i == sn->n || c->n == sn->n)
+			return sp_error_set (err, "its chain needs snapshot %" PRIu64 ", which the store lacks", s);
+		Part *p = &c->parts [c->n++];
+		p->seq = s;
+		if (part_load (sn, i, p) < 0) {
+			*err = sn->bad [i];
+			if (s != seq)
+				sp_error_prefix (err, "its chain needs snapshot %" PRIu64 ", which is not valid", s);
+			return -1;
+		}
+		c->bytes += p->size;
+		if (!sp_header_is_delta (&p->snap.header))
+			return 0;
+		s = p->snap.header.prev_sequence;
+	}
+}
+
+/*
+ * Snapshot seq with its chain, every part parsed and every link checked; or
+ * -1 with err naming the part at fault (and nothing held).
+ */
+static int
+chain_open (Snaps *sn, uint64_t seq, Chain *c, SpError *err)
+{
+	*c = (Chain){ .parts = calloc (sn->n ? sn->n : 1, sizeof *c->parts) };
+	int rc = c->parts ? chain_read (sn, seq, c, err) : sp_error_set (err, "out of memory");
+	for (size_t a = 0, b = c->n ? c->n - 1 : 0; rc == 0 && a < b; a++, b--) {
+		Part t = c->parts [a];
+		c->parts [a] = c->parts [b];
+		c->parts [b] = t;
+	}
+	/* Oldest first: the first link that fails names the first part that does not apply. */
+	for (size_t k = 1; rc == 0 && k < c->n; k++) {
+		const SpSnapshot *prev = &c->parts [k - 1].snap;
+		if (sp_chain_link_check (&c->parts [0].snap.header, &prev->header, &prev->trailer, &c->parts [k].snap.header, err) < 0)
+			rc = chain_broken (c, k, err);
+	}
+	if (rc == 0)
+		rc = chain_index (c, err);
+	if (rc < 0)
+		chain_free (sn->store, c);
+	return rc;
+}
+
+static const Part *
+chain_last (const Chain *c)
+{
+	return &c->parts [c->n - 1];
+}
+
+/* ---- objects ------------------------------------------------------------- */
+
 typedef struct Elements {
 	const SpSnapshot *snap;
 	const SpSnapClass *c;   /* NULL: a string */
@@ -310,53 +584,267 @@ put_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 	r->pos = p;
 }
 
-static int
-put_object (const SpSnapshot *snap, uint32_t lid, const Options *o)
+/* An element's latest encoding, and the class (of its file) that reads it. */
+typedef struct Slot {
+	const uint8_t *p;
+	const SpSnapClass *c;
+} Slot;
+
+typedef struct Slots {
+	Slot *slot;
+	uint64_t n;              /* the elements wanted: the first n */
+	const SpSnapClass *c;    /* the defining file's class */
+} Slots;
+
+/* The elements a piece (or patch) gives that no later record gave: the first found is the latest. */
+static void
+fill_slots (Slots *s, const SpSnapClass *c, const uint8_t *p, uint64_t start, uint64_t count)
 {
-	const SpSnapObject *obj = &snap->objects [lid];
+	for (uint64_t i = 0; i < count && start + i < s->n; i++) {
+		if (!s->slot [start + i].p)
+			s->slot [start + i] = (Slot){ p, c };
+		p = skip_values (c, p);
+	}
+}
+
+static void
+fill_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
+{
+	Slots *s = ctx;
+	fill_slots (s, s->c, r->pos, start, count);
+}
+
+/*
+ * An array deltas patched: its updates newest first, then its defining
+ * pieces, each filling the elements still empty (later patches win, in chain
+ * order and in file order); then the elements, as an unpatched array's.
+ */
+static int
+put_patched (const Chain *c, const SpSnapshot *def, uint32_t lid, Elements *e)
+{
+	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
+	Slots s = { .n = obj->length < e->limit ? obj->length : e->limit, .c = &def->classes [obj->class_id] };
+	s.slot = calloc (s.n ? s.n : 1, sizeof *s.slot);
+	if (!s.slot)
+		return -1;
+	for (size_t u = c->latest [lid]; u; u = c->updates [u - 1].prev) {
+		const SpSnapshot *ps = &c->parts [c->updates [u - 1].part].snap;
+		const SpSnapChange *ch = &ps->changes [c->updates [u - 1].change];
+		const uint8_t *p = ps->data + ch->body;
+		(void)sp_trusted_varint (&p);         /* the piece's count: ch->count */
+		fill_slots (&s, &ps->classes [ch->class_id], p, ch->start, ch->count);
+	}
+	sp_snapshot_pieces (def, lid, fill_piece, &s);
+	for (e->shown = 0; e->shown < s.n; e->shown++) {
+		printf (e->shown ? ", " : "");
+		put_values (s.slot [e->shown].c, s.slot [e->shown].p, e->json);
+	}
+	free (s.slot);
+	return 0;
+}
+
+/* An object's latest OBJECT record: the one that defined it, or a later part's (change_fits: of its class). */
+static void
+put_instance (const Chain *c, const SpSnapshot *def, uint32_t lid, const Options *o)
+{
+	const SpSnapshot *s = def;
+	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
+	uint32_t class_id = obj->class_id;
+	size_t body = obj->body;
+	if (c->latest [lid]) {
+		const Update *u = &c->updates [c->latest [lid] - 1];
+		s = &c->parts [u->part].snap;
+		class_id = s->changes [u->change].class_id;
+		body = s->changes [u->change].body;
+	}
+	const SpSnapClass *cls = &s->classes [class_id];
+	if (o->json)
+		printf ("\"kind\": \"object\", \"class\": "), put_quoted (cls->name), printf (", \"fields\": ");
+	else
+		printf ("%s ", cls->name);
+	put_values (cls, s->data + body, o->json);
+}
+
+/* A string: strings never change, so its defining file has it whole. */
+static int
+put_string (const SpSnapshot *def, uint32_t lid, uint64_t limit, const Options *o)
+{
+	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
+	Elements e = { .snap = def, .units = malloc ((size_t)(obj->length ? obj->length : 1) * 2) };
+	if (!e.units)
+		return -1;
+	sp_snapshot_pieces (def, lid, put_piece, &e);
+	uint64_t n = obj->length < limit ? obj->length : limit;
+	if (o->json)
+		printf ("\"kind\": \"string\", \"length\": %" PRIu64 ", \"value\": ", obj->length);
+	else
+		printf ("string[%" PRIu64 "] ", obj->length);
+	put_quoted_units (e.units, n);
+	if (n < obj->length)
+		printf (" ... (%" PRIu64 " more units; --all shows them)", obj->length - n);
+	free (e.units);
+	return 0;
+}
+
+static int
+put_array (const Chain *c, const SpSnapshot *def, uint32_t lid, uint64_t limit, const Options *o)
+{
+	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
+	const SpSnapClass *cls = &def->classes [obj->class_id];
+	Elements e = { .snap = def, .c = cls, .limit = limit, .json = o->json };
+	if (o->json)
+		printf ("\"kind\": \"array\", \"class\": "), put_quoted (cls->name), printf (", \"length\": %" PRIu64 ", \"elements\": [", obj->length);
+	else
+		printf ("%s[%" PRIu64 "] [", cls->name, obj->length);
+	if (c->latest [lid] && put_patched (c, def, lid, &e) < 0)
+		return -1;
+	if (!c->latest [lid])
+		sp_snapshot_pieces (def, lid, put_piece, &e);
+	printf ("]");
+	if (e.shown < obj->length)
+		printf (" ... (%" PRIu64 " more; --all shows them)", obj->length - e.shown);
+	return 0;
+}
+
+/* Object lid as of the chain's last part. */
+static int
+put_object (const Chain *c, uint32_t lid, const Options *o)
+{
+	const SpSnapshot *def = &c->parts [chain_definer (c, lid)].snap;
+	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
 	uint64_t limit = o->json || o->all ? UINT64_MAX : TEXT_ELEMENTS;
 	if (o->json)
 		printf ("    {\"lid\": %" PRIu32 ", ", lid);
 	else
 		printf ("#%" PRIu32 " ", lid);
-	if (obj->kind == SP_CLASS_OBJECT) {
-		const SpSnapClass *c = &snap->classes [obj->class_id];
-		if (o->json)
-			printf ("\"kind\": \"object\", \"class\": "), put_quoted (c->name), printf (", \"fields\": ");
-		else
-			printf ("%s ", c->name);
-		put_values (c, snap->data + obj->body, o->json);
-	} else if (obj->kind == SP_CLASS_STRING) {
-		Elements e = { .snap = snap, .units = malloc ((size_t)(obj->length ? obj->length : 1) * 2) };
-		if (!e.units)
-			return -1;
-		sp_snapshot_pieces (snap, lid, put_piece, &e);
-		uint64_t n = obj->length < limit ? obj->length : limit;
-		if (o->json)
-			printf ("\"kind\": \"string\", \"length\": %" PRIu64 ", \"value\": ", obj->length);
-		else
-			printf ("string[%" PRIu64 "] ", obj->length);
-		put_quoted_units (e.units, n);
-		if (n < obj->length)
-			printf (" ... (%" PRIu64 " more units; --all shows them)", obj->length - n);
-		free (e.units);
-	} else {
-		const SpSnapClass *c = &snap->classes [obj->class_id];
-		Elements e = { .snap = snap, .c = c, .limit = limit, .json = o->json };
-		if (o->json)
-			printf ("\"kind\": \"array\", \"class\": "), put_quoted (c->name), printf (", \"length\": %" PRIu64 ", \"elements\": [", obj->length);
-		else
-			printf ("%s[%" PRIu64 "] [", c->name, obj->length);
-		sp_snapshot_pieces (snap, lid, put_piece, &e);
-		printf ("]");
-		if (e.shown < obj->length)
-			printf (" ... (%" PRIu64 " more; --all shows them)", obj->length - e.shown);
+	int rc = 0;
+	if (obj->kind == SP_CLASS_OBJECT)
+		put_instance (c, def, lid, o);
+	else if (obj->kind == SP_CLASS_STRING)
+		rc = put_string (def, lid, limit, o);
+	else
+		rc = put_array (c, def, lid, limit, o);
+	if (rc < 0) {
+		fflush (stdout);
+		fprintf (stderr, "spdump: out of memory printing #%" PRIu32 "\n", lid);
+		return -1;
 	}
 	printf (o->json ? "}" : "\n");
 	return 0;
 }
 
 /* ---- commands ------------------------------------------------------------- */
+
+/* What list adds to a store's SpSnapInfo: the header (full or delta, on what), and whether its chain holds. */
+typedef struct Row {
+	SpSnapHeader h;
+	SpSnapTrailer t;
+	size_t base;             /* the row of its chain's full snapshot, when chained */
+	bool chained;            /* its chain's files all verify (as list checks them) and each link holds */
+	bool own_link;           /* not chained because it does not apply to the snapshot before it */
+	char why [SP_ERROR_MAX]; /* when the file verifies but its chain does not */
+} Row;
+
+static size_t
+find_row (const SpSnapInfo *infos, size_t n, uint64_t seq)
+{
+	size_t i = 0;
+	while (i < n && infos [i].sequence != seq)
+		i++;
+	return i;
+}
+
+/* Delta i's chain, from the snapshot it applies to (row j, older, so known already). */
+static void
+list_link (const SpSnapInfo *infos, size_t n, Row *rows, size_t i)
+{
+	Row *r = &rows [i];
+	uint64_t prev = r->h.prev_sequence;
+	size_t j = find_row (infos, n, prev);
+	SpError link = { 0 };
+	if (j == n)
+		snprintf (r->why, sizeof r->why, "its chain needs snapshot %" PRIu64 ", which the store lacks", prev);
+	else if (!infos [j].valid)
+		snprintf (r->why, sizeof r->why, "its chain needs snapshot %" PRIu64 ", which is not valid", prev);
+	else if (!rows [j].chained && rows [j].own_link)
+		snprintf (r->why, sizeof r->why, "its chain breaks at snapshot %" PRIu64, prev);
+	else if (!rows [j].chained)
+		memcpy (r->why, rows [j].why, sizeof r->why);
+	else if (sp_chain_link_check (&rows [rows [j].base].h, &rows [j].h, &rows [j].t, &r->h, &link) < 0)
+		snprintf (r->why, sizeof r->why, "%s", link.msg), r->own_link = true;
+	else
+		r->chained = true, r->base = rows [j].base;
+}
+
+/*
+ * The store's list checks each file alone; read each valid one's header
+ * again (SpSnapInfo has none) and follow the chains, oldest first.  A file
+ * that cannot be read again (retired meanwhile) counts as not valid.
+ */
+static void
+list_chains (SpStore *store, SpSnapInfo *infos, size_t n, Row *rows)
+{
+	for (size_t i = n; i-- > 0;) {
+		uint8_t *data = NULL;
+		size_t size = 0;
+		SpError err = { 0 };
+		if (!infos [i].valid)
+			continue;
+		if (store->ops->read (store, infos [i].sequence, &data, &size, &err) < 0 ||
+		    sp_snapshot_check (data, size, &rows [i].h, &rows [i].t, &err) < 0) {
+			infos [i].valid = false;
+			snprintf (infos [i].why, sizeof infos [i].why, "%s", err.msg);
+		} else if (!sp_header_is_delta (&rows [i].h)) {
+			rows [i].chained = true;
+			rows [i].base = i;
+		} else {
+			list_link (infos, n, rows, i);
+		}
+		if (data)
+			sp_store_release (store, data, size);
+	}
+}
+
+static void
+list_row_json (const SpSnapInfo *info, const Row *r, bool first)
+{
+	char when [64];
+	bool delta = info->valid && sp_header_is_delta (&r->h);
+	format_time (info->time_ns, when, sizeof when);
+	printf ("%s\n  {\"sequence\": %" PRIu64 ", \"time\": ", first ? "" : ",", info->sequence);
+	put_quoted (when);
+	printf (", \"time_ns\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"valid\": %s, \"why\": ",
+		info->time_ns, info->size, info->valid ? "true" : "false");
+	if (info->valid)
+		printf ("null");
+	else
+		put_quoted (info->why);
+	if (!info->valid)
+		printf (", \"kind\": null, \"base\": null, \"prev\": null");
+	else if (delta)
+		printf (", \"kind\": \"delta\", \"base\": %" PRIu64 ", \"prev\": %" PRIu64, r->h.base_sequence, r->h.prev_sequence);
+	else
+		printf (", \"kind\": \"full\", \"base\": %" PRIu64 ", \"prev\": null", info->sequence);
+	printf (", \"chain_valid\": %s, \"chain_why\": ", r->chained ? "true" : "false");
+	if (info->valid && !r->chained)
+		put_quoted (r->why);
+	else
+		printf ("null");
+	printf ("}");
+}
+
+static void
+list_row_text (const SpSnapInfo *info, const Row *r)
+{
+	char when [64], kind [64] = "?";
+	format_time (info->time_ns, when, sizeof when);
+	if (info->valid && sp_header_is_delta (&r->h))
+		snprintf (kind, sizeof kind, "delta on %" PRIu64 ", base %" PRIu64, r->h.prev_sequence, r->h.base_sequence);
+	else if (info->valid)
+		snprintf (kind, sizeof kind, "full");
+	printf ("%10" PRIu64 "  %-33s %12" PRIu64 "  %-24s %s%s\n", info->sequence, when, info->size, kind,
+		!info->valid ? "no: " : r->chained ? "yes" : "yes, but ", !info->valid ? info->why : r->chained ? "" : r->why);
+}
 
 static int
 command_list (SpStore *store, const Options *o)
@@ -368,80 +856,87 @@ command_list (SpStore *store, const Options *o)
 		fprintf (stderr, "spdump: %s\n", err.msg);
 		return 1;
 	}
+	Row *rows = calloc (n ? n : 1, sizeof *rows);
+	if (!rows) {
+		free (infos);
+		fprintf (stderr, "spdump: out of memory\n");
+		return 1;
+	}
+	list_chains (store, infos, n, rows);
 	if (o->json)
 		printf ("[");
 	else
-		printf ("%10s  %-33s %12s  %s\n", "sequence", "time", "bytes", "valid");
+		printf ("%10s  %-33s %12s  %-24s %s\n", "sequence", "time", "bytes", "kind", "valid");
 	for (size_t i = 0; i < n; i++) {
-		char when [64];
-		format_time (infos [i].time_ns, when, sizeof when);
-		if (o->json) {
-			printf ("%s\n  {\"sequence\": %" PRIu64 ", \"time\": ", i ? "," : "", infos [i].sequence);
-			put_quoted (when);
-			printf (", \"time_ns\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"valid\": %s, \"why\": ",
-				infos [i].time_ns, infos [i].size, infos [i].valid ? "true" : "false");
-			if (infos [i].valid)
-				printf ("null");
-			else
-				put_quoted (infos [i].why);
-			printf ("}");
-		} else {
-			printf ("%10" PRIu64 "  %-33s %12" PRIu64 "  %s%s\n", infos [i].sequence, when, infos [i].size,
-				infos [i].valid ? "yes" : "no: ", infos [i].valid ? "" : infos [i].why);
-		}
+		if (o->json)
+			list_row_json (&infos [i], &rows [i], i == 0);
+		else
+			list_row_text (&infos [i], &rows [i]);
 	}
 	if (o->json)
 		printf ("%s]\n", n ? "\n" : "");
+	free (rows);
 	free (infos);
 	return 0;
 }
 
-/* The snapshot to show: --seq N, or the newest that parses; its bytes stay mapped in *data. */
+/* The chain to show: of --seq N, or of the newest snapshot whose whole chain is valid (what a restart restores). */
 static int
-open_snapshot (SpStore *store, const Options *o, uint8_t **data, size_t *size, uint64_t *seq, SpSnapshot *snap)
+open_chain (SpStore *store, const Options *o, Chain *c)
 {
-	uint64_t *seqs;
-	size_t n;
-	SpError err = { 0 };
-	if (store->ops->sequences (store, &seqs, &n, &err) < 0) {
-		fprintf (stderr, "spdump: %s\n", err.msg);
+	Snaps sn;
+	if (snaps_open (store, &sn) < 0)
 		return -1;
-	}
-	bool found = false;
-	for (size_t i = 0; i < n && !found; i++) {
-		if (o->seq && seqs [i] != o->seq)
-			continue;
-		*data = NULL;
-		if (store->ops->read (store, seqs [i], data, size, &err) < 0 || sp_snapshot_parse (*data, *size, snap, &err) < 0) {
-			fprintf (stderr, "spdump: snapshot %" PRIu64 " is not valid: %s\n", seqs [i], err.msg);
-			if (*data)
-				sp_store_release (store, *data, *size);
-			if (o->seq)
-				break;
-			continue;
-		}
-		*seq = seqs [i];
-		found = true;
-	}
-	bool asked_missing = o->seq && !found && (n == 0 || err.msg [0] == '\0');
-	if (asked_missing)
+	int rc = -1;
+	if (o->seq && snaps_find (&sn, o->seq) == sn.n)
 		fprintf (stderr, "spdump: the store has no snapshot %" PRIu64 "\n", o->seq);
-	else if (!found && !o->seq)
+	for (size_t i = 0; i < sn.n && rc < 0; i++) {
+		if (o->seq && sn.seqs [i] != o->seq)
+			continue;
+		SpError why = { 0 };
+		rc = chain_open (&sn, sn.seqs [i], c, &why);
+		if (rc < 0)
+			fprintf (stderr, "spdump: snapshot %" PRIu64 " is not valid: %s\n", sn.seqs [i], why.msg);
+	}
+	if (rc < 0 && !o->seq)
 		fprintf (stderr, "spdump: the store holds no valid snapshot\n");
-	free (seqs);
-	return found ? 0 : -1;
+	snaps_free (&sn);
+	return rc;
+}
+
+/* A delta's chain (a full snapshot shows as it always did: a chain of one says nothing). */
+static void
+show_chain (const Chain *c, const Options *o)
+{
+	if (c->n == 1)
+		return;
+	if (o->json) {
+		printf (",\n \"chain\": {\"base\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"parts\": [", c->parts [0].seq, c->bytes);
+		for (size_t k = 0; k < c->n; k++)
+			printf ("%s%" PRIu64, k ? ", " : "", c->parts [k].seq);
+		printf ("]}");
+		return;
+	}
+	printf ("chain: full snapshot %" PRIu64 ", then delta%s", c->parts [0].seq, c->n > 2 ? "s" : "");
+	for (size_t k = 1; k < c->n; k++)
+		printf ("%s %" PRIu64, k > 1 ? "," : "", c->parts [k].seq);
+	printf (" (%zu parts, %" PRIu64 " bytes)\n", c->n, c->bytes);
 }
 
 static void
-show_classes_and_roots (const SpSnapshot *snap, uint64_t seq, const Options *o)
+show_classes_and_roots (const Chain *chain, const Options *o)
 {
+	const SpSnapshot *snap = &chain_last (chain)->snap;
+	uint64_t seq = chain_last (chain)->seq;
 	char when [64];
 	format_time (snap->header.time_ns, when, sizeof when);
 	const SpSnapTrailer *t = &snap->trailer;
 	if (o->json) {
 		printf ("{\"sequence\": %" PRIu64 ", \"time\": ", seq);
 		put_quoted (when);
-		printf (", \"bytes\": %zu, \"nobjects\": %" PRIu32 ",\n \"classes\": [", snap->size, t->nobjects);
+		printf (", \"bytes\": %zu, \"nobjects\": %" PRIu32, snap->size, t->nobjects);
+		show_chain (chain, o);
+		printf (",\n \"classes\": [");
 		for (uint32_t i = 1; i <= t->nclasses; i++) {
 			const SpSnapClass *c = &snap->classes [i];
 			printf ("%s\n  {\"id\": %" PRIu32 ", \"kind\": \"%s\", \"name\": ", i > 1 ? "," : "", i, c->kind == SP_CLASS_ARRAY ? "array" : "object");
@@ -472,6 +967,7 @@ show_classes_and_roots (const SpSnapshot *snap, uint64_t seq, const Options *o)
 	}
 	printf ("snapshot %" PRIu64 ": %zu bytes, taken %s; %" PRIu32 " objects, %" PRIu32 " classes, %" PRIu32 " roots\n",
 		seq, snap->size, when, t->nobjects, t->nclasses, t->nroots);
+	show_chain (chain, o);
 	printf ("classes:\n");
 	for (uint32_t i = 1; i <= t->nclasses; i++) {
 		const SpSnapClass *c = &snap->classes [i];
@@ -493,61 +989,52 @@ show_classes_and_roots (const SpSnapshot *snap, uint64_t seq, const Options *o)
 static int
 command_show_or_dump (SpStore *store, const Options *o, bool dump)
 {
-	uint8_t *data = NULL;
-	size_t size = 0;
-	uint64_t seq = 0;
-	SpSnapshot snap;
-	if (open_snapshot (store, o, &data, &size, &seq, &snap) < 0)
+	Chain chain;
+	if (open_chain (store, o, &chain) < 0)
 		return 1;
-	show_classes_and_roots (&snap, seq, o);
+	show_classes_and_roots (&chain, o);
 	int rc = 0;
 	if (dump) {
 		printf (o->json ? ",\n \"objects\": [\n" : "objects:\n");
-		for (uint32_t lid = 1; lid <= snap.trailer.nobjects && rc == 0; lid++) {
+		for (uint32_t lid = 1; lid <= chain_last (&chain)->snap.trailer.nobjects && rc == 0; lid++) {
 			if (o->json && lid > 1)
 				printf (",\n");
-			rc = put_object (&snap, lid, o);
+			rc = put_object (&chain, lid, o);
 		}
 		printf (o->json ? "\n ]" : "");
 	}
 	printf (o->json ? "}\n" : "");
-	sp_snapshot_free (&snap);
-	sp_store_release (store, data, size);
+	chain_free (store, &chain);
 	return rc == 0 ? 0 : 1;
 }
 
 static int
 command_verify (SpStore *store)
 {
-	uint64_t *seqs;
-	size_t n;
+	Snaps sn;
 	SpError err = { 0 };
-	if (store->ops->sequences (store, &seqs, &n, &err) < 0) {
-		fprintf (stderr, "spdump: %s\n", err.msg);
+	if (snaps_open (store, &sn) < 0)
 		return 1;
-	}
-	if (n == 0) {
-		free (seqs);
+	if (sn.n == 0) {
+		snaps_free (&sn);
 		printf ("no snapshot in the store\n");
 		return 1;
 	}
-	uint64_t newest = seqs [0];
-	free (seqs);
-	uint8_t *data = NULL;
-	size_t size = 0;
-	SpSnapshot snap;
-	int rc = store->ops->read (store, newest, &data, &size, &err);
-	if (rc == 0)
-		rc = sp_snapshot_parse (data, size, &snap, &err);
-	if (rc == 0) {
-		printf ("snapshot %" PRIu64 " is valid: %zu bytes, %" PRIu32 " objects, %" PRIu32 " roots\n",
-			newest, size, snap.trailer.nobjects, snap.trailer.nroots);
-		sp_snapshot_free (&snap);
-	} else {
+	uint64_t newest = sn.seqs [0];
+	Chain c;
+	int rc = chain_open (&sn, newest, &c, &err);
+	snaps_free (&sn);
+	if (rc < 0) {
 		printf ("snapshot %" PRIu64 " is not valid: %s\n", newest, err.msg);
+		return 1;
 	}
-	sp_store_release (store, data, size);
-	return rc == 0 ? 0 : 1;
+	const Part *last = chain_last (&c);
+	printf ("snapshot %" PRIu64 " is valid: ", newest);
+	if (c.n > 1)
+		printf ("a delta, part %zu of a chain from %" PRIu64 " (%" PRIu64 " bytes in all); ", c.n, c.parts [0].seq, c.bytes);
+	printf ("%zu bytes, %" PRIu32 " objects, %" PRIu32 " roots\n", last->size, last->snap.trailer.nobjects, last->snap.trailer.nroots);
+	chain_free (store, &c);
+	return 0;
 }
 
 int
