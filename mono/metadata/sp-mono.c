@@ -75,7 +75,7 @@ sp_mono_start (SpError *err)
  * spent serializing (the rest, writing and committing, is the store's).
  */
 static int
-sp_mono_stream_all (uint64_t seq, const GArray *changed, SpStream *st, uint64_t *ser_ns, SpError *err)
+sp_mono_stream_all (uint64_t seq, GArray *changed, SpStream *st, uint64_t *ser_ns, SpError *err)
 {
 	SpSnapHeader h = { .sequence = seq, .time_ns = sp_mono_now_ns () };
 	uint64_t t = sp_mono_monotonic_ns (), store_ns = 0;
@@ -130,7 +130,7 @@ sp_mono_send (SpError *err)
 		if (!changed)
 			changed = g_array_new (FALSE, FALSE, sizeof (guint32));
 		sp_delta_take (changed);
-		delta = sp_delta_next_is_delta ();
+		delta = sp_delta_next_is_delta (changed->len);
 	}
 	if (sp_mono_stream_all (seq, delta ? changed : NULL, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
 		sp_stats [SP_STAT_FAILURES]++;

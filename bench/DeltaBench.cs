@@ -1,0 +1,87 @@
+// DeltaBench: what a period's persistence costs when a share of the state
+// changed, with full snapshots (--sp-delta=off) or deltas (--sp-delta=on),
+// stop-the-world mode (issue 17, item 4).
+//
+//   DeltaBench.exe N PPM PERIODS
+//       N cells (a value and a link each) under one root; the first SendPData
+//       persists them whole; then PERIODS periods, each changing PPM per
+//       million of the cells (at least one; random cells, their value), then
+//       SendPData, timed by the program's own Stopwatch.  One CSV line a
+//       period: n,ppm,period,send_ns,serialize_ns,bytes,objects
+//       (serialize_ns, bytes and objects from SPStats: what the snapshot
+//       wrote; a delta writes the changed cells, a full snapshot all of them).
+//   DeltaBench.exe check N PPM PERIODS
+//       (a warm restart after a run) the restored cells hold what the run's
+//       last period left, replayed from the same random sequence; exits 1
+//       with "CHECK FAILED" otherwise.
+using System;
+using System.Diagnostics;
+using SPersistence;
+
+[SPersistent]
+class Cell
+{
+	[SPersistentField] public long Value;
+	[SPersistentField] public Cell Next;
+}
+
+[SPersistent]
+class State
+{
+	[SPersistentField] public Cell [] Cells;
+}
+
+static class DeltaBench
+{
+	static int Check (int n, int ppm, int periods)
+	{
+		var expected = new long [n];
+		for (int i = 0; i < n; i++)
+			expected [i] = i;
+		int changes = Math.Max (1, (int)((long)n * ppm / 1000000));
+		var r = new Random (n + ppm);
+		for (int p = 1; p <= periods; p++)
+			for (int k = 0; k < changes; k++)
+				expected [r.Next (n)] = p;
+		var s = SPC.IsWarmRestart () ? (State)SPC.RecvPData (1) : null;
+		if (s == null || s.Cells.Length != n) {
+			Console.WriteLine ("CHECK FAILED: no state, or not {0} cells", n);
+			return 1;
+		}
+		for (int i = 0; i < n; i++) {
+			if (s.Cells [i].Value != expected [i] || s.Cells [i].Next != s.Cells [(i + 1) % n]) {
+				Console.WriteLine ("CHECK FAILED: cell {0} is {1}, not {2} (or its link is wrong)", i, s.Cells [i].Value, expected [i]);
+				return 1;
+			}
+		}
+		return 0;
+	}
+
+	static int Main (string [] args)
+	{
+		if (args [0] == "check")
+			return Check (int.Parse (args [1]), int.Parse (args [2]), int.Parse (args [3]));
+		int n = int.Parse (args [0]), ppm = int.Parse (args [1]), periods = int.Parse (args [2]);
+		var s = new State { Cells = new Cell [n] };
+		for (int i = 0; i < n; i++)
+			s.Cells [i] = new Cell { Value = i };
+		for (int i = 0; i < n; i++)
+			s.Cells [i].Next = s.Cells [(i + 1) % n];
+		SPC.AddRoot (s);
+		SPC.SendPData ();
+		int changes = Math.Max (1, (int)((long)n * ppm / 1000000));
+		var r = new Random (n + ppm);
+		var sw = new Stopwatch ();
+		for (int p = 1; p <= periods; p++) {
+			for (int k = 0; k < changes; k++)
+				s.Cells [r.Next (n)].Value = p;
+			sw.Restart ();
+			SPC.SendPData ();
+			sw.Stop ();
+			SPStats st = SPC.GetStats ();
+			Console.WriteLine ("{0},{1},{2},{3},{4},{5},{6}", n, ppm, p, (long)(sw.Elapsed.TotalMilliseconds * 1e6),
+				st.LastSerializeNs, st.LastBytes, st.LastObjects);
+		}
+		return 0;
+	}
+}

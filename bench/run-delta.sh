@@ -1,0 +1,57 @@
+#!/bin/bash
+# run-delta.sh [PERIODS] [SIZES...]: a period's persistence cost against the
+# state's size and the share of it changed a period, full snapshots against
+# deltas (bench/DeltaBench.cs), stop-the-world, store on tmpfs, one run side
+# by side.  SHARES (environment, parts per million, default "1000 10000 100000
+# 1000000": 0.1%, 1%, 10%, 100%) are the shares changed a period; sizes of
+# 10,000,000 objects and more also run 100 ppm (1,000 objects of 10,000,000).  The first snapshot of each run (the base)
+# is not counted; a delta chain's periodic new base is (it is part of what a
+# period costs on average).  Writes bench/results/delta.csv and prints, per
+# size and share, the median and max of SendPData as the program timed it
+# and of the serialization alone, and the median bytes, full against delta.
+# Each run is then restarted and its restored state checked against the
+# last period's (DeltaBench.exe check) before its figures count.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD:-$here/../build}
+periods=${1:-50}; shift $(( $# < 1 ? $# : 1 ))
+sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000 10000000)
+shares=(${SHARES:-1000 10000 100000 1000000})
+out=$here/results; mkdir -p "$out"
+work=$(mktemp -d /dev/shm/spdelta.XXXXXX); trap 'rm -rf "$work"' EXIT
+mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/DeltaBench.exe" "$here/DeltaBench.cs"
+cp "$build/lib/SPersistence.dll" "$work/"
+csv=$out/delta.csv
+echo "mode,n,ppm,period,send_ns,serialize_ns,bytes,objects" > "$csv"
+for n in "${sizes[@]}"; do
+	these=("${shares[@]}"); [ "$n" -ge 10000000 ] && these=(100 "${shares[@]}")
+	for pm in "${these[@]}"; do
+		for mode in full delta; do
+			rm -rf "$work/store"
+			flag=off; [ $mode = delta ] && flag=on
+			"$build/bin/spmono" --sp-store="$work/store" --sp-delta=$flag "$work/DeltaBench.exe" "$n" "$pm" "$periods" \
+				| sed "s/^/$mode,/" >> "$csv"
+			# The figures count only if a restart finds the last period's state.
+			"$build/bin/spmono" --sp-store="$work/store" --sp-delta=$flag "$work/DeltaBench.exe" check "$n" "$pm" "$periods" \
+				|| { echo "run-delta: $mode, $n objects, $pm ppm: the restored state is not the last period's" >&2; exit 1; }
+		done
+	done
+done
+python3 - "$csv" <<'PY'
+import csv, statistics, sys
+from collections import defaultdict
+rows = defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    rows[(int(r['n']), int(r['ppm']), r['mode'])].append(r)
+print(f"{'objects':>10} {'changed':>8} | {'full: send med/max ms':>22} {'bytes':>11} | {'delta: send med/max ms':>23} {'serialize med':>13} {'bytes':>10} | {'speed-up':>8}")
+for n, pm in sorted({(k[0], k[1]) for k in rows}):
+    def fig(mode):
+        rs = rows[(n, pm, mode)]
+        send = [int(r['send_ns']) / 1e6 for r in rs]
+        ser = [int(r['serialize_ns']) / 1e6 for r in rs]
+        b = [int(r['bytes']) for r in rs]
+        return statistics.median(send), max(send), statistics.median(ser), statistics.median(b), statistics.mean(send)
+    f, d = fig('full'), fig('delta')
+    print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>10.3f} / {f[1]:>9.3f} {f[3]:>11} | {d[0]:>10.3f} / {d[1]:>10.3f} {d[2]:>13.3f} {d[3]:>10} | {f[4] / d[4]:>7.1f}x")
+print("speed-up: mean SendPData time with full snapshots over that with deltas (new bases included)")
+PY
