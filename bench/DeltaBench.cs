@@ -7,7 +7,9 @@
 //       persists them whole; then PERIODS periods, each changing PPM per
 //       million of the cells (at least one; random cells, their value), then
 //       SendPData, timed by the program's own Stopwatch.  One CSV line a
-//       period: n,ppm,period,send_ns,serialize_ns,bytes,objects
+//       period: n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns
+//       (store_ns: the period's stores themselves; with deltas the first
+//       store into each object in a period takes the barrier's slow path)
 //       (serialize_ns, bytes and objects from SPStats: what the snapshot
 //       wrote; a delta writes the changed cells, a full snapshot all of them).
 //   DeltaBench.exe check N PPM PERIODS
@@ -72,15 +74,18 @@ static class DeltaBench
 		int changes = Math.Max (1, (int)((long)n * ppm / 1000000));
 		var r = new Random (n + ppm);
 		var sw = new Stopwatch ();
+		var stores = new Stopwatch ();
 		for (int p = 1; p <= periods; p++) {
+			stores.Restart ();
 			for (int k = 0; k < changes; k++)
 				s.Cells [r.Next (n)].Value = p;
+			stores.Stop ();
 			sw.Restart ();
 			SPC.SendPData ();
 			sw.Stop ();
 			SPStats st = SPC.GetStats ();
-			Console.WriteLine ("{0},{1},{2},{3},{4},{5},{6}", n, ppm, p, (long)(sw.Elapsed.TotalMilliseconds * 1e6),
-				st.LastSerializeNs, st.LastBytes, st.LastObjects);
+			Console.WriteLine ("{0},{1},{2},{3},{4},{5},{6},{7}", n, ppm, p, (long)(sw.Elapsed.TotalMilliseconds * 1e6),
+				st.LastSerializeNs, st.LastBytes, st.LastObjects, (long)(stores.Elapsed.TotalMilliseconds * 1e6));
 		}
 		return 0;
 	}

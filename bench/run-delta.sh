@@ -22,7 +22,7 @@ work=$(mktemp -d /dev/shm/spdelta.XXXXXX); trap 'rm -rf "$work"' EXIT
 mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/DeltaBench.exe" "$here/DeltaBench.cs"
 cp "$build/lib/SPersistence.dll" "$work/"
 csv=$out/delta.csv
-echo "mode,n,ppm,period,send_ns,serialize_ns,bytes,objects" > "$csv"
+echo "mode,n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns" > "$csv"
 for n in "${sizes[@]}"; do
 	these=("${shares[@]}"); [ "$n" -ge 10000000 ] && these=(100 "${shares[@]}")
 	for pm in "${these[@]}"; do
@@ -43,15 +43,17 @@ from collections import defaultdict
 rows = defaultdict(list)
 for r in csv.DictReader(open(sys.argv[1])):
     rows[(int(r['n']), int(r['ppm']), r['mode'])].append(r)
-print(f"{'objects':>10} {'changed':>8} | {'full: send med/max ms':>22} {'bytes':>11} | {'delta: send med/max ms':>23} {'serialize med':>13} {'bytes':>10} | {'speed-up':>8}")
+print(f"{'objects':>10} {'changed':>8} | {'full: send med/max ms':>22} {'bytes':>11} | {'delta: send med/max ms':>23} {'serialize med':>13} {'bytes':>10} | {'speed-up':>8} | {'stores: full':>8} {'delta':>8}")
 for n, pm in sorted({(k[0], k[1]) for k in rows}):
     def fig(mode):
         rs = rows[(n, pm, mode)]
         send = [int(r['send_ns']) / 1e6 for r in rs]
         ser = [int(r['serialize_ns']) / 1e6 for r in rs]
         b = [int(r['bytes']) for r in rs]
-        return statistics.median(send), max(send), statistics.median(ser), statistics.median(b), statistics.mean(send)
+        st = [int(r['store_ns']) / 1e6 for r in rs]
+        return statistics.median(send), max(send), statistics.median(ser), statistics.median(b), statistics.mean(send), statistics.median(st)
     f, d = fig('full'), fig('delta')
-    print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>10.3f} / {f[1]:>9.3f} {f[3]:>11} | {d[0]:>10.3f} / {d[1]:>10.3f} {d[2]:>13.3f} {d[3]:>10} | {f[4] / d[4]:>7.1f}x")
+    print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>10.3f} / {f[1]:>9.3f} {f[3]:>11} | {d[0]:>10.3f} / {d[1]:>10.3f} {d[2]:>13.3f} {d[3]:>10} | {f[4] / d[4]:>7.1f}x | {f[5]:>8.3f} {d[5]:>8.3f}")
 print("speed-up: mean SendPData time with full snapshots over that with deltas (new bases included)")
+print("last columns: the period's stores themselves, median ms, without barriers (full) and with deltas' barrier")
 PY
