@@ -2,7 +2,8 @@
 # run-control.sh [PERIODS] [REPS] [SIZES...]: a control loop at 1 kHz updating
 # N persistent objects (a size N/K: N objects, K of them updated a period) and
 # persisting them every period (bench/ControlBench.cs),
-# with SP incremental, SP stop-the-world, BinaryFormatter in the loop, and no
+# with SP incremental, SP stop-the-world, SP stop-the-world with deltas
+# (sp-delta: not in the default MECHS), BinaryFormatter in the loop, and no
 # persistence (the loop's own cost); pinned to one CPU
 # (taskset -c 0, as in the paper) and on two.  The loop runs under
 # SCHED_FIFO 60 (chrt), the SP and writer tasks under SCHED_FIFO 50
@@ -32,6 +33,7 @@ for cpus in ${CPUS:-0 0,1}; do
 				opts=(--sp-store="$work/store" --sp-keep=1)
 				case $mech in
 				sp-incremental*) opts+=(--sp-mode=incremental --sp-pause=200 --sp-period=1000 --sp-priority=50) ;;
+				sp-delta*) opts+=(--sp-delta=on) ;;     # stop-the-world, each period a delta
 				esac
 				case $mech in *-null) opts[0]=--sp-store=null: ;; esac
 				rm -rf "$work/store" "$work/state.bf"
