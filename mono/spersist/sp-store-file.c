@@ -59,6 +59,15 @@ typedef struct SpFileStore {
 	int spare_fd;            /* a retired snapshot kept for the next commit to write over, -1 = none */
 	char spare [64];         /* its name (.old) */
 	off_t spare_size;
+	/*
+	 * The committed snapshots' sequences, oldest first, as listed at open and
+	 * kept since (commits append, retirement takes the oldest): retiring after
+	 * each commit then costs nothing in proportion to the files.  Listing the
+	 * directory each time did: a delta chain at 1 kHz holds thousands of files,
+	 * and the listing's sort grew to tens of ms a commit.
+	 */
+	uint64_t *committed;
+	size_t ncommitted, committed_cap;
 } SpFileStore;
 
 #define SP_SNAP_PREFIX "snap-"
@@ -113,6 +122,13 @@ sp_file_name (char *buf, size_t cap, uint64_t seq, const char *extra)
 	snprintf (buf, cap, SP_SNAP_PREFIX "%020" PRIu64 SP_SNAP_SUFFIX "%s", seq, extra);
 }
 
+static int
+sp_file_newest_first (const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x > y ? -1 : x < y;
+}
+
 /* Sequences of the committed snapshots, newest first. */
 static int
 sp_file_sequences (SpFileStore *fs, uint64_t **seqs, size_t *n, bool remove_tmp, SpError *err)
@@ -151,13 +167,8 @@ sp_file_sequences (SpFileStore *fs, uint64_t **seqs, size_t *n, bool remove_tmp,
 	closedir (d);
 	if (!v)
 		return sp_error_set (err, "out of memory listing %s", fs->base.location);
-	/* Insertion sort, newest first: a store holds a handful of files. */
-	for (size_t i = 1; i < count; i++)
-		for (size_t j = i; j > 0 && v [j - 1] < v [j]; j--) {
-			uint64_t t = v [j];
-			v [j] = v [j - 1];
-			v [j - 1] = t;
-		}
+	/* Newest first (a delta chain holds thousands of files: not an insertion sort). */
+	qsort (v, count, sizeof *v, sp_file_newest_first);
 	*seqs = v;
 	*n = count;
 	return 0;
@@ -291,20 +302,18 @@ sp_file_retire (SpStore *s, uint64_t max_bytes, SpError *err)
 	(void)err;
 	SpFileStore *fs = (SpFileStore *)s;
 	if (fs->old_fd < 0) {
-		uint64_t *seqs;
-		size_t count;
-		if (sp_file_sequences (fs, &seqs, &count, false, NULL) < 0)
-			return 0;
-		uint64_t oldest = sp_store_retirable (s, seqs, count);
-		free (seqs);
+		uint64_t oldest = fs->ncommitted ? sp_store_retirable (s, fs->committed [0], fs->ncommitted) : 0;
 		if (!oldest)
 			return 0;
 		char name [64];
 		struct stat st;
 		sp_file_name (name, sizeof name, oldest, "");
 		sp_file_name (fs->old, sizeof fs->old, oldest, ".old");
-		if (renameat (fs->dir_fd, name, fs->dir_fd, fs->old) < 0)
-			return 0;
+		int renamed = renameat (fs->dir_fd, name, fs->dir_fd, fs->old), why = errno;
+		if (renamed == 0 || why == ENOENT)
+			memmove (fs->committed, fs->committed + 1, --fs->ncommitted * sizeof *fs->committed);
+		if (renamed < 0)
+			return why == ENOENT ? 1 : 0;       /* gone already (removed by hand): the next one */
 		fs->old_fd = openat (fs->dir_fd, fs->old, O_WRONLY | O_CLOEXEC);
 		if (fs->old_fd < 0 || fstat (fs->old_fd, &st) < 0) {
 			if (fs->old_fd >= 0)
@@ -456,6 +465,21 @@ sp_file_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
 	return 0;
 }
 
+/* Snapshot seq is committed: the newest (if memory runs out, retirement waits for the next open). */
+static void
+sp_file_note_committed (SpFileStore *fs, uint64_t seq)
+{
+	if (fs->ncommitted == fs->committed_cap) {
+		size_t cap = fs->committed_cap ? 2 * fs->committed_cap : 16;
+		uint64_t *grown = realloc (fs->committed, cap * sizeof *grown);
+		if (!grown)
+			return;
+		fs->committed = grown;
+		fs->committed_cap = cap;
+	}
+	fs->committed [fs->ncommitted++] = seq;
+}
+
 static int
 sp_file_finish (SpStore *s, SpError *err)
 {
@@ -498,6 +522,7 @@ sp_file_finish (SpStore *s, SpError *err)
 	if (fsync (fs->dir_fd) < 0)
 		return sp_error_set_errno (err, errno, "committing snapshot %" PRIu64 " to %s failed at directory fsync",
 					   s->writing, s->location);
+	sp_file_note_committed (fs, s->writing);
 	return 0;
 }
 
@@ -526,6 +551,7 @@ sp_file_close (SpStore *s)
 		close (fs->lock_fd);       /* releases the flock */
 	if (fs->dir_fd >= 0)
 		close (fs->dir_fd);
+	free (fs->committed);
 	free (s->location);
 	free (fs);
 }
@@ -605,6 +631,8 @@ sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err)
 		return -1;
 	}
 	fs->base.last_sequence = n ? seqs [0] : 0;
+	for (size_t i = n; i > 0; i--)
+		sp_file_note_committed (fs, seqs [i - 1]);
 	free (seqs);
 	*out = &fs->base;
 	return 0;

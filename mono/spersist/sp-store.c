@@ -123,11 +123,10 @@ sp_store_abort (SpStore *s)
 }
 
 uint64_t
-sp_store_retirable (const SpStore *s, const uint64_t *seqs, size_t count)
+sp_store_retirable (const SpStore *s, uint64_t oldest, size_t count)
 {
 	if (count < 2)
 		return 0;                       /* never the newest */
-	uint64_t oldest = seqs [count - 1];
 	if (s->retain_from)
 		return oldest < s->retain_from ? oldest : 0;
 	return count > s->keep ? oldest : 0;

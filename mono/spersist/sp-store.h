@@ -140,8 +140,8 @@ void sp_store_release_loaded (SpStore *s, SpLoaded *loaded);
 /* Bytes a store's read op gave (NULL is ignored). */
 void sp_store_release (SpStore *s, uint8_t *data, size_t size);
 
-/* Of a store's sequences (newest first), the oldest its retention removes now, or 0: for retire. */
-uint64_t sp_store_retirable (const SpStore *s, const uint64_t *seqs, size_t count);
+/* Of a store's `count` snapshots, the oldest being `oldest`: that one if its retention removes it now, else 0 (for retire). */
+uint64_t sp_store_retirable (const SpStore *s, uint64_t oldest, size_t count);
 
 /* For stores that overwrite their old snapshots in place: nothing to retire. */
 int sp_store_retire_nothing (SpStore *s, uint64_t max_bytes, SpError *err);
