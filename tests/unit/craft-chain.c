@@ -1,6 +1,7 @@
 /* craft-chain.c: see craft-chain.h. */
 #include "craft-chain.h"
 
+#include "fake-objects.h"
 #include "sp-crc32c.h"
 #include "sp-layout.h"
 
@@ -97,3 +98,14 @@ put_root (SpBuf *b, uint64_t id, uint64_t lid)
 	sp_buf_put_varint (b, lid);
 }
 
+
+void
+craft_register_classes (void)
+{
+	if (fake_class_find ("App.Node"))
+		return;
+	FakeClass *node = fake_class_object ("App", "App.Node");
+	fake_class_add_field (node, "value", SP_KIND_I4, NULL);
+	fake_class_add_field (node, "next", SP_KIND_REF, "App.Node");
+	fake_class_prim_array (SP_KIND_I4);
+}

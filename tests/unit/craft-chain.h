@@ -29,4 +29,7 @@ void put_ints (SpBuf *b, const int32_t *v, uint64_t n);
 void put_patch (SpBuf *b, uint64_t lid, uint64_t class_id, uint64_t start, const int32_t *v, uint64_t n);
 void put_root (SpBuf *b, uint64_t id, uint64_t lid);
 
+/* Register App.Node and System.Int32[] in the fake object model (once per fake_reset), for restoring what these write. */
+void craft_register_classes (void);
+
 #endif

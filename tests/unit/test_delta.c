@@ -43,16 +43,6 @@ typedef enum Defect {
 	DEFECT_COUNT
 } Defect;
 
-static void
-register_classes (void)
-{
-	if (fake_class_find ("App.Node"))
-		return;
-	FakeClass *node = fake_class_object ("App", "App.Node");
-	fake_class_add_field (node, "value", SP_KIND_I4, NULL);
-	fake_class_add_field (node, "next", SP_KIND_REF, "App.Node");
-	fake_class_prim_array (SP_KIND_I4);
-}
 
 static void
 make_base (Part *p)
@@ -132,7 +122,7 @@ typedef struct Chain {
 static void
 make_chain (Chain *c, Defect d)
 {
-	register_classes ();
+	craft_register_classes ();
 	make_base (&c->part [0]);
 	make_delta2 (&c->part [1], &c->part [0], d);
 	make_delta3 (&c->part [2], &c->part [0], &c->part [1]);
@@ -447,7 +437,7 @@ mutate (Writer *w, unsigned *seed)
 static void
 check_writer_chains (bool slots, bool cards)
 {
-	register_classes ();
+	craft_register_classes ();
 	fake_set_identity_slots (slots);
 	Writer *w = calloc (1, sizeof *w);
 	assert_int_equal (sp_ser_init (&w->ser), 0);
@@ -523,7 +513,7 @@ static void
 test_empty_delta (void **state)
 {
 	(void)state;
-	register_classes ();
+	craft_register_classes ();
 	Writer *w = calloc (1, sizeof *w);
 	assert_int_equal (sp_ser_init (&w->ser), 0);
 	w->node = fake_class_find ("App.Node");
@@ -557,7 +547,7 @@ static void
 test_delta_on_a_restored_snapshot (void **state)
 {
 	(void)state;
-	register_classes ();
+	craft_register_classes ();
 	Writer *w = calloc (1, sizeof *w);
 	assert_int_equal (sp_ser_init (&w->ser), 0);
 	w->node = fake_class_find ("App.Node");

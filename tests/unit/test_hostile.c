@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "craft-chain.h"
 #include "fake-objects.h"
 #include "sample-graph.h"
 #include "sp-crc32c.h"
@@ -144,53 +145,6 @@ craft_trailer (SpBuf *b, uint32_t nclasses, uint32_t nobjects, uint32_t nroots)
 	sp_format_write_trailer (t, &tr);
 	sp_buf_put_bytes (b, t, sizeof t);
 	patch_crc (b->data, b->len);
-}
-
-static void
-put_class_node (SpBuf *b, uint64_t id)
-{
-	sp_buf_put_u8 (b, SP_REC_CLASS);
-	sp_buf_put_varint (b, id);
-	sp_buf_put_u8 (b, SP_CLASS_OBJECT);
-	sp_buf_put_str (b, "App");
-	sp_buf_put_str (b, "App.Node");
-	sp_buf_put_varint (b, 2);
-	sp_buf_put_str (b, "value");
-	sp_buf_put_u8 (b, SP_KIND_I4);
-	sp_buf_put_str (b, "next");
-	sp_buf_put_u8 (b, SP_KIND_REF);
-	sp_buf_put_str (b, "App.Node");
-}
-
-static void
-put_class_ints (SpBuf *b, uint64_t id)
-{
-	sp_buf_put_u8 (b, SP_REC_CLASS);
-	sp_buf_put_varint (b, id);
-	sp_buf_put_u8 (b, SP_CLASS_ARRAY);
-	sp_buf_put_str (b, "mscorlib");
-	sp_buf_put_str (b, "System.Int32[]");
-	sp_buf_put_varint (b, 1);
-	sp_buf_put_str (b, "");
-	sp_buf_put_u8 (b, SP_KIND_I4);
-}
-
-static void
-put_node (SpBuf *b, uint64_t lid, uint64_t class_id, int32_t value, uint64_t next)
-{
-	sp_buf_put_u8 (b, SP_REC_OBJECT);
-	sp_buf_put_varint (b, lid);
-	sp_buf_put_varint (b, class_id);
-	sp_buf_put_le (b, (uint32_t)value, 4);
-	sp_buf_put_varint (b, next);
-}
-
-static void
-put_root (SpBuf *b, uint64_t id, uint64_t lid)
-{
-	sp_buf_put_u8 (b, SP_REC_ROOT);
-	sp_buf_put_varint (b, id);
-	sp_buf_put_varint (b, lid);
 }
 
 /*
@@ -499,16 +453,6 @@ roots:
 	}
 }
 
-static void
-register_baseline_classes (void)
-{
-	if (fake_class_find ("App.Node"))
-		return;
-	FakeClass *node = fake_class_object ("App", "App.Node");
-	fake_class_add_field (node, "value", SP_KIND_I4, NULL);
-	fake_class_add_field (node, "next", SP_KIND_REF, "App.Node");
-	fake_class_prim_array (SP_KIND_I4);
-}
 
 /* The baseline and its benign variants parse and restore to the intended objects. */
 static void
@@ -522,7 +466,7 @@ check_baseline_restores (Defect d)
 	assert_ok (sp_snapshot_parse (b.data, b.len, &snap, &err), &err);
 	assert_int_equal (snap.header.header_size, d == OK_HEADER_LARGER ? 48 : 40);
 	assert_true (snap.header.sequence == 7);
-	register_baseline_classes ();
+	craft_register_classes ();
 	void **objects;
 	assert_ok (fake_restore (&snap, &objects, &err), &err);
 	bool found;
@@ -577,7 +521,7 @@ static void
 test_crafted_defects_fail (void **state)
 {
 	(void)state;
-	register_baseline_classes ();
+	craft_register_classes ();
 	for (int d = BAD_MAGIC; d < DEFECT_COUNT; d++) {
 		SpBuf b;
 		craft (&b, (Defect)d);
@@ -624,7 +568,7 @@ test_huge_counts_allocate_nothing_big (void **state)
 			fail ();
 		}
 		/* Nor when objects are created as the records are read (a huge array is refused before). */
-		register_baseline_classes ();
+		craft_register_classes ();
 		assert_int_equal (decode_tracked (b.data, b.len, &err), SP_DECODE_DAMAGED);
 		if (largest_request > (1u << 20)) {
 			print_error ("%s: decode's largest allocation %zu bytes\n", defect_names [huge [i]], largest_request);
@@ -818,7 +762,7 @@ test_random_damage_with_valid_crc (void **state)
 	(void)state;
 	SpBuf base, sample;
 	craft (&base, OK);
-	register_baseline_classes ();
+	craft_register_classes ();
 	uint8_t *buf = malloc (base.len);
 	unsigned parsed = 0;
 	for (int i = 0; i < 20000; i++)
@@ -919,7 +863,7 @@ static void
 test_delta_with_huge_prior_allocates_little (void **state)
 {
 	(void)state;
-	register_baseline_classes ();
+	craft_register_classes ();
 	SpBuf b;
 	sp_buf_init (&b);
 	SpSnapHeader h = { .required_flags = SP_FLAG_DELTA, .sequence = 9, .base_sequence = 1, .prev_sequence = 8,
