@@ -1,7 +1,8 @@
 #!/bin/bash
 # run-barrier.sh [ITERATIONS] [ROUNDS]: the store barrier's cost with no cycle
 # running, Debian's stock mono against spmono without barriers (stw) and with
-# each barrier mode, and in each mode again with persistence cycles running
+# each barrier mode (incremental, and stop-the-world with deltas, whose
+# barrier stays armed between snapshots), and in each mode again with persistence cycles running
 # back to back over everything the kernels store into, in one run: the
 # runtimes take turns, ROUNDS times, each
 # measuring every kernel 3 times, each round with the kernels' code placed
@@ -25,6 +26,9 @@ for round in $(seq "$rounds"); do
 	"$sp" "$work/BarrierBench.exe" "spmono stw (no barriers)" "$iterations" 3 >> "$csv"
 	for mode in annotating marking-v2 marking; do
 		"$sp" --sp-mode=incremental --sp-barrier=$mode "$work/BarrierBench.exe" "spmono $mode" "$iterations" 3 >> "$csv"
+		# Delta snapshots (stop-the-world): the barrier stays armed between snapshots, none taken while measuring.
+		rm -rf "$work/deltastore"
+		"$sp" --sp-delta=on --sp-store="$work/deltastore" --sp-barrier=$mode "$work/BarrierBench.exe" "spmono $mode + deltas" "$iterations" 3 >> "$csv"
 		# The same with cycles back to back over everything the kernels store into (null store: no I/O).
 		"$sp" --sp-mode=incremental --sp-barrier=$mode --sp-store=null: "$work/BarrierBench.exe" "spmono $mode + cycles" \
 			"$iterations" 3 cycles >> "$csv" 2> "$work/cycles.txt"

@@ -135,24 +135,36 @@ sp_delta_add (uint32_t lid)
 	g_array_append_val (sp_delta.changed, lid);
 }
 
-static void
+/* FALSE when there is no chain yet (its first snapshot is being written): nothing can be recorded. */
+static gboolean
 sp_delta_add_locking (uint32_t lid)
 {
 	mono_os_mutex_lock (&sp_delta.set_lock);
-	if (sp_delta.chained)
+	gboolean chained = sp_delta.chained;
+	if (chained)
 		sp_delta_add (lid);
 	mono_os_mutex_unlock (&sp_delta.set_lock);
+	return chained;
 }
 
-/* Under sp_lock (or with the world stopped): obj was stored into; remember its LID if the chain has it. */
-static void
+/*
+ * Under sp_lock (or with the world stopped): obj was stored into; remember
+ * its LID if the chain has it (an object without one is new since the last
+ * snapshot: written whole when reached).  FALSE when there is no chain yet.
+ */
+static gboolean
 sp_delta_note_locked (MonoObject *obj)
 {
 	if (!sp_delta.chained)
-		return;
+		return FALSE;
 	uint32_t lid = sp_ser_lid_if_known (&sp_ser, obj);
-	if (lid)                 /* else new since the last snapshot: written whole when reached */
-		sp_delta_add_locking (lid);
+	return lid ? sp_delta_add_locking (lid) : TRUE;
+}
+
+static void
+sp_delta_note_found (MonoObject *obj)
+{
+	(void)sp_delta_note_locked (obj);
 }
 
 /*
@@ -177,6 +189,9 @@ sp_delta_slot_lid (MonoObject *obj)
  * The barrier's slow path between snapshots.  The thread remembers obj under
  * the generation read before the lock: if a snapshot took the changed set
  * meanwhile, that generation is stale and the next store comes back here.
+ * Before the chain's first snapshot is committed nothing is recorded, and
+ * nothing remembered: a store into an object that snapshot has written
+ * already must come back here once the chain exists.
  */
 static void
 sp_delta_barrier (MonoObject *obj)
@@ -185,14 +200,16 @@ sp_delta_barrier (MonoObject *obj)
 		return;
 	gint32 gen = __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE);
 	uint32_t lid = sp_delta_slot_lid (obj);
+	gboolean recorded;
 	if (lid) {
-		sp_delta_add_locking (lid);
+		recorded = sp_delta_add_locking (lid);
 	} else {
 		mono_coop_mutex_lock (&sp_lock);
-		sp_delta_note_locked (obj);
+		recorded = sp_delta_note_locked (obj);
 		mono_coop_mutex_unlock (&sp_lock);
 	}
-	sp_unseen_object_handled_in (obj, gen);
+	if (recorded)
+		sp_unseen_object_handled_in (obj, gen);
 }
 
 /*
@@ -230,8 +247,7 @@ sp_delta_take (GArray *taken)
 	sgen_gc_lock ();
 	mono_threads_short_stop_spin_ns = sp_start_stop_spin_ns ();
 	sgen_stop_world (0, FALSE);
-	if (!sp_unseen_objects_logged (sp_delta_note_locked))
-		sp_delta_force_full ("a store through a pointer that no barrier saw, into an object that cannot be found");
+	gboolean unattributed = !sp_unseen_objects_logged (sp_delta_note_found);
 	g_array_set_size (taken, 0);
 	g_array_append_vals (taken, sp_delta.changed->data, sp_delta.changed->len);
 	for (guint i = 0; i < sp_delta.changed->len; i++)
@@ -242,6 +258,9 @@ sp_delta_take (GArray *taken)
 	sgen_clear_tlabs ();
 	gboolean native_busy = sp_native_any_in_flight ();
 	sp_start_restart_world ();
+	/* Said once the world runs again (--sp-verbose prints it). */
+	if (unattributed)
+		sp_delta_force_full ("a store through a pointer that no barrier saw, into an object that cannot be found");
 	if (native_busy)
 		sp_delta_force_full ("native code was running with arguments it may write");
 }
