@@ -291,7 +291,8 @@ static int
 sp_decode_part (SpDecode *d, const uint8_t *data, size_t size, SpError *err)
 {
 	SpWalk w;
-	int rc = sp_walk_run (&w, data, size, d->snap, &sp_decode_sink, d, err);
+	/* A chain's parts had their checksums verified by sp_chain_check, before anything was built. */
+	int rc = sp_walk_run (&w, data, size, d->room != NULL, d->snap, &sp_decode_sink, d, err);
 	if (rc == 0 && d->any_references && sp_decode_fixup (d, &w, err) != 0) {
 		rc = -1;
 		d->unfit = true;

@@ -76,8 +76,10 @@ sp_read_header (const uint8_t *data, SpSnapHeader *h)
 	}
 }
 
-int
-sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSnapTrailer *trailer, SpError *err)
+/* sp_snapshot_check, with the checksum taken as verified when crc_known (the caller computed it). */
+static int
+sp_snapshot_check_known (const uint8_t *data, size_t size, bool crc_known, SpSnapHeader *header, SpSnapTrailer *trailer,
+			 SpError *err)
 {
 	if (size < SP_FORMAT_HEADER_SIZE + SP_FORMAT_TRAILER_SIZE)
 		return sp_error_set (err, "truncated: %zu bytes is shorter than an empty snapshot", size);
@@ -92,7 +94,7 @@ sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSna
 		.crc = (uint32_t)sp_get_le (t + 13, 4),
 	};
 	/* The checksum first: a damaged file gets the one message that says so. */
-	uint32_t crc = sp_crc32c (0, data, size - 4);
+	uint32_t crc = crc_known ? tr.crc : sp_crc32c (0, data, size - 4);
 	if (crc != tr.crc)
 		return sp_error_set (err, "checksum mismatch (stored %08x, computed %08x): the file is damaged or incomplete", tr.crc, crc);
 	if (t [0] != SP_REC_END)
@@ -118,6 +120,12 @@ sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSna
 	if (trailer)
 		*trailer = tr;
 	return 0;
+}
+
+int
+sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSnapTrailer *trailer, SpError *err)
+{
+	return sp_snapshot_check_known (data, size, false, header, trailer, err);
 }
 
 /* ---- the validating walk (sp-walk.h) --------------------------------------- */
@@ -548,14 +556,14 @@ sp_walk_alloc (SpWalk *w)
 }
 
 int
-sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, SpSnapshot *snap,
+sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, bool crc_known, SpSnapshot *snap,
 	     const SpWalkSink *sink, void *ctx, SpError *err)
 {
 	memset (snap, 0, sizeof *snap);
 	*w = (SpWalk){ .snap = snap, .sink = sink, .ctx = ctx, .err = err };
 	snap->data = data;
 	snap->size = size;
-	if (sp_snapshot_check (data, size, &snap->header, &snap->trailer, err) < 0)
+	if (sp_snapshot_check_known (data, size, crc_known, &snap->header, &snap->trailer, err) < 0)
 		return -1;
 	w->prior = snap->header.prior_objects;
 	if (sp_walk_alloc (w) < 0)
@@ -679,7 +687,7 @@ int
 sp_snapshot_parse (const uint8_t *data, size_t size, SpSnapshot *snap, SpError *err)
 {
 	SpWalk w;
-	int rc = sp_walk_run (&w, data, size, snap, &sp_index_sink, snap, err);
+	int rc = sp_walk_run (&w, data, size, false, snap, &sp_index_sink, snap, err);
 	sp_walk_free (&w);
 	if (rc < 0)
 		sp_snapshot_free (snap);

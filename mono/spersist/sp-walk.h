@@ -69,11 +69,13 @@ typedef struct SpWalk {
 } SpWalk;
 
 /*
- * Check header, trailer and checksum, allocate what the counts need (bounded
- * by the size first), walk every record into `sink`, and check completeness.
- * `snap` is filled as far as it got; free it and the walk with sp_walk_free.
+ * Check header, trailer and checksum (crc_known: the caller verified the
+ * checksum already, it is not computed again), allocate what the counts need
+ * (bounded by the size first), walk every record into `sink`, and check
+ * completeness.  `snap` is filled as far as it got; free it and the walk with
+ * sp_walk_free.
  */
-int sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, SpSnapshot *snap,
+int sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, bool crc_known, SpSnapshot *snap,
 		 const SpWalkSink *sink, void *ctx, SpError *err);
 void sp_walk_free (SpWalk *w);
 
