@@ -30,6 +30,7 @@
  * spdump never interprets bytes the walk has not checked.
  */
 #define _GNU_SOURCE
+#include "sp-chain.h"
 #include "sp-format.h"
 #include "sp-snapshot.h"
 #include "sp-store.h"
@@ -246,17 +247,6 @@ references_of (const SpSnapClass *c, const uint8_t *p)
 	return p;
 }
 
-/* The position after the values of an instance or element at p. */
-static const uint8_t *
-skip_values (const SpSnapClass *c, const uint8_t *p)
-{
-	p = references_of (c, p);
-	for (uint32_t i = 0; i < c->nfields; i++)
-		if (c->fields [i].kind == SP_KIND_REF)
-			(void)sp_trusted_varint (&p);
-	return p;
-}
-
 /*
  * The values of one instance or element at p (primitives in field order, then
  * references, as sp-format.h says), as "name: value" pairs; returns the
@@ -294,34 +284,6 @@ put_values (const SpSnapClass *c, const uint8_t *p, bool json)
 }
 
 /* ---- chains -------------------------------------------------------------- */
-
-/* One file of a chain, parsed. */
-typedef struct Part {
-	uint64_t seq;
-	uint8_t *data;           /* as the store gave it, until chain_free */
-	size_t size;
-	SpSnapshot snap;
-} Part;
-
-/* A delta's record about an object an earlier part defined: one of that part's SpSnapChange. */
-typedef struct Update {
-	uint32_t part;
-	uint32_t change;
-	size_t prev;             /* index+1 of the object's update before this one, 0 = none */
-} Update;
-
-/*
- * Snapshot N's chain: its full snapshot first, N last (a full snapshot is a
- * chain of one).  The state at N of an object is its defining record (in the
- * part whose lids reach it first) with the updates of later parts applied.
- */
-typedef struct Chain {
-	Part *parts;
-	size_t n;
-	uint64_t bytes;          /* of every part */
-	Update *updates;         /* in chain order */
-	size_t *latest;          /* by lid: index+1 of its latest update, 0 = none */
-} Chain;
 
 /*
  * The store's snapshots, and those found not valid: looking for the newest
@@ -370,109 +332,9 @@ snaps_find (const Snaps *sn, uint64_t seq)
 	return i;
 }
 
-static void
-chain_free (SpStore *store, Chain *c)
-{
-	for (size_t k = 0; c->parts && k < c->n; k++) {
-		sp_snapshot_free (&c->parts [k].snap);
-		sp_store_release (store, c->parts [k].data, c->parts [k].size);
-	}
-	free (c->parts);
-	free (c->updates);
-	free (c->latest);
-	*c = (Chain){ 0 };
-}
-
-/* The part that defines lid: the first whose objects reach it (a delta's new lids follow its prior ones). */
-static size_t
-chain_definer (const Chain *c, uint32_t lid)
-{
-	size_t lo = 0, hi = c->n - 1;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->parts [mid].snap.trailer.nobjects >= lid)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return lo;
-}
-
-/* err says what is wrong with part k; say which part that is, unless it is N itself. */
+/* SpChainFile p, snapshot sn->seqs [i], read and parsed; or -1 with sn->bad [i] saying why (remembered). */
 static int
-chain_broken (const Chain *c, size_t k, SpError *err)
-{
-	if (k + 1 < c->n)
-		sp_error_prefix (err, "its chain breaks at snapshot %" PRIu64, c->parts [k].seq);
-	return -1;
-}
-
-/* The same class in two files' caches: its name in its assembly (whose version is informational, FORMAT.md). */
-static bool
-same_class (const SpSnapClass *a, const SpSnapClass *b)
-{
-	size_t la = strcspn (a->assembly, ","), lb = strcspn (b->assembly, ",");
-	return strcmp (a->name, b->name) == 0 && la == lb && memcmp (a->assembly, b->assembly, la) == 0;
-}
-
-static const char *
-kind_words (uint8_t kind)
-{
-	return kind == SP_CLASS_OBJECT ? "an object of " : kind == SP_CLASS_ARRAY ? "an array " : "a string";
-}
-
-/*
- * A delta's record about an earlier object must fit it (FORMAT.md): the same
- * class, an OBJECT record for an object, a PATCH within an array.  The
- * restorer refuses a chain that contradicts itself; so does spdump, which
- * would otherwise print (or patch) past an array.
- */
-static int
-change_fits (const Chain *c, size_t k, const SpSnapChange *ch, SpError *err)
-{
-	const Part *def = &c->parts [chain_definer (c, ch->lid)];
-	const SpSnapObject *obj = sp_snapshot_object_const (&def->snap, ch->lid);
-	const SpSnapClass *now = &c->parts [k].snap.classes [ch->class_id];
-	const SpSnapClass *was = obj->kind == SP_CLASS_STRING ? NULL : &def->snap.classes [obj->class_id];
-	if (obj->kind != ch->kind || !same_class (was, now))
-		return sp_error_set (err, "it %s #%" PRIu32 " as %s%s, but snapshot %" PRIu64 " made it %s%s",
-				     ch->kind == SP_CLASS_OBJECT ? "gives" : "patches", ch->lid, kind_words (ch->kind), now->name,
-				     def->seq, kind_words (obj->kind), was ? was->name : "");
-	if (ch->kind == SP_CLASS_ARRAY && (ch->start > obj->length || ch->count > obj->length - ch->start))
-		return sp_error_set (err, "it patches elements [%" PRIu64 ", %" PRIu64 ") of #%" PRIu32 ", which has %" PRIu64,
-				     ch->start, ch->start + ch->count, ch->lid, obj->length);
-	return 0;
-}
-
-/* Every part's records about earlier objects, in chain order, each checked against the object. */
-static int
-chain_index (Chain *c, SpError *err)
-{
-	size_t total = 0;
-	for (size_t k = 1; k < c->n; k++)
-		total += c->parts [k].snap.nchanges;
-	uint32_t nobjects = c->parts [c->n - 1].snap.trailer.nobjects;
-	c->updates = malloc ((total ? total : 1) * sizeof *c->updates);
-	c->latest = calloc ((size_t)nobjects + 1, sizeof *c->latest);
-	if (!c->updates || !c->latest)
-		return sp_error_set (err, "out of memory indexing a chain of %" PRIu32 " objects", nobjects);
-	size_t nu = 0;
-	for (size_t k = 1; k < c->n; k++) {
-		const SpSnapshot *s = &c->parts [k].snap;
-		for (uint32_t i = 0; i < s->nchanges; i++) {
-			uint32_t lid = s->changes [i].lid;
-			if (change_fits (c, k, &s->changes [i], err) < 0)
-				return chain_broken (c, k, err);
-			c->updates [nu] = (Update){ .part = (uint32_t)k, .change = i, .prev = c->latest [lid] };
-			c->latest [lid] = ++nu;
-		}
-	}
-	return 0;
-}
-
-/* Part p, snapshot sn->seqs [i], read and parsed; or -1 with sn->bad [i] saying why (remembered). */
-static int
-part_load (Snaps *sn, size_t i, Part *p)
+part_load (Snaps *sn, size_t i, SpChainFile *p)
 {
 	SpError *why = &sn->bad [i];
 	if (why->msg [0])
@@ -494,13 +356,13 @@ part_load (Snaps *sn, size_t i, Part *p)
  * is a different snapshot of the store.
  */
 static int
-chain_read (Snaps *sn, uint64_t seq, Chain *c, SpError *err)
+chain_read (Snaps *sn, uint64_t seq, SpChain *c, SpError *err)
 {
 	for (uint64_t s = seq;;) {
 		size_t i = snaps_find (sn, s);
 		if (i == sn->n || c->n == sn->n)
 			return sp_error_set (err, "its chain needs snapshot %" PRIu64 ", which the store lacks", s);
-		Part *p = &c->parts [c->n++];
+		SpChainFile *p = &c->parts [c->n++];
 		p->seq = s;
 		if (part_load (sn, i, p) < 0) {
 			*err = sn->bad [i];
@@ -520,32 +382,15 @@ chain_read (Snaps *sn, uint64_t seq, Chain *c, SpError *err)
  * -1 with err naming the part at fault (and nothing held).
  */
 static int
-chain_open (Snaps *sn, uint64_t seq, Chain *c, SpError *err)
+chain_open (Snaps *sn, uint64_t seq, SpChain *c, SpError *err)
 {
-	*c = (Chain){ .parts = calloc (sn->n ? sn->n : 1, sizeof *c->parts) };
+	*c = (SpChain){ .parts = calloc (sn->n ? sn->n : 1, sizeof *c->parts) };
 	int rc = c->parts ? chain_read (sn, seq, c, err) : sp_error_set (err, "out of memory");
-	for (size_t a = 0, b = c->n ? c->n - 1 : 0; rc == 0 && a < b; a++, b--) {
-		Part t = c->parts [a];
-		c->parts [a] = c->parts [b];
-		c->parts [b] = t;
-	}
-	/* Oldest first: the first link that fails names the first part that does not apply. */
-	for (size_t k = 1; rc == 0 && k < c->n; k++) {
-		const SpSnapshot *prev = &c->parts [k - 1].snap;
-		if (sp_chain_link_check (&c->parts [0].snap.header, &prev->header, &prev->trailer, &c->parts [k].snap.header, err) < 0)
-			rc = chain_broken (c, k, err);
-	}
 	if (rc == 0)
-		rc = chain_index (c, err);
+		rc = sp_chain_complete (c, err);
 	if (rc < 0)
-		chain_free (sn->store, c);
+		sp_chain_free (sn->store, c);
 	return rc;
-}
-
-static const Part *
-chain_last (const Chain *c)
-{
-	return &c->parts [c->n - 1];
 }
 
 /* ---- objects ------------------------------------------------------------- */
@@ -579,7 +424,7 @@ put_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
 			p = put_values (e->c, p, e->json);
 			continue;
 		}
-		p = skip_values (e->c, p);       /* not shown (text, not --all) */
+		p = sp_snap_class_skip (e->c, p);       /* not shown (text, not --all) */
 	}
 	r->pos = p;
 }
@@ -603,7 +448,7 @@ fill_slots (Slots *s, const SpSnapClass *c, const uint8_t *p, uint64_t start, ui
 	for (uint64_t i = 0; i < count && start + i < s->n; i++) {
 		if (!s->slot [start + i].p)
 			s->slot [start + i] = (Slot){ p, c };
-		p = skip_values (c, p);
+		p = sp_snap_class_skip (c, p);
 	}
 }
 
@@ -620,7 +465,7 @@ fill_piece (void *ctx, SpReader *r, uint64_t start, uint64_t count)
  * order and in file order); then the elements, as an unpatched array's.
  */
 static int
-put_patched (const Chain *c, const SpSnapshot *def, uint32_t lid, Elements *e)
+put_patched (const SpChain *c, const SpSnapshot *def, uint32_t lid, Elements *e)
 {
 	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
 	Slots s = { .n = obj->length < e->limit ? obj->length : e->limit, .c = &def->classes [obj->class_id] };
@@ -645,14 +490,14 @@ put_patched (const Chain *c, const SpSnapshot *def, uint32_t lid, Elements *e)
 
 /* An object's latest OBJECT record: the one that defined it, or a later part's (change_fits: of its class). */
 static void
-put_instance (const Chain *c, const SpSnapshot *def, uint32_t lid, const Options *o)
+put_instance (const SpChain *c, const SpSnapshot *def, uint32_t lid, const Options *o)
 {
 	const SpSnapshot *s = def;
 	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
 	uint32_t class_id = obj->class_id;
 	size_t body = obj->body;
 	if (c->latest [lid]) {
-		const Update *u = &c->updates [c->latest [lid] - 1];
+		const SpChainUpdate *u = &c->updates [c->latest [lid] - 1];
 		s = &c->parts [u->part].snap;
 		class_id = s->changes [u->change].class_id;
 		body = s->changes [u->change].body;
@@ -687,7 +532,7 @@ put_string (const SpSnapshot *def, uint32_t lid, uint64_t limit, const Options *
 }
 
 static int
-put_array (const Chain *c, const SpSnapshot *def, uint32_t lid, uint64_t limit, const Options *o)
+put_array (const SpChain *c, const SpSnapshot *def, uint32_t lid, uint64_t limit, const Options *o)
 {
 	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
 	const SpSnapClass *cls = &def->classes [obj->class_id];
@@ -708,9 +553,9 @@ put_array (const Chain *c, const SpSnapshot *def, uint32_t lid, uint64_t limit, 
 
 /* Object lid as of the chain's last part. */
 static int
-put_object (const Chain *c, uint32_t lid, const Options *o)
+put_object (const SpChain *c, uint32_t lid, const Options *o)
 {
-	const SpSnapshot *def = &c->parts [chain_definer (c, lid)].snap;
+	const SpSnapshot *def = &c->parts [sp_chain_definer (c, lid)].snap;
 	const SpSnapObject *obj = sp_snapshot_object_const (def, lid);
 	uint64_t limit = o->json || o->all ? UINT64_MAX : TEXT_ELEMENTS;
 	if (o->json)
@@ -882,7 +727,7 @@ command_list (SpStore *store, const Options *o)
 
 /* The chain to show: of --seq N, or of the newest snapshot whose whole chain is valid (what a restart restores). */
 static int
-open_chain (SpStore *store, const Options *o, Chain *c)
+open_chain (SpStore *store, const Options *o, SpChain *c)
 {
 	Snaps sn;
 	if (snaps_open (store, &sn) < 0)
@@ -906,7 +751,7 @@ open_chain (SpStore *store, const Options *o, Chain *c)
 
 /* A delta's chain (a full snapshot shows as it always did: a chain of one says nothing). */
 static void
-show_chain (const Chain *c, const Options *o)
+show_chain (const SpChain *c, const Options *o)
 {
 	if (c->n == 1)
 		return;
@@ -924,10 +769,10 @@ show_chain (const Chain *c, const Options *o)
 }
 
 static void
-show_classes_and_roots (const Chain *chain, const Options *o)
+show_classes_and_roots (const SpChain *chain, const Options *o)
 {
-	const SpSnapshot *snap = &chain_last (chain)->snap;
-	uint64_t seq = chain_last (chain)->seq;
+	const SpSnapshot *snap = &sp_chain_last (chain)->snap;
+	uint64_t seq = sp_chain_last (chain)->seq;
 	char when [64];
 	format_time (snap->header.time_ns, when, sizeof when);
 	const SpSnapTrailer *t = &snap->trailer;
@@ -989,14 +834,14 @@ show_classes_and_roots (const Chain *chain, const Options *o)
 static int
 command_show_or_dump (SpStore *store, const Options *o, bool dump)
 {
-	Chain chain;
+	SpChain chain;
 	if (open_chain (store, o, &chain) < 0)
 		return 1;
 	show_classes_and_roots (&chain, o);
 	int rc = 0;
 	if (dump) {
 		printf (o->json ? ",\n \"objects\": [\n" : "objects:\n");
-		for (uint32_t lid = 1; lid <= chain_last (&chain)->snap.trailer.nobjects && rc == 0; lid++) {
+		for (uint32_t lid = 1; lid <= sp_chain_last (&chain)->snap.trailer.nobjects && rc == 0; lid++) {
 			if (o->json && lid > 1)
 				printf (",\n");
 			rc = put_object (&chain, lid, o);
@@ -1004,7 +849,7 @@ command_show_or_dump (SpStore *store, const Options *o, bool dump)
 		printf (o->json ? "\n ]" : "");
 	}
 	printf (o->json ? "}\n" : "");
-	chain_free (store, &chain);
+	sp_chain_free (store, &chain);
 	return rc == 0 ? 0 : 1;
 }
 
@@ -1021,19 +866,19 @@ command_verify (SpStore *store)
 		return 1;
 	}
 	uint64_t newest = sn.seqs [0];
-	Chain c;
+	SpChain c;
 	int rc = chain_open (&sn, newest, &c, &err);
 	snaps_free (&sn);
 	if (rc < 0) {
 		printf ("snapshot %" PRIu64 " is not valid: %s\n", newest, err.msg);
 		return 1;
 	}
-	const Part *last = chain_last (&c);
+	const SpChainFile *last = sp_chain_last (&c);
 	printf ("snapshot %" PRIu64 " is valid: ", newest);
 	if (c.n > 1)
 		printf ("a delta, part %zu of a chain from %" PRIu64 " (%" PRIu64 " bytes in all); ", c.n, c.parts [0].seq, c.bytes);
 	printf ("%zu bytes, %" PRIu32 " objects, %" PRIu32 " roots\n", last->size, last->snap.trailer.nobjects, last->snap.trailer.nroots);
-	chain_free (store, &c);
+	sp_chain_free (store, &c);
 	return 0;
 }
 

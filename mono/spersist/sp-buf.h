@@ -21,6 +21,10 @@ typedef struct SpBuf {
 	bool oom;              /* an allocation failed; contents are incomplete */
 } SpBuf;
 
+struct SpError;
+/* Where a stream of bytes goes (a store's file being written): 0, or -1 with err set. */
+typedef int (*SpWriteFn) (void *ctx, const uint8_t *data, size_t size, struct SpError *err);
+
 void sp_buf_init (SpBuf *b);
 void sp_buf_free (SpBuf *b);
 void sp_buf_reset (SpBuf *b);

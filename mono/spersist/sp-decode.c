@@ -326,13 +326,17 @@ sp_chain_link_check (const SpSnapHeader *base, const SpSnapHeader *prev, const S
 	if (!sp_header_is_delta (delta))
 		return sp_error_set (err, "snapshot %llu follows %llu in a chain but is not a delta",
 				     (unsigned long long)delta->sequence, (unsigned long long)prev->sequence);
-	if (delta->base_sequence != base->sequence || delta->prev_sequence != prev->sequence ||
-	    delta->prev_crc != prev_trailer->crc || delta->prior_objects != prev_trailer->nobjects)
+	/* A folded base stands for the delta it replaced: the deltas after it name that delta's base and checksum. */
+	bool base_ok = delta->base_sequence == base->sequence ||
+		(sp_header_is_folded (base) && delta->base_sequence == base->fold_base);
+	bool crc_ok = delta->prev_crc == prev_trailer->crc || (sp_header_is_folded (prev) && delta->prev_crc == prev->fold_crc);
+	if (!base_ok || delta->prev_sequence != prev->sequence || !crc_ok || delta->prior_objects != prev_trailer->nobjects)
 		return sp_error_set (err, "delta %llu does not apply to snapshot %llu (it names base %llu, previous %llu "
 				     "with checksum %08x and %u objects; that one has checksum %08x and %u objects)",
 				     (unsigned long long)delta->sequence, (unsigned long long)prev->sequence,
 				     (unsigned long long)delta->base_sequence, (unsigned long long)delta->prev_sequence,
-				     delta->prev_crc, delta->prior_objects, prev_trailer->crc, prev_trailer->nobjects);
+				     delta->prev_crc, delta->prior_objects,
+				     sp_header_is_folded (prev) ? prev->fold_crc : prev_trailer->crc, prev_trailer->nobjects);
 	return 0;
 }
 

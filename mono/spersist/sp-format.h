@@ -6,6 +6,7 @@
  *   header   := magic[8] version:u16 header_size:u16 required_flags:u16
  *               optional_flags:u16 sequence:u64 time_ns:u64 base_sequence:u64
  *               [prev_sequence:u64 prev_crc:u32 prior_objects:u32]   (deltas)
+ *               [fold_base:u64 fold_crc:u32 0:u32]                    (folded full snapshots)
  *   trailer  := 0x7F nclasses:u32 nobjects:u32 nroots:u32 crc32c:u32
  *
  * `version` is the oldest reader version that can read the file: a full
@@ -57,6 +58,16 @@
 #define SP_FLAG_DELTA            0x0001u  /* applies on top of prev_sequence (version 2) */
 #define SP_FLAGS_KNOWN           0x0001u
 
+/*
+ * optional_flags: hints a reader may ignore.  FOLDED: a full snapshot that
+ * took the place of delta `sequence` (the chain up to it folded into one
+ * file, same LIDs, same state): it has the 56-byte header, whose
+ * prev_sequence field holds the base its chain's deltas name (fold_base) and
+ * prev_crc the checksum of the delta it replaced (fold_crc), so that the
+ * deltas after it still apply.  An older reader sees a full snapshot.
+ */
+#define SP_OPT_FOLDED            0x0001u
+
 enum {
 	SP_REC_CLASS = 0x01,
 	SP_REC_OBJECT = 0x02,
@@ -93,9 +104,16 @@ typedef struct SpSnapHeader {
 	uint64_t prev_sequence;  /* the snapshot this delta applies to (the base or a delta) ... */
 	uint32_t prev_crc;       /* ... its trailer's CRC-32C ... */
 	uint32_t prior_objects;  /* ... and its trailer's nobjects */
+	/* Folded full snapshots only (SP_OPT_FOLDED; 0 otherwise): */
+	uint64_t fold_base;      /* the base_sequence of the deltas that follow it */
+	uint32_t fold_crc;       /* the checksum of the delta it replaced, which those deltas name */
 } SpSnapHeader;
 
 static inline int sp_header_is_delta (const SpSnapHeader *h) { return (h->required_flags & SP_FLAG_DELTA) != 0; }
+static inline int sp_header_is_folded (const SpSnapHeader *h)
+{
+	return !sp_header_is_delta (h) && (h->optional_flags & SP_OPT_FOLDED) != 0;
+}
 
 typedef struct SpSnapTrailer {
 	uint32_t nclasses;
@@ -104,10 +122,10 @@ typedef struct SpSnapTrailer {
 	uint32_t crc;
 } SpSnapTrailer;
 
-/* Bytes of the header h is written as: 40 for a full snapshot, 56 for a delta. */
+/* Bytes of the header h is written as: 40 for a full snapshot, 56 for a delta or a folded one. */
 static inline size_t sp_format_header_size (const SpSnapHeader *h)
 {
-	return sp_header_is_delta (h) ? SP_FORMAT_DELTA_HEADER_SIZE : SP_FORMAT_HEADER_SIZE;
+	return sp_header_is_delta (h) || sp_header_is_folded (h) ? SP_FORMAT_DELTA_HEADER_SIZE : SP_FORMAT_HEADER_SIZE;
 }
 /* Writes sp_format_header_size (h) bytes; version and flags follow from h->required_flags. */
 void sp_format_write_header (uint8_t out [SP_FORMAT_HEADER_MAX], const SpSnapHeader *h);

@@ -3,6 +3,7 @@
 
 #include "sp-client.h"
 #include "sp-crc32c.h"
+#include "sp-snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -461,20 +462,10 @@ sp_ser_class_id (SpSerializer *s, SpClass *c)
 		return c->snap_id;
 	c->snap_cycle = s->cycle;
 	c->snap_id = ++s->nclasses;
-	SpBuf *o = s->out;
-	sp_buf_put_u8 (o, SP_REC_CLASS);
-	sp_buf_put_varint (o, c->snap_id);
-	sp_buf_put_u8 (o, c->kind);
-	sp_buf_put_str (o, c->assembly);
-	sp_buf_put_str (o, c->name);
-	sp_buf_put_varint (o, c->nfields);
+	sp_format_put_class (s->out, c->snap_id, c->kind, c->assembly, c->name, c->nfields, c->fields);
 	uint32_t wire_max = 0;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
-		sp_buf_put_str (o, f->name);
-		sp_buf_put_u8 (o, f->kind);
-		if (f->kind == SP_KIND_REF)
-			sp_buf_put_str (o, f->type_name ? f->type_name : "");
 		wire_max += f->kind == SP_KIND_REF ? SP_VARINT32_MAX : sp_kind_size (f->kind);
 	}
 	c->wire_max = wire_max;

@@ -29,6 +29,29 @@ sp_format_write_header (uint8_t out [SP_FORMAT_HEADER_MAX], const SpSnapHeader *
 		sp_put_le (out + 40, h->prev_sequence, 8);
 		sp_put_le (out + 48, h->prev_crc, 4);
 		sp_put_le (out + 52, h->prior_objects, 4);
+	} else if (sp_header_is_folded (h)) {
+		sp_put_le (out + 40, h->fold_base, 8);
+		sp_put_le (out + 48, h->fold_crc, 4);
+		sp_put_le (out + 52, 0, 4);
+	}
+}
+
+void
+sp_format_put_class (SpBuf *o, uint32_t id, uint8_t kind, const char *assembly, const char *name, uint32_t nfields,
+		     const SpField *fields)
+{
+	sp_buf_put_u8 (o, SP_REC_CLASS);
+	sp_buf_put_varint (o, id);
+	sp_buf_put_u8 (o, kind);
+	sp_buf_put_str (o, assembly);
+	sp_buf_put_str (o, name);
+	sp_buf_put_varint (o, nfields);
+	for (uint32_t i = 0; i < nfields; i++) {
+		const SpField *f = &fields [i];
+		sp_buf_put_str (o, f->name);
+		sp_buf_put_u8 (o, f->kind);
+		if (f->kind == SP_KIND_REF)
+			sp_buf_put_str (o, f->type_name ? f->type_name : "");
 	}
 }
 
@@ -74,6 +97,13 @@ sp_read_header (const uint8_t *data, SpSnapHeader *h)
 		h->prev_crc = (uint32_t)sp_get_le (data + 48, 4);
 		h->prior_objects = (uint32_t)sp_get_le (data + 52, 4);
 	}
+	/* A header too short for the fold fields is not taken as folded (the flag is only a hint). */
+	if (sp_header_is_folded (h) && h->header_size >= SP_FORMAT_DELTA_HEADER_SIZE) {
+		h->fold_base = sp_get_le (data + 40, 8);
+		h->fold_crc = (uint32_t)sp_get_le (data + 48, 4);
+	} else {
+		h->optional_flags &= (uint16_t)~SP_OPT_FOLDED;
+	}
 }
 
 /* sp_snapshot_check, with the checksum taken as verified when crc_known (the caller computed it). */
@@ -112,6 +142,9 @@ sp_snapshot_check_known (const uint8_t *data, size_t size, bool crc_known, SpSna
 		return -1;
 	if (!sp_header_is_delta (&h) && h.base_sequence != 0)
 		return sp_error_set (err, "a full snapshot names a base snapshot (%llu)", (unsigned long long)h.base_sequence);
+	if (sp_header_is_folded (&h) && (h.fold_base == 0 || h.fold_base >= h.sequence))
+		return sp_error_set (err, "folded snapshot %llu names an impossible chain (base %llu)",
+				     (unsigned long long)h.sequence, (unsigned long long)h.fold_base);
 	if (tr.nobjects < h.prior_objects)
 		return sp_error_set (err, "delta snapshot has fewer objects (%u) than the snapshot it applies to (%u)",
 				     tr.nobjects, h.prior_objects);

@@ -106,6 +106,10 @@ sp_snapshot_object_const (const SpSnapshot *snap, uint32_t lid)
 	return &snap->objects [lid - snap->header.prior_objects];
 }
 
+/* A CLASS record (docs/FORMAT.md, "The class cache"): the serializer's, and the folder's. */
+void sp_format_put_class (SpBuf *o, uint32_t id, uint8_t kind, const char *assembly, const char *name, uint32_t nfields,
+			  const SpField *fields);
+
 /* Header, trailer and checksum; fills header/trailer (either may be NULL). */
 int sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSnapTrailer *trailer, SpError *err);
 /*

@@ -146,7 +146,8 @@ sp_file_sequences (SpFileStore *fs, uint64_t **seqs, size_t *n, bool remove_tmp,
 	struct dirent *de;
 	while (v && (de = readdir (d))) {
 		uint64_t seq;
-		if (remove_tmp && (sp_file_parse_name (de->d_name, ".tmp", &seq) || sp_file_parse_name (de->d_name, ".old", &seq))) {
+		if (remove_tmp && (sp_file_parse_name (de->d_name, ".tmp", &seq) || sp_file_parse_name (de->d_name, ".old", &seq) ||
+				   sp_file_parse_name (de->d_name, ".fold", &seq))) {
 			unlinkat (fs->dir_fd, de->d_name, 0);
 			continue;
 		}
@@ -539,6 +540,83 @@ sp_file_abort (SpStore *s)
 	fs->tmp [0] = '\0';
 }
 
+/* Where a replacement's bytes go: its own file, apart from the commit in progress. */
+typedef struct SpFileReplacing {
+	SpFileStore *fs;
+	int fd;
+	const char *name;
+	uint64_t written;
+	bool crashed;            /* a simulated crash: the file stays, as after a real one */
+} SpFileReplacing;
+
+static bool
+sp_file_replace_crash (SpFileReplacing *r, SpError *err)
+{
+	return r->crashed = r->crashed || sp_file_crash_now (err);
+}
+
+static int
+sp_file_replace_write (void *ctx, const uint8_t *data, size_t size, SpError *err)
+{
+	SpFileReplacing *r = ctx;
+	if (sp_file_replace_crash (r, err))
+		return -1;
+	if (sp_file_write_all (r->fd, data, size) < 0)
+		return sp_error_set_errno (err, errno, "writing %s/%s failed", r->fs->base.location, r->name);
+	r->written += size;
+	return 0;
+}
+
+/*
+ * Replace snapshot seq: its new bytes go to snap-<seq>.spm.fold, which is
+ * fsynced and renamed over snap-<seq>.spm, then the directory fsynced (as a
+ * commit: the name holds the old bytes or the new ones).  The .fold name is
+ * removed at open, as .tmp is.  Touches nothing a commit in progress uses.
+ * Crash points (sp_store_file_crash_before_step): create, each write, fsync,
+ * rename, directory fsync.
+ */
+/* The replacement's file is written and durable (its error, when not, is err's). */
+static int
+sp_file_replace_fill (SpFileReplacing *r, SpProduceFn produce, void *ctx, SpError *err)
+{
+	if (produce (ctx, sp_file_replace_write, r, err) < 0 || sp_file_replace_crash (r, err))
+		return -1;
+	if (fsync (r->fd) < 0)
+		return sp_error_set_errno (err, errno, "replacing a snapshot in %s failed at fsync", r->fs->base.location);
+	return 0;
+}
+
+static int
+sp_file_replace (SpStore *s, uint64_t seq, SpProduceFn produce, void *ctx, SpError *err)
+{
+	SpFileStore *fs = (SpFileStore *)s;
+	char name [64], final [64];
+	sp_file_name (name, sizeof name, seq, ".fold");
+	sp_file_name (final, sizeof final, seq, "");
+	if (sp_file_crash_now (err))
+		return -1;
+	SpFileReplacing r = { .fs = fs, .name = name };
+	r.fd = openat (fs->dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (r.fd < 0)
+		return sp_error_set_errno (err, errno, "cannot create %s/%s", s->location, name);
+	int rc = sp_file_replace_fill (&r, produce, ctx, err);
+	close (r.fd);
+	if (rc == 0 && sp_file_replace_crash (&r, err))
+		rc = -1;
+	if (rc == 0 && renameat (fs->dir_fd, name, fs->dir_fd, final) < 0)
+		rc = sp_error_set_errno (err, errno, "replacing snapshot %" PRIu64 " in %s failed at rename", seq, s->location);
+	if (rc < 0) {
+		if (!r.crashed)
+			unlinkat (fs->dir_fd, name, 0);
+		return -1;
+	}
+	if (sp_file_crash_now (err))
+		return -1;
+	if (fsync (fs->dir_fd) < 0)
+		return sp_error_set_errno (err, errno, "replacing snapshot %" PRIu64 " in %s failed at directory fsync", seq, s->location);
+	return 0;
+}
+
 static void
 sp_file_close (SpStore *s)
 {
@@ -574,6 +652,7 @@ static const SpStoreOps sp_file_store_ops = {
 	.abort = sp_file_abort,
 	.retire = sp_file_retire,
 	.close = sp_file_close,
+	.replace = sp_file_replace,
 };
 
 /* Exclusive use of the store: flock the LOCK file, record our pid for the next one's message. */

@@ -150,6 +150,18 @@ sp_store_retire (SpStore *s, uint64_t max_bytes)
 }
 
 int
+sp_store_replace (SpStore *s, uint64_t sequence, SpProduceFn produce, void *ctx, SpError *err)
+{
+	if (!sp_store_can_replace (s))
+		return sp_error_set (err, "store '%s' cannot replace a snapshot (%s)", s->location,
+				     s->readonly ? "it was opened read-only" : "its kind cannot");
+	if (sequence == 0 || sequence > s->last_sequence)
+		return sp_error_set (err, "internal error: store '%s' has no snapshot %llu to replace", s->location,
+				     (unsigned long long)sequence);
+	return s->ops->replace (s, sequence, produce, ctx, err);
+}
+
+int
 sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err)
 {
 	if (sp_store_begin (s, sequence, size, err) < 0 || sp_store_append (s, data, size, err) < 0 ||

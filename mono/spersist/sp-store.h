@@ -47,6 +47,9 @@ typedef struct SpSnapInfo {
  * leaves the store as it was.  One snapshot is in progress at a time.  A crash
  * at any instant before finish returns leaves the store as before begin.
  */
+/* Gives a snapshot's bytes, in order, to `write` (sp_fold_write is one): 0, or -1 with err set. */
+typedef int (*SpProduceFn) (void *ctx, SpWriteFn write, void *write_ctx, SpError *err);
+
 typedef struct SpStoreOps {
 	const char *name;
 	/* Newest first, each checked (reads every snapshot). */
@@ -71,6 +74,16 @@ typedef struct SpStoreOps {
 	 */
 	int (*retire) (SpStore *s, uint64_t max_bytes, SpError *err);
 	void (*close) (SpStore *s);
+	/*
+	 * Optional (NULL: the store cannot fold chains): put another snapshot of
+	 * the same state in committed snapshot `sequence`'s place (a folded
+	 * chain, sp-fold.h), its bytes given by `produce`.  Atomic as a commit:
+	 * after a crash at any instant, `sequence` holds the old bytes or the new
+	 * ones, whole.  May run on another thread while a snapshot is streamed in
+	 * (begin..finish); never alongside retire, and the caller keeps
+	 * `sequence` retained until it returns.
+	 */
+	int (*replace) (SpStore *s, uint64_t sequence, SpProduceFn produce, void *ctx, SpError *err);
 } SpStoreOps;
 
 struct SpStore {
@@ -104,6 +117,9 @@ int sp_store_begin (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *
 int sp_store_append (SpStore *s, const uint8_t *data, size_t size, SpError *err);
 int sp_store_finish (SpStore *s, SpError *err);
 void sp_store_abort (SpStore *s);
+/* SpStoreOps.replace, checked: the store must be writable, able to, and hold `sequence`. */
+int sp_store_replace (SpStore *s, uint64_t sequence, SpProduceFn produce, void *ctx, SpError *err);
+static inline bool sp_store_can_replace (const SpStore *s) { return s->ops->replace && !s->readonly; }
 /* Old snapshots' storage, about max_bytes a call: 1 when more may be left, 0 when none is. */
 int sp_store_retire (SpStore *s, uint64_t max_bytes);
 /* A whole snapshot in one go: begin, append, finish, then every old snapshot retired. */

@@ -22,7 +22,9 @@
 
 #include "craft-chain.h"
 #include "fake-objects.h"
+#include "sp-chain.h"
 #include "sp-crc32c.h"
+#include "sp-fold.h"
 #include "sp-format.h"
 #include "sp-serialize.h"
 #include "sp-snapshot.h"
@@ -167,6 +169,48 @@ decode_prefix (Chain *c, size_t n, size_t *failed, SpError *err)
 	return rc;
 }
 
+static int
+append_to_buf (void *ctx, const uint8_t *data, size_t size, SpError *err)
+{
+	(void)err;
+	sp_buf_put_bytes (ctx, data, size);
+	return 0;
+}
+
+/* The chain parts [0..n) folded into out (sp-fold.h): 0, or -1 with err set. */
+static int
+fold_chain (const SpChainPart *parts, size_t n, SpBuf *out, SpFoldResult *res, SpError *err)
+{
+	SpChain c;
+	sp_buf_init (out);
+	if (sp_chain_of_memory (parts, n, &c, err) < 0)
+		return -1;
+	int rc = sp_fold_write (&c, append_to_buf, out, res, err);
+	sp_chain_free (NULL, &c);
+	return rc;
+}
+
+/* Do the chain `parts` and the live roots hold the same graph? */
+static void
+assert_chain_is (const SpChainPart *parts, size_t n, void **roots, const char *what)
+{
+	SpSnapshot last;
+	void **o;
+	size_t failed = 99;
+	SpError err = { 0 };
+	int rc = fake_decode_chain (parts, n, &last, &o, &failed, &err);
+	if (rc != 0)
+		print_error ("%s: %s (part %zu)\n", what, err.msg, failed);
+	assert_int_equal (rc, 0);
+	void *restored [2] = { fake_restored_root (&last, o, 1, NULL), fake_restored_root (&last, o, 2, NULL) };
+	char why [256];
+	if (!fake_graphs_equal (roots, restored, 2, why, sizeof why))
+		print_error ("%s: %s\n", what, why);
+	assert_true (fake_graphs_equal (roots, restored, 2, why, sizeof why));
+	free (o);
+	sp_snapshot_free (&last);
+}
+
 /* ---- tests ------------------------------------------------------------------- */
 
 static void
@@ -191,6 +235,30 @@ test_headers_say_what_they_are (void **state)
 	free_chain (&c);
 }
 
+/* What the crafted chain's first n parts hold (the table at the top), as restored into o. */
+static void
+check_crafted_state (const SpSnapshot *last, void **o, size_t n)
+{
+	assert_int_equal (last->trailer.nroots, n == 1 ? 2 : 3);
+	assert_ptr_equal (fake_restored_root (last, o, 2, NULL), o [3]);
+	assert_int_equal (node_value (o [1]), n == 3 ? 70 : 7);
+	assert_ptr_equal (fake_get_ref (o [1], "next"), n == 3 ? NULL : o [2]);
+	assert_int_equal (node_value (o [2]), n == 1 ? 8 : 80);
+	assert_ptr_equal (fake_get_ref (o [2], "next"), n == 1 ? NULL : o [4]);
+	static const int32_t want1 [6] = { 1, 2, 3, 4, 5, 6 }, want2 [6] = { 1, 2, 30, 40, 5, 6 };
+	for (int i = 0; i < 6; i++)
+		assert_int_equal (int_at (o [3], i), (n == 1 ? want1 : want2) [i]);
+	if (n >= 2) {
+		assert_int_equal (node_value (o [4]), 9);
+		assert_ptr_equal (fake_get_ref (o [4], "next"), o [1]);
+		assert_ptr_equal (fake_restored_root (last, o, 3, NULL), n == 2 ? o [4] : o [5]);
+	}
+	if (n == 3) {
+		assert_int_equal (fake_length (o [5]), 2);
+		assert_int_equal (fake_string_units (o [5]) [1], 'i');
+	}
+}
+
 /* Each prefix of the chain restores the state at its last sequence. */
 static void
 test_chain_restores_each_prefix (void **state)
@@ -208,27 +276,113 @@ test_chain_restores_each_prefix (void **state)
 			print_error ("prefix %zu: %s (part %zu)\n", n, err.msg, failed);
 		assert_int_equal (rc, 0);
 		assert_int_equal (last.trailer.nobjects, c.part [n - 1].nobjects);
-		assert_int_equal (last.trailer.nroots, n == 1 ? 2 : 3);
-		assert_ptr_equal (fake_restored_root (&last, o, 2, NULL), o [3]);
-		assert_int_equal (node_value (o [1]), n == 3 ? 70 : 7);
-		assert_ptr_equal (fake_get_ref (o [1], "next"), n == 3 ? NULL : o [2]);
-		assert_int_equal (node_value (o [2]), n == 1 ? 8 : 80);
-		assert_ptr_equal (fake_get_ref (o [2], "next"), n == 1 ? NULL : o [4]);
-		static const int32_t want1 [6] = { 1, 2, 3, 4, 5, 6 }, want2 [6] = { 1, 2, 30, 40, 5, 6 };
-		for (int i = 0; i < 6; i++)
-			assert_int_equal (int_at (o [3], i), (n == 1 ? want1 : want2) [i]);
-		if (n >= 2) {
-			assert_int_equal (node_value (o [4]), 9);
-			assert_ptr_equal (fake_get_ref (o [4], "next"), o [1]);
-			assert_ptr_equal (fake_restored_root (&last, o, 3, NULL), n == 2 ? o [4] : o [5]);
-		}
-		if (n == 3) {
-			assert_int_equal (fake_length (o [5]), 2);
-			assert_int_equal (fake_string_units (o [5]) [1], 'i');
-		}
+		check_crafted_state (&last, o, n);
 		free (o);
 		sp_snapshot_free (&last);
 	}
+	free_chain (&c);
+}
+
+/*
+ * Folded (sp-fold.h), each prefix of two or three parts restores alone to
+ * the same state, its class ids its own; delta 3 applies to the fold of
+ * parts 1-2 (it names delta 2's checksum, which the fold says it stands for).
+ */
+static void
+test_folded_prefixes_restore_the_same_state (void **state)
+{
+	(void)state;
+	Chain c;
+	make_chain (&c, OK);
+	for (size_t n = 2; n <= 3; n++) {
+		SpBuf folded;
+		SpFoldResult res;
+		SpError err = { 0 };
+		assert_ok (fold_chain (c.parts, n, &folded, &res, &err), &err);
+		assert_int_equal (res.classes, 2);            /* App.Node and System.Int32[], once each */
+		SpChainPart parts [2] = { { folded.data, folded.len }, c.parts [2] };
+		size_t count = n == 2 ? 2 : 1;
+		SpSnapshot last;
+		void **o;
+		size_t failed = 99;
+		int rc = fake_decode_chain (parts, count, &last, &o, &failed, &err);
+		if (rc != 0)
+			print_error ("fold of %zu: %s (part %zu)\n", n, err.msg, failed);
+		assert_int_equal (rc, 0);
+		check_crafted_state (&last, o, 3);
+		free (o);
+		sp_snapshot_free (&last);
+		sp_buf_free (&folded);
+	}
+	free_chain (&c);
+}
+
+/* Delta 2 again, App.Node described with `value` as a long: the same class, another layout. */
+static void
+make_delta2_relaid (Part *p, const Part *base)
+{
+	SpField fields [2] = { { .name = "value", .kind = SP_KIND_I8 }, { .name = "next", .kind = SP_KIND_REF, .type_name = "App.Node" } };
+	part_begin (p, 2, base, base);
+	sp_format_put_class (&p->b, 1, SP_CLASS_OBJECT, "App", "App.Node", 2, fields);
+	sp_buf_put_u8 (&p->b, SP_REC_OBJECT);
+	sp_buf_put_varint (&p->b, 2);
+	sp_buf_put_varint (&p->b, 1);
+	sp_buf_put_le (&p->b, 80, 8);
+	sp_buf_put_varint (&p->b, 0);
+	put_root (&p->b, 1, 1);
+	part_finish (p, 1, 3, 1);
+}
+
+/*
+ * What a fold refuses, and what a folded snapshot may not claim: a chain
+ * whose class changed layout between its files (the restorer refuses it
+ * too); a fold of a full snapshot alone; a folded header naming a base at or
+ * after itself; a delta whose checksum is neither the fold's own nor the one
+ * it stands for.
+ */
+static void
+test_folds_refuse_what_does_not_hold (void **state)
+{
+	(void)state;
+	Chain c;
+	make_chain (&c, OK);
+	SpBuf folded;
+	SpFoldResult res;
+	SpError err = { 0 };
+	Part relaid;
+	make_delta2_relaid (&relaid, &c.part [0]);
+	SpChainPart two [2] = { c.parts [0], { relaid.b.data, relaid.b.len } };
+	assert_int_equal (fold_chain (two, 2, &folded, &res, &err), -1);
+	assert_contains (err.msg, "another layout");
+	sp_buf_free (&folded);
+	sp_buf_free (&relaid.b);
+	assert_int_equal (fold_chain (c.parts, 1, &folded, &res, &err), -1);
+	assert_contains (err.msg, "nothing to fold");
+	sp_buf_free (&folded);
+
+	assert_ok (fold_chain (c.parts, 2, &folded, &res, &err), &err);
+	SpSnapHeader h;
+	assert_ok (sp_snapshot_check (folded.data, folded.len, &h, NULL, &err), &err);
+	SpSnapHeader bad = h;
+	bad.fold_base = h.sequence;
+	sp_format_write_header (folded.data, &bad);
+	sp_put_le (folded.data + folded.len - 4, sp_crc32c (0, folded.data, folded.len - 4), 4);
+	assert_int_equal (sp_snapshot_check (folded.data, folded.len, NULL, NULL, &err), -1);
+	assert_contains (err.msg, "impossible chain");
+	bad = h;
+	bad.fold_crc ^= 1;
+	sp_format_write_header (folded.data, &bad);
+	sp_put_le (folded.data + folded.len - 4, sp_crc32c (0, folded.data, folded.len - 4), 4);
+	SpChainPart on [2] = { { folded.data, folded.len }, c.parts [2] };
+	size_t failed = 99;
+	SpSnapshot last;
+	void **o;
+	assert_int_equal (fake_decode_chain (on, 2, &last, &o, &failed, &err), SP_DECODE_DAMAGED);
+	assert_int_equal (failed, 1);
+	assert_contains (err.msg, "does not apply");
+	free (o);
+	sp_snapshot_free (&last);
+	sp_buf_free (&folded);
 	free_chain (&c);
 }
 
@@ -430,6 +584,50 @@ mutate (Writer *w, unsigned *seed)
 }
 
 /*
+ * Folding (sp-fold.h) the chain up to delta k gives one full snapshot of the
+ * same state: it restores alone to the live graph; it stands for delta k (the
+ * delta k + 1 the writer goes on with applies to it); and a chain that starts
+ * at it folds again.
+ */
+static void
+check_folds (Writer *w, size_t k)
+{
+	SpBuf folded, refolded;
+	SpFoldResult res;
+	SpError err = { 0 };
+	assert_ok (fold_chain (w->parts, k + 1, &folded, &res, &err), &err);
+	assert_int_equal (res.bytes, folded.len);
+	SpSnapHeader h;
+	SpSnapTrailer t;
+	assert_ok (sp_snapshot_check (folded.data, folded.len, &h, &t, &err), &err);
+	assert_true (sp_header_is_folded (&h) && !sp_header_is_delta (&h));
+	assert_int_equal (h.version, 1);                       /* an older reader takes it as a full snapshot */
+	assert_int_equal (h.sequence, k + 1);
+	assert_int_equal (h.fold_base, 1);
+	assert_int_equal (h.fold_crc, w->part [k].crc);
+	assert_int_equal (t.nobjects, w->part [k].nobjects);
+	assert_int_equal (t.crc, res.crc);
+	SpChainPart alone = { folded.data, folded.len };
+	assert_chain_is (&alone, 1, w->roots, "a folded chain");
+	if (k >= 2) {
+		/* The chain up to k - 1 folded, then delta k on it: the delta names the delta the fold replaced. */
+		SpBuf before;
+		assert_ok (fold_chain (w->parts, k, &before, &res, &err), &err);
+		SpChainPart on_fold [2] = { { before.data, before.len }, w->parts [k] };
+		assert_chain_is (on_fold, 2, w->roots, "a delta on a folded chain");
+		/* ... which folds again, to the state at k. */
+		assert_ok (fold_chain (on_fold, 2, &refolded, &res, &err), &err);
+		SpChainPart again = { refolded.data, refolded.len };
+		assert_chain_is (&again, 1, w->roots, "a folded chain folded again");
+		assert_ok (sp_snapshot_check (refolded.data, refolded.len, &h, &t, &err), &err);
+		assert_int_equal (h.fold_crc, w->part [k].crc);
+		sp_buf_free (&refolded);
+		sp_buf_free (&before);
+	}
+	sp_buf_free (&folded);
+}
+
+/*
  * Deltas of random changes, each restored with its whole chain and compared
  * with the live graph: what a chain restores is the state at its last
  * snapshot, with identity and sharing.  With and without identity slots.
@@ -458,19 +656,9 @@ check_writer_chains (bool slots, bool cards)
 		if (k)
 			mutate (w, &seed);
 		write_snapshot (w, k);
-		SpSnapshot last;
-		void **o;
-		size_t failed = 99;
-		SpError err = { 0 };
-		int rc = fake_decode_chain (w->parts, k + 1, &last, &o, &failed, &err);
-		if (rc != 0)
-			print_error ("chain of %zu: %s (part %zu)\n", k + 1, err.msg, failed);
-		assert_int_equal (rc, 0);
-		void *restored [2] = { fake_restored_root (&last, o, 1, NULL), fake_restored_root (&last, o, 2, NULL) };
-		char why [256];
-		if (!fake_graphs_equal (w->roots, restored, 2, why, sizeof why))
-			print_error ("chain of %zu: %s\n", k + 1, why);
-		assert_true (fake_graphs_equal (w->roots, restored, 2, why, sizeof why));
+		assert_chain_is (w->parts, k + 1, w->roots, "the chain");
+		if (k)
+			check_folds (w, k);
 		/* A delta writes what changed and what is new, each once, and nothing else. */
 		if (k)
 			assert_int_equal (w->ser.objects_written, w->distinct_changed + (w->ser.nobjects - w->ser.prior));
@@ -478,8 +666,6 @@ check_writer_chains (bool slots, bool cards)
 		/* With cards, a few ints changed cost a few 4 KiB cards, not the whole 160 KB array. */
 		if (k && cards)
 			assert_true (w->part [k].b.len < 48 * 1024);
-		free (o);
-		sp_snapshot_free (&last);
 	}
 	for (size_t k = 0; k <= W_ROUNDS; k++)
 		sp_buf_free (&w->part [k].b);
@@ -603,6 +789,8 @@ main (void)
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test_teardown (test_headers_say_what_they_are, fake_teardown),
 		cmocka_unit_test_teardown (test_chain_restores_each_prefix, fake_teardown),
+		cmocka_unit_test_teardown (test_folded_prefixes_restore_the_same_state, fake_teardown),
+		cmocka_unit_test_teardown (test_folds_refuse_what_does_not_hold, fake_teardown),
 		cmocka_unit_test_teardown (test_delta_alone, fake_teardown),
 		cmocka_unit_test_teardown (test_broken_links_fail_at_their_part, fake_teardown),
 		cmocka_unit_test_teardown (test_defective_deltas_fail, fake_teardown),

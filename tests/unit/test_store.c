@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "craft-chain.h"
+#include "sp-chain.h"
+#include "sp-fold.h"
 #include "fake-objects.h"
 #include "sp-serialize.h"
 #include "sp-snapshot.h"
@@ -775,6 +777,101 @@ test_file_crash_at_every_step (void **state)
 	}
 }
 
+static int
+produce_fold (void *ctx, SpWriteFn write, void *write_ctx, SpError *err)
+{
+	SpFoldResult res;
+	return sp_fold_write (ctx, write, write_ctx, &res, err);
+}
+
+/* Replace snapshot 4 of the committed chain by its fold; the store's result. */
+static int
+replace_by_fold (SpStore *st, SpError *err)
+{
+	SpChain c;
+	assert_ok (sp_chain_load (st, 4, &c, err), err);
+	assert_int_equal (c.n, 4);
+	int rc = sp_store_replace (st, 4, produce_fold, &c, err);
+	sp_chain_free (st, &c);
+	return rc;
+}
+
+/*
+ * A chain folded into its last delta's place (SpStoreOps.replace), with a
+ * crash before each step in turn (create the .fold file, write it, fsync it,
+ * rename it, fsync the directory): the next open removes the leftover, and
+ * snapshot 4 is either the delta, loading with its chain, or the folded
+ * snapshot, loading alone; a delta committed after it applies to either.
+ */
+static void
+test_file_replace_crash_at_every_step (void **state)
+{
+	Fixture *f = *state;
+	for (unsigned k = 1; k <= 6; k++) {
+		SpStore *st = open_ok (f->store, 2);
+		st->retain_from = 1;
+		Part parts [CHAIN_PARTS + 1];
+		commit_chain (st, parts);
+		sp_store_file_crash_before_step = k;
+		SpError err = { 0 };
+		int rc = replace_by_fold (st, &err);
+		sp_store_file_crash_before_step = 0;
+		sp_store_close (st);
+		assert_int_equal (rc, k <= 5 ? -1 : 0);
+		st = open_ok (f->store, 2);
+		st->retain_from = 1;
+		char listing [1024];
+		dir_listing (f->store, listing, sizeof listing);
+		assert_null (strstr (listing, ".fold"));
+		bool folded = k >= 5;                      /* renamed: the directory's fsync only makes it durable */
+		SpLoaded loaded;
+		assert_ok (sp_store_load_newest (st, NULL, NULL, NULL, NULL, &loaded, &err), &err);
+		assert_true (loaded.sequence == 4);
+		assert_int_equal (loaded.n, folded ? 1 : 4);
+		SpSnapHeader h;
+		assert_ok (sp_snapshot_check (loaded.parts [loaded.n - 1].data, loaded.parts [loaded.n - 1].size, &h, NULL, &err), &err);
+		assert_int_equal (sp_header_is_folded (&h), folded);
+		sp_store_release_loaded (st, &loaded);
+		/* Delta 5, on the delta 4 the program knows, applies to what the store holds as 4. */
+		Part *p = &parts [CHAIN_PARTS];
+		part_begin (p, 5, &parts [0], &parts [3]);
+		put_class_node (&p->b, 1);
+		put_node (&p->b, 1, 1, 5, 0);
+		put_root (&p->b, 1, 1);
+		part_finish (p, 1, 1, 1);
+		assert_ok (sp_store_commit (st, p->b.data, p->b.len, 5, &err), &err);
+		assert_ok (sp_store_load_newest (st, NULL, NULL, NULL, NULL, &loaded, &err), &err);
+		assert_true (loaded.sequence == 5);
+		assert_int_equal (loaded.n, folded ? 2 : 5);
+		sp_store_release_loaded (st, &loaded);
+		sp_buf_free (&p->b);
+		free_parts (parts);
+		sp_store_close (st);
+		nftw (f->store, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+}
+
+/* Stores that cannot fold say so; a read-only store refuses. */
+static void
+test_replace_refused_where_it_cannot (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	commit (st, 1);
+	sp_store_close (st);
+	SpError err = { 0 };
+	assert_ok (sp_store_open_readonly (f->store, &st, &err), &err);
+	assert_false (sp_store_can_replace (st));
+	assert_int_equal (sp_store_replace (st, 1, produce_fold, NULL, &err), -1);
+	assert_contains (err.msg, "read-only");
+	sp_store_close (st);
+	char loc [400];
+	snprintf (loc, sizeof loc, "pmem:%s/app.pmem", f->dir);
+	st = open_ok (loc, 2);
+	assert_false (sp_store_can_replace (st));
+	sp_store_close (st);
+}
+
 /* ---- the pmem store (on a regular file; ctest runs these again with PMEM_IS_PMEM_FORCE=1) ---- */
 
 /* The test's pmem store: its location ("pmem:FILE") and its file. */
@@ -1290,6 +1387,8 @@ main (void)
 		cmocka_unit_test (test_null_store_keeps_nothing),
 		cmocka_unit_test_setup_teardown (test_foreign_names_are_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_file_crash_at_every_step, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_file_replace_crash_at_every_step, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_replace_refused_where_it_cannot, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_commit_load_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_crash_at_every_persist, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_torn_record, setup, teardown),
