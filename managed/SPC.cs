@@ -167,7 +167,7 @@ namespace SPersistence
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>
 	public sealed class SPStats
 	{
-		internal const int Count = 30;
+		internal const int Count = 33;
 
 		/// <summary>Snapshots committed by this process.</summary>
 		public readonly long Snapshots;
@@ -205,6 +205,10 @@ namespace SPersistence
 		/// barrier copied before the store (the rest of the array not written yet, taken outside
 		/// the cycle's lock, so that no other thread waits for it), and the bytes copied.</summary>
 		public readonly long CycleBarrierCopies, CycleBarrierCopyBytes;
+		/// <summary>With --sp-delta=on, since the start: full snapshots written by SendPData (a
+		/// chain's first, or a new base when a chain could not go on), chains folded into a new
+		/// base by the fold task (off the program's path), and the latest fold's time.</summary>
+		public readonly long FullSnapshots, Folds, LastFoldNs;
 
 		internal SPStats (long [] v)
 		{
@@ -216,6 +220,7 @@ namespace SPersistence
 			SendPDataWaits = v [20]; SendPDataWaitNs = v [21]; SendPDataSkips = v [22];
 			CycleWriterNs = v [23]; PredictedCycleNs = v [24]; PredictedPeriods = v [25]; PredictedBytes = v [26];
 			UnschedulableSends = v [27]; CycleBarrierCopies = v [28]; CycleBarrierCopyBytes = v [29];
+			FullSnapshots = v [30]; Folds = v [31]; LastFoldNs = v [32];
 		}
 	}
 

@@ -3,8 +3,9 @@
  *
  *   spdump [--seq N] [--json] [--all] list|show|dump|verify STORE
  *
- *   list    every snapshot, newest first: sequence, time, size, kind (full, or a
- *           delta on the snapshot before it, with its chain's base), valid or
+ *   list    every snapshot, newest first: sequence, time, size, kind (full, full
+ *           folded from a chain, or a delta on the snapshot before it, with its
+ *           chain's base), valid or
  *           why not
  *   show    a snapshot's header, chain, class cache and roots
  *   dump    its objects as of that snapshot, as text or (--json) as JSON
@@ -62,9 +63,10 @@ print_usage (FILE *out)
 		 "Look into a spmono store, read-only (a running program may be using it).\n"
 		 "\n"
 		 "Commands:\n"
-		 "  list         the snapshots, newest first: sequence, time, size, kind (full, or a\n"
-		 "               delta on the snapshot before it, with its chain's base), valid or why\n"
-		 "               not (a delta whose chain is broken says where)\n"
+		 "  list         the snapshots, newest first: sequence, time, size, kind (full, full\n"
+		 "               folded from a chain, or a delta on the snapshot before it, with its\n"
+		 "               chain's base), valid or why not (a delta whose chain is broken\n"
+		 "               says where)\n"
 		 "  show         a snapshot's header, chain, class cache and roots (the newest whose\n"
 		 "               whole chain is valid, or --seq N)\n"
 		 "  dump         its objects as of that snapshot, as text or JSON (--json); text shows\n"
@@ -668,6 +670,9 @@ list_row_json (const SpSnapInfo *info, const Row *r, bool first)
 		printf (", \"kind\": null, \"base\": null, \"prev\": null");
 	else if (delta)
 		printf (", \"kind\": \"delta\", \"base\": %" PRIu64 ", \"prev\": %" PRIu64, r->h.base_sequence, r->h.prev_sequence);
+	else if (sp_header_is_folded (&r->h))
+		printf (", \"kind\": \"folded\", \"base\": %" PRIu64 ", \"prev\": null, \"fold_base\": %" PRIu64, info->sequence,
+			r->h.fold_base);
 	else
 		printf (", \"kind\": \"full\", \"base\": %" PRIu64 ", \"prev\": null", info->sequence);
 	printf (", \"chain_valid\": %s, \"chain_why\": ", r->chained ? "true" : "false");
@@ -685,6 +690,8 @@ list_row_text (const SpSnapInfo *info, const Row *r)
 	format_time (info->time_ns, when, sizeof when);
 	if (info->valid && sp_header_is_delta (&r->h))
 		snprintf (kind, sizeof kind, "delta on %" PRIu64 ", base %" PRIu64, r->h.prev_sequence, r->h.base_sequence);
+	else if (info->valid && sp_header_is_folded (&r->h))
+		snprintf (kind, sizeof kind, "full (folded chain)");
 	else if (info->valid)
 		snprintf (kind, sizeof kind, "full");
 	printf ("%10" PRIu64 "  %-33s %12" PRIu64 "  %-24s %s%s\n", info->sequence, when, info->size, kind,

@@ -59,7 +59,7 @@ static struct {
 	uint32_t prev_crc;           /* ... that one's checksum ... */
 	uint64_t base_bytes;         /* the base's size, and ... */
 	uint64_t delta_bytes;        /* ... its deltas' so far (for --sp-delta-ratio) */
-	GArray *bases;               /* the bases of the chains kept (--sp-keep of them), oldest first */
+	GArray *bases;               /* the first files of the chains kept (--sp-keep of them: full snapshots, folds), oldest first */
 	GArray *changed;             /* LIDs of the chain stored into since the last snapshot */
 	guint8 *in_changed;          /* [lid]: in `changed` */
 	size_t in_changed_cap;
@@ -231,6 +231,11 @@ sp_delta_next_is_delta (guint changed)
 		return FALSE;
 	if (changed >= SP_DELTA_SORT_MIN && (uint64_t)changed * 2 > sp_ser.nobjects)
 		return FALSE;
+	/* Folding ends a chain's growth off the program's path; a full snapshot only if folds fall behind. */
+	if (sp_fold_usable ()) {
+		uint64_t beyond = sp_delta.delta_bytes - sp_fold_covered (sp_delta.base_seq);
+		return beyond * 100 < (uint64_t)sp_options.delta_ratio * SP_FOLD_BEHIND * sp_delta.base_bytes;
+	}
 	return sp_delta.delta_bytes * 100 < (uint64_t)sp_options.delta_ratio * sp_delta.base_bytes;
 }
 
@@ -302,16 +307,89 @@ sp_delta_give_changed (GArray *taken, SpError *err)
 	return 0;
 }
 
-/* The store keeps every snapshot from the oldest base of the --sp-keep newest chains on. */
+/*
+ * The store keeps every snapshot from the first file of the oldest of the
+ * --sp-keep newest chains on, and every file a fold in progress reads.
+ * Under store_lock.
+ */
 static void
 sp_delta_retain (void)
 {
 	while (sp_delta.bases->len > sp_options.keep)
 		g_array_remove_index (sp_delta.bases, 0);
-	sp_store->retain_from = sp_delta.bases->len ? g_array_index (sp_delta.bases, guint64, 0) : 0;
+	uint64_t from = sp_delta.bases->len ? g_array_index (sp_delta.bases, guint64, 0) : 0;
+	uint64_t folding = sp_fold_reading_from ();
+	sp_store->retain_from = folding && folding < from ? folding : from;
 }
 
-/* Snapshot seq (a delta or not) is committed: the chain goes on from it.  Under sp_lock. */
+/* The sequence of the current chain's first file: its base, or the fold that took the base's place. */
+static uint64_t
+sp_delta_first_file (void)
+{
+	return g_array_index (sp_delta.bases, guint64, sp_delta.bases->len - 1);
+}
+
+/*
+ * Under sp_lock and store_lock, at SendPData: a fold that finished since the
+ * last one.  Done, on the chain still being written: its folded snapshot is
+ * the chain's first file now, its size the base the ratio counts against;
+ * it counts as a new chain for --sp-keep (the files before it, which still
+ * restore the chain up to the delta before it, go when older chains
+ * would).  Failed: said once; new bases are full snapshots from then on.
+ * Done on a chain a full snapshot ended meanwhile: nothing (its files are
+ * retired as that chain's).
+ */
+static void
+sp_delta_take_fold (void)
+{
+	SpFoldDone d;
+	sp_fold_take (&d);
+	if (!d.done)
+		return;
+	if (d.failed) {
+		fprintf (stderr, "spmono: warning: folding delta chain %llu into snapshot %llu failed (%s); a chain's new base "
+			 "will be a full snapshot written by SendPData from now on\n", (unsigned long long)d.chain,
+			 (unsigned long long)d.done, d.why);
+	} else if (sp_delta.chained && d.chain == sp_delta.base_seq) {
+		sp_delta.base_bytes = d.bytes;
+		sp_delta.delta_bytes -= d.delta_bytes;
+		/* A new base, as a full snapshot is: the chain before it stays restorable while --sp-keep keeps it. */
+		g_array_append_val (sp_delta.bases, d.done);
+		sp_stats [SP_STAT_FOLDS]++;
+		sp_stats [SP_STAT_LAST_FOLD_NS] = (gint64)d.ns;
+		if (sp_options.verbose)
+			fprintf (stderr, "spmono: chain folded into snapshot %llu (%llu bytes) in %.1f ms, off the program's path\n",
+				 (unsigned long long)d.done, (unsigned long long)d.bytes, d.ns / 1e6);
+	}
+	sp_delta_retain ();
+}
+
+/*
+ * The chain has grown past --sp-delta-ratio of its base: the fold task
+ * folds it up to its newest snapshot (when it can, and is not folding
+ * already).  Under sp_lock and store_lock.
+ */
+static void
+sp_delta_fold_if_long (void)
+{
+	if (sp_delta.chained && sp_delta.prev_seq != sp_delta_first_file () && sp_fold_usable () &&
+	    sp_delta.delta_bytes * 100 >= (uint64_t)sp_options.delta_ratio * sp_delta.base_bytes)
+		sp_fold_request (sp_delta.prev_seq, sp_delta.base_seq, sp_delta_first_file (), sp_delta.delta_bytes);
+}
+
+/* The fold task has started: a restored chain already long is folded now, not ended by a full snapshot. */
+static void
+sp_delta_fold_started (void)
+{
+	if (!sp_delta_on ())
+		return;
+	sp_fold_store_lock ();
+	sp_delta_fold_if_long ();
+	sp_delta_retain ();
+	sp_fold_store_unlock ();
+}
+
+/* Snapshot seq (a delta or not) is committed: the chain goes on from it.  Under sp_lock and store_lock. */
 static void
 sp_delta_committed (uint64_t seq, gboolean delta, uint64_t bytes, uint32_t crc)
 {
@@ -323,12 +401,15 @@ sp_delta_committed (uint64_t seq, gboolean delta, uint64_t bytes, uint32_t crc)
 		sp_delta.delta_bytes = 0;
 		sp_delta.full_due = FALSE;
 		g_array_append_val (sp_delta.bases, seq);
+		sp_stats [SP_STAT_FULL_SNAPSHOTS]++;
 	} else {
 		sp_delta.delta_bytes += bytes;
 	}
 	sp_delta.chained = TRUE;
 	sp_delta.prev_seq = seq;
 	sp_delta.prev_crc = crc;
+	if (delta)
+		sp_delta_fold_if_long ();
 	sp_delta_retain ();
 }
 
@@ -367,8 +448,10 @@ sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const Sp
 	sp_delta.prev_seq = last->header.sequence;
 	sp_delta.prev_crc = last->trailer.crc;
 	sp_delta_init_sets ();
+	/* The chain's first file: its base, or the folded snapshot that took a delta's place. */
+	uint64_t first = sp_get_le (parts [0].data + 16, 8);
 	g_array_set_size (sp_delta.bases, 0);
-	g_array_append_val (sp_delta.bases, sp_delta.base_seq);
+	g_array_append_val (sp_delta.bases, first);
 	sp_delta_retain ();
 	return 0;
 }

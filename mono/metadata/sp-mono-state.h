@@ -17,6 +17,8 @@
  *   sp-cycle.c      incremental mode: the cycle, the SP and writer tasks, the
  *                   barrier's slow path
  *   sp-delta.c      delta snapshots: what changed between snapshots, the chain
+ *   sp-fold-task.c  the fold task: a chain's new base written from its files,
+ *                   off the program's path; old snapshots retired
  *   sp-mono.c       starting (store, warm restart), stop-the-world SendPData,
  *                   the internal calls behind SPersistence.SPC, driver hooks
  *
@@ -93,6 +95,7 @@ enum {
 	SP_STAT_SEND_WAITS, SP_STAT_SEND_WAIT_NS, SP_STAT_SEND_SKIPS,
 	SP_STAT_CYCLE_WRITER_NS, SP_STAT_PREDICTED_CYCLE_NS, SP_STAT_PREDICTED_PERIODS, SP_STAT_PREDICTED_BYTES,
 	SP_STAT_UNSCHEDULABLE_SENDS, SP_STAT_CYCLE_BARRIER_COPIES, SP_STAT_CYCLE_BARRIER_COPY_BYTES,
+	SP_STAT_FULL_SNAPSHOTS, SP_STAT_FOLDS, SP_STAT_LAST_FOLD_NS,
 	SP_STAT_COUNT
 };
 static gint64 sp_stats [SP_STAT_COUNT];

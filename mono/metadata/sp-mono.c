@@ -60,6 +60,8 @@ sp_mono_start (SpError *err)
 	if (sp_warm && sp_options.verbose)
 		fprintf (stderr, "spmono: warm restart from snapshot %llu in %s\n", (unsigned long long)seq, sp_store->location);
 	sp_delta_arm ();
+	if (sp_fold_start ())
+		sp_delta_fold_started ();
 	sp_started = TRUE;
 	return 0;
 }
@@ -130,16 +132,24 @@ sp_mono_send (SpError *err)
 		if (!changed)
 			changed = g_array_new (FALSE, FALSE, sizeof (guint32));
 		sp_delta_take (changed);
+	}
+	/* The store's state is this thread's until the commit is recorded (the fold task retires old snapshots). */
+	sp_fold_store_lock ();
+	if (sp_options.delta) {
+		sp_delta_take_fold ();
 		delta = sp_delta_next_is_delta (changed->len);
 	}
 	if (sp_mono_stream_all (seq, delta ? changed : NULL, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
+		sp_fold_store_unlock ();
 		sp_stats [SP_STAT_FAILURES]++;
 		sp_delta_failed ();
 		return sp_error_prefix (err, "SendPData");
 	}
 	sp_delta_committed (seq, delta, st.bytes, st.crc);
-	while (sp_store_retire (sp_store, UINT64_MAX))
-		;
+	sp_fold_store_unlock ();
+	if (!sp_fold_retire_later ())
+		while (sp_store_retire (sp_store, UINT64_MAX))
+			;
 	uint64_t total_ns = sp_mono_monotonic_ns () - t0;
 	sp_stats [SP_STAT_SNAPSHOTS]++;
 	sp_stats [SP_STAT_LAST_SEQUENCE] = (gint64)seq;

@@ -31,6 +31,8 @@
 #include "../spersist/sp-store-null.c"
 #include "../spersist/sp-stream.c"
 #include "../spersist/sp-model.c"
+#include "../spersist/sp-chain.c"
+#include "../spersist/sp-fold.c"
 
 /* The client (sp-mono-state.h says which file does what); sp-mono.c, the entry points, last. */
 #include "sp-mono-state.h"
@@ -40,5 +42,6 @@
 #include "sp-restore.c"
 #include "sp-unseen.c"
 #include "sp-cycle.c"
+#include "sp-fold-task.c"
 #include "sp-delta.c"
 #include "sp-mono.c"

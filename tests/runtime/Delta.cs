@@ -3,9 +3,11 @@
 // the state after period p can be rebuilt from nothing (Expected) and compared
 // with what a restart restored, object by object, with identity.
 //
-//   Delta.exe run P         restore (or build), check, then periods up to P:
+//   Delta.exe run P [MS]    restore (or build), check, then periods up to P
+//                           (MS ms apart, as a control loop's):
 //                           mutate, SendPData, print "durable p" (stop-the-world:
-//                           SendPData returns once it is durable)
+//                           SendPData returns once it is durable), then
+//                           "full snapshots F, folds N" (this process's)
 //   Delta.exe check         restore, check, print "restored p", exit
 //   Delta.exe unseen        restore, then a store through a ref taken before
 //                           SendPData into an ordinary (small) array, which no
@@ -142,11 +144,16 @@ static class Program
 			return 0;
 		}
 		int last = int.Parse (args [1]);
+		int sleepMs = args.Length > 2 ? int.Parse (args [2]) : 0;
 		for (int period = p.Period + 1; period <= last; period++) {
 			Mutate (p, period);
 			SPC.SendPData ();
 			Console.WriteLine ("durable " + period);
+			if (sleepMs > 0)
+				System.Threading.Thread.Sleep (sleepMs);
 		}
+		SPStats s = SPC.GetStats ();
+		Console.WriteLine ("full snapshots " + s.FullSnapshots + ", folds " + s.Folds);
 		return 0;
 	}
 }

@@ -4,7 +4,10 @@
 # on the restored chain; kill -9 at random instants restores a consistent
 # state not older than the last durable one; a damaged delta falls back to
 # the chain before it; a store through a ref no barrier names is not lost;
-# a pmem store is refused by name.
+# a pmem store is refused by name.  With a small --sp-delta-ratio, chains are
+# folded by the fold task (no full snapshot from the program after its
+# first), the store holds a folded base and a few deltas, and restarts and
+# kill -9 during folds restore exactly.
 source "$SRCDIR/lib.sh"
 compile delta.exe "$SRCDIR/Delta.cs"
 DELTA=(--sp-store=store --sp-delta=on --sp-verbose)
@@ -27,10 +30,28 @@ case "$first" in "spmono: delta 21:"*) ;; *) fail "the first snapshot after the 
 "$SPMONO" "${DELTA[@]}" delta.exe check > check.out 2>&1 || fail "check: $(tail -5 check.out)"
 grep -q "^restored 25$" check.out || fail "check did not restore 25: $(cat check.out)"
 
-# 3. kill -9 at random instants: every restore is consistent and not older than the last durable period.
-prev=25
+# 3. Folding: with the ratio at 5%, the fold task gives the chain new bases; the program writes none.
+FOLDING=(--sp-store=store --sp-delta=on --sp-delta-ratio=5 --sp-verbose)
+"$SPMONO" "${FOLDING[@]}" delta.exe run 70 10 > fold.out 2>&1 || fail "folding run: $(tail -5 fold.out)"
+grep -q "^restored 25$" fold.out || fail "folding run did not restore 25: $(head -5 fold.out)"
+folds=$(sed -n 's/^full snapshots 0, folds \([0-9]*\)$/\1/p' fold.out)
+[ -n "$folds" ] && [ "$folds" -ge 3 ] || fail "expected folds and no full snapshot: $(grep -e '^full snapshots' -e '^spmono: ' fold.out | tail -8)"
+"$SPDUMP" list store > list.out || fail "spdump list: $(cat list.out)"
+grep -q "full (folded chain)" list.out || fail "no folded snapshot in the store: $(cat list.out)"
+files=$(ls store/snap-*.spm | wc -l)
+[ "$files" -le 30 ] || fail "the store holds $files snapshots after folding: $(cat list.out)"
+"$SPDUMP" verify store > verify.out || fail "spdump verify after folding: $(cat verify.out)"
+"$SPMONO" "${FOLDING[@]}" delta.exe check > check.out 2>&1 || fail "check after folding: $(tail -5 check.out)"
+grep -q "^restored 70$" check.out || fail "check did not restore 70 after folding: $(cat check.out)"
+echo "45 periods 10 ms apart at --sp-delta-ratio=5: $folds folds, no full snapshot, $files files in the store"
+
+# 4. kill -9 at random instants (every other trial while folds run): every restore is consistent
+#    and not older than the last durable period.
+prev=70
 for t in $(seq "${KILL_TRIALS:-12}"); do
-	"$SPMONO" "${DELTA[@]}" delta.exe run 1000000 > kill.$t 2>&1 &
+	opts=("${DELTA[@]}")
+	[ $((t % 2)) -eq 1 ] && opts=("${FOLDING[@]}")
+	"$SPMONO" "${opts[@]}" delta.exe run 1000000 $((t % 2 * 5)) > kill.$t 2>&1 &
 	pid=$!
 	for i in $(seq 300); do grep -q "^durable" kill.$t && break; sleep 0.05; done
 	sleep "0.$(printf '%03d' $((RANDOM % 300)))"
@@ -45,7 +66,7 @@ done
 "$SPMONO" "${DELTA[@]}" delta.exe check > final.out 2>&1 || fail "final check: $(tail -5 final.out)"
 echo "kill -9 ${KILL_TRIALS:-12} times: every restore exact, none older than the last durable period"
 
-# 4. A damaged newest snapshot: the chain before it restores, with a warning naming it.
+# 5. A damaged newest snapshot: the chain before it restores, with a warning naming it.
 newest=$(ls store/snap-*.spm | tail -1)
 n=$(sed -n 's/^restored //p' final.out)
 printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
@@ -53,7 +74,7 @@ printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
 grep -q "skipping damaged snapshot" damaged.out || fail "no warning for the damaged snapshot: $(cat damaged.out)"
 grep -q "^restored $((n - 1))$" damaged.out || fail "expected period $((n - 1)) after damaging $newest: $(cat damaged.out)"
 
-# 5. A store through a ref taken before SendPData lands in the next snapshot.
+# 6. A store through a ref taken before SendPData lands in the next snapshot.
 rm -rf store
 "$SPMONO" "${DELTA[@]}" delta.exe run 3 > /dev/null 2>&1 || fail "run before unseen"
 "$SPMONO" "${DELTA[@]}" delta.exe unseen > unseen.out 2>&1 || fail "unseen: $(tail -5 unseen.out)"
@@ -61,7 +82,7 @@ grep -q "^small\[5\] 4242$" unseen.out || fail "the store did not happen: $(cat 
 "$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "peek: $(tail -5 peek.out)"
 grep -q "^small\[5\] 4242$" peek.out || fail "the store through a ref was lost: $(cat peek.out unseen.out)"
 
-# 6. Bad combinations are refused by name.
+# 7. Bad combinations are refused by name.
 expect_fail "needs a file store" "$SPMONO" --sp-store=pmem:$PWD/p.pmem --sp-delta=on delta.exe run 1
 expect_fail "sp-delta takes on or off" "$SPMONO" --sp-delta=yes delta.exe run 1
 echo ok
