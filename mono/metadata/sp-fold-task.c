@@ -44,8 +44,8 @@
 
 static struct {
 	gboolean on;                 /* the thread runs: folds and retirement are its */
-	mono_mutex_t lock;           /* the fields below, and the wake-up */
-	mono_cond_t wake;
+	pthread_mutex_t lock;        /* the fields below, and the wake-up */
+	pthread_cond_t wake;
 	uint64_t want;               /* fold the chain up to this delta (0: nothing asked) */
 	uint64_t want_chain;         /* the chain's base, as its deltas name it (sp_delta.base_seq) */
 	uint64_t want_delta_bytes;   /* the chain's delta bytes up to `want` */
@@ -56,7 +56,7 @@ static struct {
 	uint64_t done_chain, done_delta_bytes, done_bytes, done_ns;
 	gboolean failed;             /* it failed: why says why; folding stops (full snapshots again) */
 	char why [SP_ERROR_MAX];
-	mono_mutex_t store_lock;     /* the store's commit and retirement state */
+	pthread_mutex_t store_lock;  /* the store's commit and retirement state */
 } sp_fold;
 
 static int
@@ -87,9 +87,9 @@ sp_fold_retire (void)
 {
 	int more = 1;
 	while (more) {
-		mono_os_mutex_lock (&sp_fold.store_lock);
+		pthread_mutex_lock (&sp_fold.store_lock);
 		more = sp_store_retire (sp_store, SP_WRITER_RETIRE_BYTES);
-		mono_os_mutex_unlock (&sp_fold.store_lock);
+		pthread_mutex_unlock (&sp_fold.store_lock);
 	}
 }
 
@@ -98,23 +98,23 @@ sp_fold_main (void *arg)
 {
 	(void)arg;
 	pthread_setname_np (pthread_self (), "sp-fold");
-	/* The lowest priority of the default policy, on Linux per thread. */
+	/* The lowest priority of the default policy (sp_fold_start made it SCHED_OTHER), on Linux per thread. */
 	setpriority (PRIO_PROCESS, (id_t)syscall (SYS_gettid), 19);
-	mono_os_mutex_lock (&sp_fold.lock);
+	pthread_mutex_lock (&sp_fold.lock);
 	for (;;) {
 		while (!sp_fold.want && !sp_fold.retire_due)
-			mono_os_cond_wait (&sp_fold.wake, &sp_fold.lock);
+			pthread_cond_wait (&sp_fold.wake, &sp_fold.lock);
 		uint64_t seq = sp_fold.want;
 		gboolean retire = sp_fold.retire_due;
 		sp_fold.retire_due = FALSE;
-		mono_os_mutex_unlock (&sp_fold.lock);
+		pthread_mutex_unlock (&sp_fold.lock);
 		if (retire)
 			sp_fold_retire ();
 		if (seq) {
 			SpError err = { 0 };
 			uint64_t t0 = sp_mono_monotonic_ns (), bytes = 0;
 			int rc = sp_fold_chain (seq, &bytes, &err);
-			mono_os_mutex_lock (&sp_fold.lock);
+			pthread_mutex_lock (&sp_fold.lock);
 			sp_fold.done = seq;
 			sp_fold.done_chain = sp_fold.want_chain;
 			sp_fold.done_delta_bytes = sp_fold.want_delta_bytes;
@@ -126,10 +126,31 @@ sp_fold_main (void *arg)
 			sp_fold.want = 0;
 			__atomic_store_n (&sp_fold.folding_from, 0, __ATOMIC_RELEASE);
 		} else {
-			mono_os_mutex_lock (&sp_fold.lock);
+			pthread_mutex_lock (&sp_fold.lock);
 		}
 	}
 	return NULL;
+}
+
+/*
+ * The fold task's locks inherit the priority of who waits for them: the
+ * task runs at the lowest priority, and SendPData (on a control loop's
+ * SCHED_FIFO thread, say) waits for it to finish a slice of retirement.  A
+ * plain mutex let any other task of the machine preempt the holder: on two
+ * CPUs, SendPData waited up to 17 ms for store_lock (a slice is ~40 us), 182
+ * of 5,000 periods of a 1 kHz loop missed.
+ */
+static int
+sp_fold_mutex_init (pthread_mutex_t *m)
+{
+	pthread_mutexattr_t attr;
+	int rc = pthread_mutexattr_init (&attr);
+	if (rc == 0)
+		rc = pthread_mutexattr_setprotocol (&attr, PTHREAD_PRIO_INHERIT);
+	if (rc == 0)
+		rc = pthread_mutex_init (m, &attr);
+	pthread_mutexattr_destroy (&attr);
+	return rc;
 }
 
 /* At the start (the store open): folding is on when deltas are and the store can replace a snapshot.  TRUE: it is. */
@@ -138,11 +159,27 @@ sp_fold_start (void)
 {
 	if (!sp_options.delta || sp_fold.on || !sp_store_can_replace (sp_store))
 		return FALSE;
-	mono_os_mutex_init (&sp_fold.lock);
-	mono_os_cond_init (&sp_fold.wake);
-	mono_os_mutex_init (&sp_fold.store_lock);
+	if (sp_fold_mutex_init (&sp_fold.lock) != 0 || sp_fold_mutex_init (&sp_fold.store_lock) != 0 ||
+	    pthread_cond_init (&sp_fold.wake, NULL) != 0) {
+		fprintf (stderr, "spmono: warning: no fold task (its locks cannot be made): a chain's new base will be written by SendPData\n");
+		return FALSE;
+	}
+	/*
+	 * The default policy, whatever the creating thread's: a thread inherits
+	 * its creator's, and the program's may be SCHED_FIFO (a control loop
+	 * under chrt).  A fold at the loop's own FIFO priority ran to its end
+	 * before the loop's next period on one CPU: 1,052 of 3,000 periods of a
+	 * 1 kHz loop missed, by up to 164 ms.
+	 */
+	pthread_attr_t attr;
+	struct sched_param param = { .sched_priority = 0 };
+	pthread_attr_init (&attr);
+	pthread_attr_setinheritsched (&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy (&attr, SCHED_OTHER);
+	pthread_attr_setschedparam (&attr, &param);
 	pthread_t thread;
-	int rc = pthread_create (&thread, NULL, sp_fold_main, NULL);
+	int rc = pthread_create (&thread, &attr, sp_fold_main, NULL);
+	pthread_attr_destroy (&attr);
 	if (rc != 0) {
 		fprintf (stderr, "spmono: warning: no fold task (%s): a chain's new base will be written by SendPData\n",
 			 strerror (rc));
@@ -158,14 +195,14 @@ static void
 sp_fold_store_lock (void)
 {
 	if (sp_fold.on)
-		mono_os_mutex_lock (&sp_fold.store_lock);
+		pthread_mutex_lock (&sp_fold.store_lock);
 }
 
 static void
 sp_fold_store_unlock (void)
 {
 	if (sp_fold.on)
-		mono_os_mutex_unlock (&sp_fold.store_lock);
+		pthread_mutex_unlock (&sp_fold.store_lock);
 }
 
 /* After a commit: old snapshots go in the background when the fold task runs; FALSE: the caller retires them. */
@@ -174,10 +211,10 @@ sp_fold_retire_later (void)
 {
 	if (!sp_fold.on)
 		return FALSE;
-	mono_os_mutex_lock (&sp_fold.lock);
+	pthread_mutex_lock (&sp_fold.lock);
 	sp_fold.retire_due = TRUE;
-	mono_os_cond_signal (&sp_fold.wake);
-	mono_os_mutex_unlock (&sp_fold.lock);
+	pthread_cond_signal (&sp_fold.wake);
+	pthread_mutex_unlock (&sp_fold.lock);
 	return TRUE;
 }
 
@@ -204,15 +241,15 @@ sp_fold_reading_from (void)
 static void
 sp_fold_request (uint64_t seq, uint64_t chain, uint64_t first, uint64_t delta_bytes)
 {
-	mono_os_mutex_lock (&sp_fold.lock);
+	pthread_mutex_lock (&sp_fold.lock);
 	if (!sp_fold.want && !sp_fold.done && !sp_fold.failed) {
 		__atomic_store_n (&sp_fold.folding_from, first, __ATOMIC_RELEASE);
 		sp_fold.want = seq;
 		sp_fold.want_chain = chain;
 		sp_fold.want_delta_bytes = delta_bytes;
-		mono_os_cond_signal (&sp_fold.wake);
+		pthread_cond_signal (&sp_fold.wake);
 	}
-	mono_os_mutex_unlock (&sp_fold.lock);
+	pthread_mutex_unlock (&sp_fold.lock);
 }
 
 /*
@@ -226,13 +263,13 @@ sp_fold_covered (uint64_t chain)
 {
 	if (!sp_fold.on)
 		return 0;
-	mono_os_mutex_lock (&sp_fold.lock);
+	pthread_mutex_lock (&sp_fold.lock);
 	uint64_t covered = 0;
 	if (sp_fold.want && sp_fold.want_chain == chain)
 		covered = sp_fold.want_delta_bytes;
 	else if (sp_fold.done && !sp_fold.failed && sp_fold.done_chain == chain)
 		covered = sp_fold.done_delta_bytes;
-	mono_os_mutex_unlock (&sp_fold.lock);
+	pthread_mutex_unlock (&sp_fold.lock);
 	return covered;
 }
 
@@ -249,12 +286,12 @@ sp_fold_take (SpFoldDone *out)
 	out->done = 0;
 	if (!sp_fold.on)
 		return;
-	mono_os_mutex_lock (&sp_fold.lock);
+	pthread_mutex_lock (&sp_fold.lock);
 	if (sp_fold.done) {
 		*out = (SpFoldDone){ .done = sp_fold.done, .chain = sp_fold.done_chain, .delta_bytes = sp_fold.done_delta_bytes,
 				     .bytes = sp_fold.done_bytes, .ns = sp_fold.done_ns, .failed = sp_fold.failed };
 		g_strlcpy (out->why, sp_fold.why, sizeof out->why);
 		sp_fold.done = 0;
 	}
-	mono_os_mutex_unlock (&sp_fold.lock);
+	pthread_mutex_unlock (&sp_fold.lock);
 }

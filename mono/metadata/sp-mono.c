@@ -131,10 +131,14 @@ sp_mono_send (SpError *err)
 	if (sp_options.delta) {
 		if (!changed)
 			changed = g_array_new (FALSE, FALSE, sizeof (guint32));
+		uint64_t t_take = sp_mono_monotonic_ns ();
 		sp_delta_take (changed);
+		sp_trace_run ("delta-take", t_take, sp_mono_monotonic_ns ());
 	}
 	/* The store's state is this thread's until the commit is recorded (the fold task retires old snapshots). */
+	uint64_t t_lock = sp_mono_monotonic_ns ();
 	sp_fold_store_lock ();
+	sp_trace_run ("store-lock", t_lock, sp_mono_monotonic_ns ());
 	if (sp_options.delta) {
 		sp_delta_take_fold ();
 		delta = sp_delta_next_is_delta (changed->len);
@@ -147,6 +151,7 @@ sp_mono_send (SpError *err)
 	}
 	sp_delta_committed (seq, delta, st.bytes, st.crc);
 	sp_fold_store_unlock ();
+	sp_trace_run (delta ? "delta" : "snapshot", t0, sp_mono_monotonic_ns ());
 	if (!sp_fold_retire_later ())
 		while (sp_store_retire (sp_store, UINT64_MAX))
 			;
