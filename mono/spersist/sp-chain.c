@@ -46,8 +46,7 @@ sp_snap_class_same (const SpSnapClass *a, const SpSnapClass *b)
 bool
 sp_snap_class_equal (const SpSnapClass *a, const SpSnapClass *b)
 {
-	if (a->kind != b->kind || a->nfields != b->nfields || strcmp (a->name, b->name) != 0 ||
-	    strcmp (a->assembly, b->assembly) != 0)
+	if (a->kind != b->kind || a->nfields != b->nfields || !sp_snap_class_same (a, b))
 		return false;
 	for (uint32_t i = 0; i < a->nfields; i++) {
 		const SpField *x = &a->fields [i], *y = &b->fields [i];

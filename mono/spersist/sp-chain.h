@@ -78,7 +78,11 @@ sp_chain_last (const SpChain *c)
 
 /* The same class in two files' caches: its name in its assembly (whose version is informational, FORMAT.md). */
 bool sp_snap_class_same (const SpSnapClass *a, const SpSnapClass *b);
-/* The same description: name, assembly (version included), kind and every leaf. */
+/*
+ * The same description: the same class (sp_snap_class_same: the assembly's
+ * version does not count, a program upgraded without a layout change goes on
+ * with the same chain), kind and every leaf.
+ */
 bool sp_snap_class_equal (const SpSnapClass *a, const SpSnapClass *b);
 /* The position after the values of one instance or element of c at p (validated bytes). */
 const uint8_t *sp_snap_class_skip (const SpSnapClass *c, const uint8_t *p);

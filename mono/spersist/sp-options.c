@@ -267,8 +267,10 @@ sp_options_usage (FILE *out)
 		"                           [SPersistent] classes), annotating ([SPersistentUpdate]).\n"
 		"    --sp-delta=on|off      Persist only what changed since the last snapshot, as a\n"
 		"                           delta on it (default off; --sp-mode=stw for now).\n"
-		"    --sp-delta-ratio=PCT   A full snapshot again once the deltas since the last one\n"
-		"                           add up to PCT percent of its size (default %d).\n"
+		"    --sp-delta-ratio=PCT   A new base once a chain's deltas add up to PCT percent\n"
+		"                           of its first file (default %d): folded from the chain's\n"
+		"                           files by a task of its own (file store), off the\n"
+		"                           program's path.\n"
 		"    --sp-stats             One statistics line on stderr per cycle.\n"
 		"    --sp-verbose           Report each snapshot on stderr (objects, bytes, time).\n",
 		SP_DEFAULT_KEEP, SP_DEFAULT_PAUSE_US, SP_DEFAULT_PERIOD_US, SP_DEFAULT_DELTA_RATIO);

@@ -20,9 +20,14 @@
  * rewritten to name that snapshot, so that mutations reach the rules of
  * deltas (prior objects given again, patches, new objects).  Properties: a
  * delta that does not parse alone never applies, and a chain that applies
- * has made exactly its objects.
+ * has made exactly its objects.  Such a chain is also folded (sp-fold.h): the
+ * fold must succeed, be a valid full snapshot, and restore alone to the very
+ * objects the chain made (the same classes, lengths and values, references
+ * compared as LIDs, which is what this restorer stores).
  */
+#include "sp-chain.h"
 #include "sp-crc32c.h"
+#include "sp-fold.h"
 #include "sp-snapshot.h"
 
 #include <stdbool.h>
@@ -80,7 +85,9 @@ fuzz_find_live (Restore *r, const SpSnapClass *c)
 {
 	for (uint32_t i = 0; i < r->nlive; i++) {
 		SpClass *l = r->live [i];
-		if (l->kind != c->kind || l->nfields != c->nfields || strcmp (l->name, c->name) != 0)
+		size_t la = strcspn (l->assembly, ","), lc = strcspn (c->assembly, ",");
+		if (l->kind != c->kind || l->nfields != c->nfields || strcmp (l->name, c->name) != 0 || la != lc ||
+		    memcmp (l->assembly, c->assembly, la) != 0)
 			continue;
 		bool same = true;
 		for (uint32_t f = 0; f < c->nfields && same; f++) {
@@ -108,9 +115,10 @@ fuzz_resolve (void *ctx, SpSnapClass *c, SpError *err)
 	/* Its own copies of the names: a chain's earlier files are freed while later ones restore. */
 	live->kind = c->kind;
 	live->name = strdup (c->name);
+	live->assembly = strdup (c->assembly);
 	live->nfields = c->nfields;
 	live->fields = calloc (c->nfields ? c->nfields : 1, sizeof *live->fields);
-	if (!live->name || !live->fields)
+	if (!live->name || !live->assembly || !live->fields)
 		return sp_error_set (err, "out of memory");
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		live->fields [i] = c->fields [i];
@@ -168,8 +176,8 @@ fuzz_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpErr
 	(void)field;
 	if (lid > r->nobjects)
 		return sp_error_set (err, "reference to %u beyond %u objects", lid, r->nobjects);
-	void *target = lid ? r->objects [lid] : NULL;
-	memcpy (slot, &target, sizeof target);
+	uint64_t stored = lid;                          /* the LID: two restores then compare byte for byte */
+	memcpy (slot, &stored, sizeof stored);
 	return 0;
 }
 
@@ -193,6 +201,7 @@ restore_free (Restore *r)
 			free ((char *)r->live [i]->fields [f].type_name);
 		}
 		free ((char *)r->live [i]->name);
+		free ((char *)r->live [i]->assembly);
 		free (r->live [i]->fields);
 		free (r->live [i]);
 	}
@@ -223,6 +232,56 @@ read_twice (const uint8_t *data, size_t size)
 	if (decoded == 0 && r.created != r.nobjects)
 		abort ();
 	restore_free (&r);
+}
+
+static int
+fuzz_append (void *ctx, const uint8_t *data, size_t size, SpError *err)
+{
+	(void)err;
+	sp_buf_put_bytes (ctx, data, size);
+	return 0;
+}
+
+/* Two restores made the same objects: classes (by name), lengths, bytes. */
+static bool
+restores_equal (const Restore *a, const Restore *b)
+{
+	if (a->nobjects != b->nobjects)
+		return false;
+	for (uint32_t lid = 1; lid <= a->nobjects; lid++) {
+		const SpClass *x = a->classes [lid], *y = b->classes [lid];
+		if (!x != !y || (x && (x->kind != y->kind || strcmp (x->name, y->name) != 0)) || a->lengths [lid] != b->lengths [lid])
+			return false;
+		size_t unit = x ? x->elem_size : 2;
+		size_t n = x && x->kind == SP_CLASS_OBJECT ? 1 : (size_t)a->lengths [lid];
+		if (memcmp (a->objects [lid], b->objects [lid], n * unit) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* A chain that applied, folded: the fold is a full snapshot that restores alone to the same objects. */
+static void
+fold_and_compare (const SpChainPart *parts, size_t n, const Restore *chain)
+{
+	SpChain c;
+	SpError err = { 0 };
+	if (sp_chain_of_memory (parts, n, &c, &err) < 0)
+		abort ();                                   /* the restorer took the chain: its model holds */
+	SpBuf out;
+	sp_buf_init (&out);
+	SpFoldResult res;
+	int rc = sp_fold_write (&c, fuzz_append, &out, &res, &err);
+	sp_chain_free (NULL, &c);
+	if (rc < 0 || out.oom)
+		abort ();
+	Restore f = { 0 };
+	SpSnapshot snap;
+	if (sp_snapshot_decode (out.data, out.len, &fuzz_ops, &f, &snap, &err) != 0 || !restores_equal (chain, &f))
+		abort ();
+	sp_snapshot_free (&snap);
+	restore_free (&f);
+	sp_buf_free (&out);
 }
 
 /* A delta input, its links rewritten to name the built-in base, then its checksum: read alone and as a chain. */
@@ -261,6 +320,8 @@ read_as_delta (const uint8_t *data, size_t size)
 	sp_snapshot_free (&last);
 	if (applied == 0 && (parsed != 0 || r.created != r.nobjects))
 		abort ();
+	if (applied == 0)
+		fold_and_compare (parts, 2, &r);
 	restore_free (&r);
 	free (delta);
 }
