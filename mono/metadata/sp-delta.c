@@ -358,8 +358,13 @@ sp_delta_take_fold (void)
 		sp_stats [SP_STAT_FOLDS]++;
 		sp_stats [SP_STAT_LAST_FOLD_NS] = (gint64)d.ns;
 		if (sp_options.verbose)
-			fprintf (stderr, "spmono: chain folded into snapshot %llu (%llu bytes) in %.1f ms, off the program's path\n",
-				 (unsigned long long)d.done, (unsigned long long)d.bytes, d.ns / 1e6);
+			fprintf (stderr, "spmono: chain folded into snapshot %llu (%llu bytes, %u of its %u objects no longer reached) "
+				 "in %.1f ms, off the program's path\n", (unsigned long long)d.done, (unsigned long long)d.bytes,
+				 d.unreached, d.objects, d.ns / 1e6);
+		/* What the program dropped is held by its LIDs until a full snapshot starts a chain anew. */
+		if ((uint64_t)d.unreached * 100 > (uint64_t)sp_options.delta_ratio * (d.objects - d.unreached))
+			sp_delta_force_full ("the objects the program dropped outgrew --sp-delta-ratio of those it holds: "
+					     "a full snapshot lets them go");
 	}
 	sp_delta_retain ();
 }

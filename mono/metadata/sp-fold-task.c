@@ -26,7 +26,9 @@
  *
  * Full snapshots are still written by SendPData when a chain cannot go on
  * (its first snapshot, a failure, stores no barrier saw: sp-delta.c), when
- * folding fails, or when folds fall behind: the chain's deltas beyond what
+ * the objects the program dropped outgrow --sp-delta-ratio of those it
+ * still reaches (a fold keeps every object of the chain, and so does the
+ * program, by its LID; a full snapshot lets them go), when folding fails, or when folds fall behind: the chain's deltas beyond what
  * the fold under way covers add up to SP_FOLD_BEHIND times the ratio.
  *
  * The fold task touches no managed object and never takes sp_lock: it is a
@@ -54,6 +56,7 @@ static struct {
 	/* A fold finished (done != 0), for SendPData to take: */
 	uint64_t done;
 	uint64_t done_chain, done_delta_bytes, done_bytes, done_ns;
+	uint32_t done_objects, done_unreached;
 	gboolean failed;             /* it failed: why says why; folding stops (full snapshots again) */
 	char why [SP_ERROR_MAX];
 	pthread_mutex_t store_lock;  /* the store's commit and retirement state */
@@ -66,18 +69,16 @@ sp_fold_produce (void *ctx, SpWriteFn write, void *write_ctx, SpError *err)
 	return sp_fold_write (((void **)ctx) [0], write, write_ctx, res, err);
 }
 
-/* Fold the chain up to delta seq into seq's place; *bytes: the folded snapshot's size. */
+/* Fold the chain up to delta seq into seq's place; *res: the folded snapshot's size and objects. */
 static int
-sp_fold_chain (uint64_t seq, uint64_t *bytes, SpError *err)
+sp_fold_chain (uint64_t seq, SpFoldResult *res, SpError *err)
 {
 	SpChain chain;
 	if (sp_chain_load (sp_store, seq, &chain, err) < 0)
 		return -1;
-	SpFoldResult res = { 0 };
-	void *ctx [2] = { &chain, &res };
+	void *ctx [2] = { &chain, res };
 	int rc = sp_store_replace (sp_store, seq, sp_fold_produce, ctx, err);
 	sp_chain_free (sp_store, &chain);
-	*bytes = res.bytes;
 	return rc;
 }
 
@@ -112,13 +113,16 @@ sp_fold_main (void *arg)
 			sp_fold_retire ();
 		if (seq) {
 			SpError err = { 0 };
-			uint64_t t0 = sp_mono_monotonic_ns (), bytes = 0;
-			int rc = sp_fold_chain (seq, &bytes, &err);
+			SpFoldResult res = { 0 };
+			uint64_t t0 = sp_mono_monotonic_ns ();
+			int rc = sp_fold_chain (seq, &res, &err);
 			pthread_mutex_lock (&sp_fold.lock);
 			sp_fold.done = seq;
 			sp_fold.done_chain = sp_fold.want_chain;
 			sp_fold.done_delta_bytes = sp_fold.want_delta_bytes;
-			sp_fold.done_bytes = bytes;
+			sp_fold.done_bytes = res.bytes;
+			sp_fold.done_objects = res.objects;
+			sp_fold.done_unreached = res.unreached;
 			sp_fold.done_ns = sp_mono_monotonic_ns () - t0;
 			sp_fold.failed = rc < 0;
 			if (rc < 0)
@@ -276,6 +280,7 @@ sp_fold_covered (uint64_t chain)
 /* A finished fold, for sp-delta.c to take (done 0: none). */
 typedef struct SpFoldDone {
 	uint64_t done, chain, delta_bytes, bytes, ns;
+	uint32_t objects, unreached;      /* of the folded state: all, and those its roots no longer reach */
 	gboolean failed;
 	char why [SP_ERROR_MAX];
 } SpFoldDone;
@@ -289,7 +294,8 @@ sp_fold_take (SpFoldDone *out)
 	pthread_mutex_lock (&sp_fold.lock);
 	if (sp_fold.done) {
 		*out = (SpFoldDone){ .done = sp_fold.done, .chain = sp_fold.done_chain, .delta_bytes = sp_fold.done_delta_bytes,
-				     .bytes = sp_fold.done_bytes, .ns = sp_fold.done_ns, .failed = sp_fold.failed };
+				     .bytes = sp_fold.done_bytes, .ns = sp_fold.done_ns, .failed = sp_fold.failed,
+				     .objects = sp_fold.done_objects, .unreached = sp_fold.done_unreached };
 		g_strlcpy (out->why, sp_fold.why, sizeof out->why);
 		sp_fold.done = 0;
 	}

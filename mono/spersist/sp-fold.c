@@ -303,6 +303,105 @@ sp_fold_object (SpFold *f, uint32_t lid)
 	sp_fold_flush (f, SP_FOLD_FLUSH_BYTES);
 }
 
+/* ---- what the roots reach ----------------------------------------------------- */
+
+/* A breadth-first walk of the folded state from its roots: which LIDs it reaches. */
+typedef struct SpFoldReach {
+	SpFold *f;
+	uint8_t *seen;           /* [lid] */
+	uint32_t *queue;         /* LIDs seen, in order: each is queued once, so nobjects + 1 fit */
+	uint32_t head, tail;
+	const SpSnapClass *c;    /* the class whose elements sp_fold_reach_piece reads */
+} SpFoldReach;
+
+static void
+sp_fold_reach_lid (SpFoldReach *r, uint32_t lid)
+{
+	if (lid && !r->seen [lid]) {
+		r->seen [lid] = 1;
+		r->queue [r->tail++] = lid;
+	}
+}
+
+/* The references of one instance or element of c at p (they follow its primitives). */
+static const uint8_t *
+sp_fold_reach_values (SpFoldReach *r, const SpSnapClass *c, const uint8_t *p)
+{
+	p += c->prim_bytes;
+	for (uint32_t i = 0; i < c->nfields; i++)
+		if (c->fields [i].kind == SP_KIND_REF)
+			sp_fold_reach_lid (r, (uint32_t)sp_trusted_varint (&p));
+	return p;
+}
+
+static void
+sp_fold_reach_piece (void *ctx, SpReader *rd, uint64_t start, uint64_t count)
+{
+	SpFoldReach *r = ctx;
+	(void)start;
+	const uint8_t *p = rd->pos;
+	for (uint64_t i = 0; i < count; i++)
+		p = sp_fold_reach_values (r, r->c, p);
+}
+
+/* What object lid refers to in the folded state (its latest record; a patched array's latest elements). */
+static int
+sp_fold_reach_from (SpFoldReach *r, uint32_t lid)
+{
+	const SpChain *c = r->f->c;
+	size_t d = sp_chain_definer (c, lid);
+	const SpSnapshot *s = &c->parts [d].snap;
+	const SpSnapObject *obj = sp_snapshot_object_const (s, lid);
+	if (obj->kind == SP_CLASS_STRING)
+		return 0;
+	const SpSnapClass *cls = &s->classes [obj->class_id];
+	if (obj->kind == SP_CLASS_OBJECT) {
+		const uint8_t *body = s->data + obj->body;
+		if (c->latest [lid]) {
+			const SpChainUpdate *u = &c->updates [c->latest [lid] - 1];
+			const SpSnapshot *us = &c->parts [u->part].snap;
+			cls = &us->classes [us->changes [u->change].class_id];
+			body = us->data + us->changes [u->change].body;
+		}
+		sp_fold_reach_values (r, cls, body);
+		return 0;
+	}
+	if (cls->wire_size)                         /* no reference among its elements */
+		return 0;
+	r->c = cls;
+	if (!c->latest [lid]) {
+		sp_snapshot_pieces (s, lid, sp_fold_reach_piece, r);
+		return 0;
+	}
+	SpFoldSlots slots = { .c = cls, .at = malloc ((obj->length ? (size_t)obj->length : 1) * sizeof *slots.at) };
+	if (!slots.at)
+		return sp_error_set (r->f->err, "out of memory folding array #%" PRIu32, lid);
+	sp_snapshot_pieces (s, lid, sp_fold_slots_piece, &slots);
+	int rc = sp_fold_patch_all (r->f, lid, d, &slots);
+	for (uint64_t i = 0; rc == 0 && i < obj->length; i++)
+		sp_fold_reach_values (r, cls, slots.at [i]);
+	free (slots.at);
+	return rc;
+}
+
+/* How many of the folded state's objects its roots do not reach. */
+static int
+sp_fold_count_unreached (SpFold *f, uint32_t *unreached)
+{
+	const SpSnapshot *last = &sp_chain_last (f->c)->snap;
+	uint32_t n = last->trailer.nobjects;
+	SpFoldReach r = { .f = f, .seen = calloc ((size_t)n + 1, 1), .queue = malloc (((size_t)n + 1) * sizeof *r.queue) };
+	int rc = r.seen && r.queue ? 0 : sp_error_set (f->err, "out of memory counting what a chain's roots reach");
+	for (uint32_t i = 0; rc == 0 && i < last->trailer.nroots; i++)
+		sp_fold_reach_lid (&r, last->roots [i].lid);
+	while (rc == 0 && r.head < r.tail)
+		rc = sp_fold_reach_from (&r, r.queue [r.head++]);
+	*unreached = n - r.tail;
+	free (r.seen);
+	free (r.queue);
+	return rc;
+}
+
 /* ---- the file ------------------------------------------------------------------ */
 
 static void
@@ -363,6 +462,8 @@ sp_fold_write (const SpChain *c, SpWriteFn write, void *write_ctx, SpFoldResult 
 		sp_fold_object (&f, lid);
 	if (f.rc == 0)
 		sp_fold_trailer (&f, out);
+	if (f.rc == 0)
+		f.rc = sp_fold_count_unreached (&f, &out->unreached);
 	if (f.rc == 0 && f.out.oom)
 		f.rc = sp_error_set (err, "out of memory folding a chain");
 	for (size_t k = 0; f.ids && k < c->n; k++)

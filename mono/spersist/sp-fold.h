@@ -14,7 +14,8 @@
  *
  * The folded snapshot holds every LID of the chain, reached or not (an object
  * the program dropped may be named again by a later delta: the program still
- * has it, with its LID).  Its records, in LID order: each object's latest
+ * has it, with its LID).  How many its roots no longer reach is counted, so
+ * that the program can let them go with a full snapshot once they are many.  Its records, in LID order: each object's latest
  * OBJECT record; a string or an unpatched array as its pieces were; a
  * patched array whole, its elements as the latest record gave them.  Class
  * ids are the folded file's own: one per distinct class description of the
@@ -34,6 +35,7 @@ typedef struct SpFoldResult {
 	uint32_t crc;            /* the folded snapshot's trailer checksum */
 	uint32_t objects;
 	uint32_t classes;
+	uint32_t unreached;      /* of its objects, those its roots no longer reach (kept: see above) */
 } SpFoldResult;
 
 /*

@@ -67,6 +67,15 @@ static class Program
 			default: p.Small [r.Next (SmallCount)] = period; break;
 			}
 		}
+		// Periods 71-90 drop a block of 2,000 cells each for new ones: what the program drops piles up in
+		// the chain (a fold keeps it) until a full snapshot lets it go.
+		if (period > 70 && period <= 90) {
+			int from = (period - 71) * 2000 % CellCount;
+			for (int j = 1999; j >= 0; j--) {      // backwards: each new cell links to the new one after it
+				int i = (from + j) % CellCount;
+				p.Cells [i] = new Cell { Value = period, Label = "churn", Next = p.Cells [(i + 1) % CellCount] };
+			}
+		}
 		p.Period = period;
 	}
 

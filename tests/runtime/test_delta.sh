@@ -6,8 +6,9 @@
 # the chain before it; a store through a ref no barrier names is not lost;
 # a pmem store is refused by name.  With a small --sp-delta-ratio, chains are
 # folded by the fold task (no full snapshot from the program after its
-# first), the store holds a folded base and a few deltas, and restarts and
-# kill -9 during folds restore exactly.
+# first), the store holds a folded base and a few deltas, restarts and kill -9
+# during folds restore exactly, and objects the program dropped are let go by
+# a full snapshot once they outgrow the ratio.
 source "$SRCDIR/lib.sh"
 compile delta.exe "$SRCDIR/Delta.cs"
 DELTA=(--sp-store=store --sp-delta=on --sp-verbose)
@@ -45,9 +46,18 @@ files=$(ls store/snap-*.spm | wc -l)
 grep -q "^restored 70$" check.out || fail "check did not restore 70 after folding: $(cat check.out)"
 echo "45 periods 10 ms apart at --sp-delta-ratio=5: $folds folds, no full snapshot, $files files in the store"
 
-# 4. kill -9 at random instants (every other trial while folds run): every restore is consistent
+# 4. Periods 71-90 drop 2,000 cells each: once the dropped objects outgrow the ratio of those still
+#    reached, the program writes a full snapshot, which lets them go.
+DROPPING=(--sp-store=store --sp-delta=on --sp-delta-ratio=20 --sp-verbose)
+"$SPMONO" "${DROPPING[@]}" delta.exe run 90 10 > drop.out 2>&1 || fail "dropping run: $(tail -5 drop.out)"
+grep -q "dropped outgrew" drop.out || fail "no full snapshot for the dropped objects: $(grep -e '^spmono: chain' -e '^full' drop.out)"
+grep -q "^full snapshots [1-9]" drop.out || fail "no full snapshot written: $(grep '^full' drop.out)"
+"$SPMONO" "${DROPPING[@]}" delta.exe check > check.out 2>&1 || fail "check after dropping: $(tail -5 check.out)"
+grep -q "^restored 90$" check.out || fail "check did not restore 90: $(cat check.out)"
+
+# 5. kill -9 at random instants (every other trial while folds run): every restore is consistent
 #    and not older than the last durable period.
-prev=70
+prev=90
 for t in $(seq "${KILL_TRIALS:-12}"); do
 	opts=("${DELTA[@]}")
 	[ $((t % 2)) -eq 1 ] && opts=("${FOLDING[@]}")
@@ -66,7 +76,7 @@ done
 "$SPMONO" "${DELTA[@]}" delta.exe check > final.out 2>&1 || fail "final check: $(tail -5 final.out)"
 echo "kill -9 ${KILL_TRIALS:-12} times: every restore exact, none older than the last durable period"
 
-# 5. A damaged newest snapshot: the chain before it restores, with a warning naming it.
+# 6. A damaged newest snapshot: the chain before it restores, with a warning naming it.
 newest=$(ls store/snap-*.spm | tail -1)
 n=$(sed -n 's/^restored //p' final.out)
 printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
@@ -74,7 +84,7 @@ printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
 grep -q "skipping damaged snapshot" damaged.out || fail "no warning for the damaged snapshot: $(cat damaged.out)"
 grep -q "^restored $((n - 1))$" damaged.out || fail "expected period $((n - 1)) after damaging $newest: $(cat damaged.out)"
 
-# 6. A store through a ref taken before SendPData lands in the next snapshot.
+# 7. A store through a ref taken before SendPData lands in the next snapshot.
 rm -rf store
 "$SPMONO" "${DELTA[@]}" delta.exe run 3 > /dev/null 2>&1 || fail "run before unseen"
 "$SPMONO" "${DELTA[@]}" delta.exe unseen > unseen.out 2>&1 || fail "unseen: $(tail -5 unseen.out)"
@@ -82,7 +92,7 @@ grep -q "^small\[5\] 4242$" unseen.out || fail "the store did not happen: $(cat 
 "$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "peek: $(tail -5 peek.out)"
 grep -q "^small\[5\] 4242$" peek.out || fail "the store through a ref was lost: $(cat peek.out unseen.out)"
 
-# 7. Bad combinations are refused by name.
+# 8. Bad combinations are refused by name.
 expect_fail "needs a file store" "$SPMONO" --sp-store=pmem:$PWD/p.pmem --sp-delta=on delta.exe run 1
 expect_fail "sp-delta takes on or off" "$SPMONO" --sp-delta=yes delta.exe run 1
 echo ok

@@ -300,6 +300,8 @@ test_folded_prefixes_restore_the_same_state (void **state)
 		SpError err = { 0 };
 		assert_ok (fold_chain (c.parts, n, &folded, &res, &err), &err);
 		assert_int_equal (res.classes, 2);            /* App.Node and System.Int32[], once each */
+		/* At 3, nodes 2 and 4 are reached by nothing (node 1's next is null, root 3 names the string). */
+		assert_int_equal (res.unreached, n == 3 ? 2 : 0);
 		SpChainPart parts [2] = { { folded.data, folded.len }, c.parts [2] };
 		size_t count = n == 2 ? 2 : 1;
 		SpSnapshot last;
@@ -607,6 +609,8 @@ check_folds (Writer *w, size_t k)
 	assert_int_equal (h.fold_crc, w->part [k].crc);
 	assert_int_equal (t.nobjects, w->part [k].nobjects);
 	assert_int_equal (t.crc, res.crc);
+	/* Nodes the mutations dropped stay in the fold; it counts them. */
+	assert_int_equal (res.unreached, w->part [k].nobjects - fake_graph_count (w->roots, 2));
 	SpChainPart alone = { folded.data, folded.len };
 	assert_chain_is (&alone, 1, w->roots, "a folded chain");
 	if (k >= 2) {
