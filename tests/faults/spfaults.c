@@ -12,6 +12,8 @@
  *   short    write writes half of what it was given, then fails with ENOSPC
  *   fsync    fsync (and msync) fail with EIO
  *   slow     fsync (and msync) take 300 ms, then go through (a slow disk)
+ *   fold-enospc  a write to a folded snapshot being written (".spm.fold", the
+ *            fold task's) fails with ENOSPC; commits go through
  *   (other, or no file)   nothing: the call goes through
  *
  * The program under test rewrites FILE to turn faults on and off.  Only these
@@ -43,17 +45,25 @@ fault_mode (char *mode, size_t cap)
 	mode [strcspn (mode, " \n")] = '\0';
 }
 
+/* Does fd's file name end in `suffix`? */
+static int
+fd_name_ends (int fd, const char *suffix)
+{
+	char link [64], path [4096];
+	size_t len = strlen (suffix);
+	snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink (link, path, sizeof path - 1);
+	if (n <= (ssize_t)len)
+		return 0;
+	path [n] = '\0';
+	return strcmp (path + n - len, suffix) == 0;
+}
+
 /* Is fd a snapshot being committed by the file store? */
 static int
 is_commit_file (int fd)
 {
-	char link [64], path [4096];
-	snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink (link, path, sizeof path - 1);
-	if (n <= 8)
-		return 0;
-	path [n] = '\0';
-	return strcmp (path + n - 8, ".spm.tmp") == 0;
+	return fd_name_ends (fd, ".spm.tmp");
 }
 
 ssize_t
@@ -63,6 +73,13 @@ write (int fd, const void *buf, size_t count)
 	if (!real)
 		real = (ssize_t (*) (int, const void *, size_t))dlsym (RTLD_NEXT, "write");
 	char mode [32];
+	if (count > 0 && fd_name_ends (fd, ".spm.fold")) {
+		fault_mode (mode, sizeof mode);
+		if (strcmp (mode, "fold-enospc") == 0) {
+			errno = ENOSPC;
+			return -1;
+		}
+	}
 	if (count > 0 && is_commit_file (fd)) {
 		fault_mode (mode, sizeof mode);
 		if (strcmp (mode, "enospc") == 0 || strcmp (mode, "eio") == 0) {

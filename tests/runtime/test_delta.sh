@@ -8,7 +8,8 @@
 # folded by the fold task (no full snapshot from the program after its
 # first), the store holds a folded base and a few deltas, restarts and kill -9
 # during folds restore exactly, and objects the program dropped are let go by
-# a full snapshot once they outgrow the ratio.
+# a full snapshot once they outgrow the ratio; a fold that meets a full disk
+# is said once and changes nothing but that new bases are full snapshots again.
 source "$SRCDIR/lib.sh"
 compile delta.exe "$SRCDIR/Delta.cs"
 DELTA=(--sp-store=store --sp-delta=on --sp-verbose)
@@ -55,7 +56,24 @@ grep -q "^full snapshots [1-9]" drop.out || fail "no full snapshot written: $(gr
 "$SPMONO" "${DROPPING[@]}" delta.exe check > check.out 2>&1 || fail "check after dropping: $(tail -5 check.out)"
 grep -q "^restored 90$" check.out || fail "check did not restore 90: $(cat check.out)"
 
-# 5. kill -9 at random instants (every other trial while folds run): every restore is consistent
+# 5. A fold that meets a full disk: said once, the chain before it stays, its file goes, and new
+#    bases are full snapshots again (the program loses nothing).
+rm -rf store
+echo fold-enospc > control
+LD_PRELOAD="$SPFAULTS" SPFAULTS_CONTROL="$PWD/control" "$SPMONO" "${FOLDING[@]}" delta.exe run 40 10 > foldfail.out 2>&1 \
+	|| fail "run with failing folds: $(tail -5 foldfail.out)"
+grep -q "warning: folding delta chain .* failed (.*No space left on device" foldfail.out \
+	|| fail "no warning for the failed fold: $(grep -v '^spmono: delta' foldfail.out | tail -5)"
+[ "$(grep -c 'warning: folding' foldfail.out)" -eq 1 ] || fail "the failed fold was not said once: $(grep 'warning' foldfail.out)"
+grep -Eq "^full snapshots ([2-9]|[1-9][0-9]+), folds 0$" foldfail.out || fail "no full snapshot after the failed fold: $(grep '^full' foldfail.out)"
+[ -z "$(ls store | grep '\.fold$')" ] || fail "a failed fold left its file: $(ls store)"
+rm -f control
+"$SPMONO" "${FOLDING[@]}" delta.exe check > check.out 2>&1 || fail "check after a failed fold: $(tail -5 check.out)"
+grep -q "^restored 40$" check.out || fail "check did not restore 40 after a failed fold: $(cat check.out)"
+rm -rf store
+"$SPMONO" "${DELTA[@]}" delta.exe run 90 > /dev/null 2>&1 || fail "run to 90 before the kill trials"
+
+# 6. kill -9 at random instants (every other trial while folds run): every restore is consistent
 #    and not older than the last durable period.
 prev=90
 for t in $(seq "${KILL_TRIALS:-12}"); do
@@ -76,7 +94,7 @@ done
 "$SPMONO" "${DELTA[@]}" delta.exe check > final.out 2>&1 || fail "final check: $(tail -5 final.out)"
 echo "kill -9 ${KILL_TRIALS:-12} times: every restore exact, none older than the last durable period"
 
-# 6. A damaged newest snapshot: the chain before it restores, with a warning naming it.
+# 7. A damaged newest snapshot: the chain before it restores, with a warning naming it.
 newest=$(ls store/snap-*.spm | tail -1)
 n=$(sed -n 's/^restored //p' final.out)
 printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
@@ -84,7 +102,7 @@ printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
 grep -q "skipping damaged snapshot" damaged.out || fail "no warning for the damaged snapshot: $(cat damaged.out)"
 grep -q "^restored $((n - 1))$" damaged.out || fail "expected period $((n - 1)) after damaging $newest: $(cat damaged.out)"
 
-# 7. A store through a ref taken before SendPData lands in the next snapshot.
+# 8. A store through a ref taken before SendPData lands in the next snapshot.
 rm -rf store
 "$SPMONO" "${DELTA[@]}" delta.exe run 3 > /dev/null 2>&1 || fail "run before unseen"
 "$SPMONO" "${DELTA[@]}" delta.exe unseen > unseen.out 2>&1 || fail "unseen: $(tail -5 unseen.out)"
@@ -92,7 +110,7 @@ grep -q "^small\[5\] 4242$" unseen.out || fail "the store did not happen: $(cat 
 "$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "peek: $(tail -5 peek.out)"
 grep -q "^small\[5\] 4242$" peek.out || fail "the store through a ref was lost: $(cat peek.out unseen.out)"
 
-# 8. Bad combinations are refused by name.
+# 9. Bad combinations are refused by name.
 expect_fail "needs a file store" "$SPMONO" --sp-store=pmem:$PWD/p.pmem --sp-delta=on delta.exe run 1
 expect_fail "sp-delta takes on or off" "$SPMONO" --sp-delta=yes delta.exe run 1
 echo ok
