@@ -760,19 +760,24 @@ open_chain (SpStore *store, const Options *o, SpChain *c)
 static void
 show_chain (const SpChain *c, const Options *o)
 {
-	if (c->n == 1)
+	bool folded = sp_header_is_folded (&c->parts [0].snap.header);
+	if (c->n == 1 && !folded)
 		return;
 	if (o->json) {
-		printf (",\n \"chain\": {\"base\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"parts\": [", c->parts [0].seq, c->bytes);
+		printf (",\n \"chain\": {\"base\": %" PRIu64 ", \"folded\": %s, \"bytes\": %" PRIu64 ", \"parts\": [", c->parts [0].seq,
+			folded ? "true" : "false", c->bytes);
 		for (size_t k = 0; k < c->n; k++)
 			printf ("%s%" PRIu64, k ? ", " : "", c->parts [k].seq);
 		printf ("]}");
 		return;
 	}
-	printf ("chain: full snapshot %" PRIu64 ", then delta%s", c->parts [0].seq, c->n > 2 ? "s" : "");
+	printf ("chain: full snapshot %" PRIu64 "%s", c->parts [0].seq,
+		folded ? " (folded: the state of the chain up to it, in one file)" : "");
+	if (c->n > 1)
+		printf (", then delta%s", c->n > 2 ? "s" : "");
 	for (size_t k = 1; k < c->n; k++)
 		printf ("%s %" PRIu64, k > 1 ? "," : "", c->parts [k].seq);
-	printf (" (%zu parts, %" PRIu64 " bytes)\n", c->n, c->bytes);
+	printf (" (%zu part%s, %" PRIu64 " bytes)\n", c->n, c->n > 1 ? "s" : "", c->bytes);
 }
 
 static void

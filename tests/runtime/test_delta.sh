@@ -40,6 +40,8 @@ folds=$(sed -n 's/^full snapshots 0, folds \([0-9]*\)$/\1/p' fold.out)
 [ -n "$folds" ] && [ "$folds" -ge 3 ] || fail "expected folds and no full snapshot: $(grep -e '^full snapshots' -e '^spmono: ' fold.out | tail -8)"
 "$SPDUMP" list store > list.out || fail "spdump list: $(cat list.out)"
 grep -q "full (folded chain)" list.out || fail "no folded snapshot in the store: $(cat list.out)"
+"$SPDUMP" show store > show.out || fail "spdump show: $(cat show.out)"
+grep -q "^chain: full snapshot [0-9]* (folded" show.out || fail "spdump show does not say the chain starts at a fold: $(head -3 show.out)"
 files=$(ls store/snap-*.spm | wc -l)
 [ "$files" -le 30 ] || fail "the store holds $files snapshots after folding: $(cat list.out)"
 "$SPDUMP" verify store > verify.out || fail "spdump verify after folding: $(cat verify.out)"
