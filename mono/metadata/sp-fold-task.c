@@ -60,6 +60,8 @@ static struct {
 	gboolean failed;             /* it failed: why says why; folding stops (full snapshots again) */
 	char why [SP_ERROR_MAX];
 	pthread_mutex_t store_lock;  /* the store's commit and retirement state */
+	pthread_cond_t idle;         /* a fold ended (tests: sp_fold_sync) */
+	gboolean sync;               /* tests (SPMONO_TEST_FOLD_SYNC): SendPData waits for a fold under way */
 } sp_fold;
 
 static int
@@ -129,6 +131,7 @@ sp_fold_main (void *arg)
 				g_strlcpy (sp_fold.why, err.msg, sizeof sp_fold.why);
 			sp_fold.want = 0;
 			__atomic_store_n (&sp_fold.folding_from, 0, __ATOMIC_RELEASE);
+			pthread_cond_broadcast (&sp_fold.idle);
 		} else {
 			pthread_mutex_lock (&sp_fold.lock);
 		}
@@ -164,7 +167,7 @@ sp_fold_start (void)
 	if (!sp_options.delta || sp_fold.on || !sp_store_can_replace (sp_store))
 		return FALSE;
 	if (sp_fold_mutex_init (&sp_fold.lock) != 0 || sp_fold_mutex_init (&sp_fold.store_lock) != 0 ||
-	    pthread_cond_init (&sp_fold.wake, NULL) != 0) {
+	    pthread_cond_init (&sp_fold.wake, NULL) != 0 || pthread_cond_init (&sp_fold.idle, NULL) != 0) {
 		fprintf (stderr, "spmono: warning: no fold task (its locks cannot be made): a chain's new base will be written by SendPData\n");
 		return FALSE;
 	}
@@ -191,7 +194,25 @@ sp_fold_start (void)
 	}
 	pthread_detach (thread);
 	sp_fold.on = TRUE;
+	sp_fold.sync = g_getenv ("SPMONO_TEST_FOLD_SYNC") != NULL;
 	return TRUE;
+}
+
+/*
+ * Tests only (SPMONO_TEST_FOLD_SYNC): SendPData first waits for a fold under
+ * way to end, so that whether a chain is folded does not depend on how much
+ * CPU the machine left the fold task (a loaded machine starves it, and the
+ * program then writes full snapshots: the behaviour the benchmarks measure).
+ */
+static void
+sp_fold_sync (void)
+{
+	if (!sp_fold.on || !sp_fold.sync)
+		return;
+	pthread_mutex_lock (&sp_fold.lock);
+	while (sp_fold.want)
+		pthread_cond_wait (&sp_fold.idle, &sp_fold.lock);
+	pthread_mutex_unlock (&sp_fold.lock);
 }
 
 /* SendPData's store work (its stream, commit and retention) holds the store against retirement. */

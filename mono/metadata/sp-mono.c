@@ -135,6 +135,7 @@ sp_mono_send (SpError *err)
 		sp_delta_take (changed);
 		sp_trace_run ("delta-take", t_take, sp_mono_monotonic_ns ());
 	}
+	sp_fold_sync ();
 	/* The store's state is this thread's until the commit is recorded (the fold task retires old snapshots). */
 	uint64_t t_lock = sp_mono_monotonic_ns ();
 	sp_fold_store_lock ();
