@@ -335,9 +335,10 @@ sp_delta_first_file (void)
  * the chain's first file now, its size the base the ratio counts against;
  * it counts as a new chain for --sp-keep (the files before it, which still
  * restore the chain up to the delta before it, go when older chains
- * would).  Failed: said once; new bases are full snapshots from then on.
- * Done on a chain a full snapshot ended meanwhile: nothing (its files are
- * retired as that chain's).
+ * would).  Failed: said (once, unless --sp-verbose); no more folds on that
+ * chain, whose next snapshot is then full (it is past the ratio), and
+ * folding resumes on the chain that starts.  Done on a chain a full
+ * snapshot ended meanwhile: nothing (its files are retired as that chain's).
  */
 static void
 sp_delta_take_fold (void)
@@ -347,9 +348,15 @@ sp_delta_take_fold (void)
 	if (!d.done)
 		return;
 	if (d.failed) {
-		fprintf (stderr, "spmono: warning: folding delta chain %llu into snapshot %llu failed (%s); a chain's new base "
-			 "will be a full snapshot written by SendPData from now on\n", (unsigned long long)d.chain,
-			 (unsigned long long)d.done, d.why);
+		/* The next snapshot is full (the chain is past the ratio); folding resumes on the chain it starts. */
+		static gboolean warned;
+		if (sp_delta.chained && d.chain == sp_delta.base_seq)
+			sp_fold.blocked = TRUE;
+		if (!warned || sp_options.verbose)
+			fprintf (stderr, "spmono: warning: folding delta chain %llu into snapshot %llu failed (%s); its new base "
+				 "will be a full snapshot written by SendPData%s\n", (unsigned long long)d.chain, (unsigned long long)d.done,
+				 d.why, warned ? "" : " (later failures are said with --sp-verbose)");
+		warned = TRUE;
 	} else if (sp_delta.chained && d.chain == sp_delta.base_seq) {
 		sp_delta.base_bytes = d.bytes;
 		sp_delta.delta_bytes -= d.delta_bytes;
@@ -407,6 +414,7 @@ sp_delta_committed (uint64_t seq, gboolean delta, uint64_t bytes, uint32_t crc)
 		sp_delta.full_due = FALSE;
 		g_array_append_val (sp_delta.bases, seq);
 		sp_stats [SP_STAT_FULL_SNAPSHOTS]++;
+		sp_fold.blocked = FALSE;
 	} else {
 		sp_delta.delta_bytes += bytes;
 	}

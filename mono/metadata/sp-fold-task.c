@@ -28,7 +28,7 @@
  * (its first snapshot, a failure, stores no barrier saw: sp-delta.c), when
  * the objects the program dropped outgrow --sp-delta-ratio of those it
  * still reaches (a fold keeps every object of the chain, and so does the
- * program, by its LID; a full snapshot lets them go), when folding fails, or when folds fall behind: the chain's deltas beyond what
+ * program, by its LID; a full snapshot lets them go), when or when folds fall behind: the chain's deltas beyond what
  * the fold under way covers add up to SP_FOLD_BEHIND times the ratio.
  *
  * The fold task touches no managed object and never takes sp_lock: it is a
@@ -57,11 +57,12 @@ static struct {
 	uint64_t done;
 	uint64_t done_chain, done_delta_bytes, done_bytes, done_ns;
 	uint32_t done_objects, done_unreached;
-	gboolean failed;             /* it failed: why says why; folding stops (full snapshots again) */
+	gboolean done_failed;        /* it failed: why says why */
 	char why [SP_ERROR_MAX];
 	pthread_mutex_t store_lock;  /* the store's commit and retirement state */
 	pthread_cond_t idle;         /* a fold ended (tests: sp_fold_sync) */
 	gboolean sync;               /* tests (SPMONO_TEST_FOLD_SYNC): SendPData waits for a fold under way */
+	gboolean blocked;            /* under sp_lock: a fold of this chain failed; none until a full snapshot starts a new one */
 } sp_fold;
 
 static int
@@ -126,7 +127,7 @@ sp_fold_main (void *arg)
 			sp_fold.done_objects = res.objects;
 			sp_fold.done_unreached = res.unreached;
 			sp_fold.done_ns = sp_mono_monotonic_ns () - t0;
-			sp_fold.failed = rc < 0;
+			sp_fold.done_failed = rc < 0;
 			if (rc < 0)
 				g_strlcpy (sp_fold.why, err.msg, sizeof sp_fold.why);
 			sp_fold.want = 0;
@@ -247,7 +248,7 @@ sp_fold_retire_later (void)
 static gboolean
 sp_fold_usable (void)
 {
-	return sp_fold.on && !sp_fold.failed;
+	return sp_fold.on && !sp_fold.blocked;
 }
 
 /* The sequence the fold in progress reads from (0: none): retention keeps it and what follows. */
@@ -267,7 +268,7 @@ static void
 sp_fold_request (uint64_t seq, uint64_t chain, uint64_t first, uint64_t delta_bytes)
 {
 	pthread_mutex_lock (&sp_fold.lock);
-	if (!sp_fold.want && !sp_fold.done && !sp_fold.failed) {
+	if (!sp_fold.want && !sp_fold.done) {
 		__atomic_store_n (&sp_fold.folding_from, first, __ATOMIC_RELEASE);
 		sp_fold.want = seq;
 		sp_fold.want_chain = chain;
@@ -292,7 +293,7 @@ sp_fold_covered (uint64_t chain)
 	uint64_t covered = 0;
 	if (sp_fold.want && sp_fold.want_chain == chain)
 		covered = sp_fold.want_delta_bytes;
-	else if (sp_fold.done && !sp_fold.failed && sp_fold.done_chain == chain)
+	else if (sp_fold.done && !sp_fold.done_failed && sp_fold.done_chain == chain)
 		covered = sp_fold.done_delta_bytes;
 	pthread_mutex_unlock (&sp_fold.lock);
 	return covered;
@@ -315,7 +316,7 @@ sp_fold_take (SpFoldDone *out)
 	pthread_mutex_lock (&sp_fold.lock);
 	if (sp_fold.done) {
 		*out = (SpFoldDone){ .done = sp_fold.done, .chain = sp_fold.done_chain, .delta_bytes = sp_fold.done_delta_bytes,
-				     .bytes = sp_fold.done_bytes, .ns = sp_fold.done_ns, .failed = sp_fold.failed,
+				     .bytes = sp_fold.done_bytes, .ns = sp_fold.done_ns, .failed = sp_fold.done_failed,
 				     .objects = sp_fold.done_objects, .unreached = sp_fold.done_unreached };
 		g_strlcpy (out->why, sp_fold.why, sizeof out->why);
 		sp_fold.done = 0;
