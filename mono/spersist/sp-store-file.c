@@ -5,6 +5,7 @@
  *   DIR/snap-<seq, 20 digits>.spm  one committed snapshot each
  *   DIR/snap-<seq>.spm.tmp       a commit in progress (removed at open: never loaded)
  *   DIR/snap-<seq>.spm.old       a snapshot beyond the newest `keep`, being removed (removed at open)
+ *   DIR/snap-<seq>.spm.fold      a folded snapshot being written to replace snap-<seq>.spm (removed at open)
  *
  * Commit: write the .tmp file, fsync it, rename it over its final name, fsync the
  * directory.  rename is atomic, so after a crash the final name holds either
@@ -203,7 +204,9 @@ sp_file_read (SpStore *s, uint64_t seq, uint8_t **data, size_t *size, SpError *e
 	 * Mapped, not read: a warm restart then touches the page cache's pages
 	 * instead of faulting in and filling a fresh buffer of the same size.
 	 * Snapshot files are never modified after their commit and the store is
-	 * locked, so the mapping cannot shrink under the reader.
+	 * locked, so the mapping cannot shrink under the reader (a fold puts a
+	 * new file in a snapshot's place by renaming it over the old one, whose
+	 * inode a mapping keeps).
 	 */
 	void *map = mmap (NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 	int saved = errno;
