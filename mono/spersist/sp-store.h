@@ -5,7 +5,10 @@
  *   - commit is atomic: after a crash at any instant, a snapshot is either the
  *     complete bytes that were committed or absent; a partial one is never
  *     offered by load;
- *   - a committed snapshot is never modified; the newest `keep` are kept;
+ *   - a committed snapshot is never modified in place; the newest `keep` are
+ *     kept.  A store that can (replace, optional) lets the core put another
+ *     file of the same state in a snapshot's place (a folded chain), as
+ *     atomically as a commit;
  *   - one process at a time: open fails clearly when another holds the store.
  *
  * A store never looks inside a snapshot: delta chains (docs/FORMAT.md) are
