@@ -231,12 +231,21 @@ sp_fold_store_unlock (void)
 		pthread_mutex_unlock (&sp_fold.store_lock);
 }
 
-/* After a commit: old snapshots go in the background when the fold task runs; FALSE: the caller retires them. */
+/*
+ * After a commit: old snapshots go in the background when the fold task
+ * runs; FALSE: the caller retires them.  With chains, a snapshot becomes
+ * retirable only when the retention moves (a new base, a fold taken): only
+ * then is the task woken, not at every period's commit.
+ */
 static gboolean
 sp_fold_retire_later (void)
 {
+	static uint64_t signalled_from;
 	if (!sp_fold.on)
 		return FALSE;
+	if (sp_store->retain_from && sp_store->retain_from == signalled_from)
+		return TRUE;
+	signalled_from = sp_store->retain_from;
 	pthread_mutex_lock (&sp_fold.lock);
 	sp_fold.retire_due = TRUE;
 	pthread_cond_signal (&sp_fold.wake);
