@@ -19,6 +19,7 @@ sp_chain_free (SpStore *s, SpChain *c)
 	free (c->parts);
 	free (c->updates);
 	free (c->latest);
+	free (c->ends);
 	*c = (SpChain){ 0 };
 }
 
@@ -28,7 +29,7 @@ sp_chain_definer (const SpChain *c, uint32_t lid)
 	size_t lo = 0, hi = c->n - 1;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (c->parts [mid].snap.trailer.nobjects >= lid)
+		if (c->ends [mid] >= lid)
 			hi = mid;
 		else
 			lo = mid + 1;
@@ -141,6 +142,10 @@ sp_chain_complete (SpChain *c, SpError *err)
 		c->parts [a] = c->parts [b];
 		c->parts [b] = t;
 	}
+	if (!(c->ends = malloc (c->n * sizeof *c->ends)))
+		return sp_error_set (err, "out of memory reading a chain");
+	for (size_t k = 0; k < c->n; k++)
+		c->ends [k] = c->parts [k].snap.trailer.nobjects;
 	if (sp_header_is_delta (&c->parts [0].snap.header))
 		return sp_error_set (err, "a chain starts at a full snapshot; %" PRIu64 " is a delta", c->parts [0].seq);
 	/* Oldest first: the first link that fails names the first part that does not apply. */

@@ -48,6 +48,7 @@ typedef struct SpChain {
 	uint64_t bytes;          /* of every part */
 	SpChainUpdate *updates;  /* in chain order */
 	size_t *latest;          /* by lid: index+1 of its latest update, 0 = none */
+	uint32_t *ends;          /* [k]: part k's nobjects (the definer's search reads these, not the parts) */
 } SpChain;
 
 /*

@@ -289,10 +289,10 @@ sp_fold_patched (SpFold *f, uint32_t lid, size_t d)
 	free (slots.at);
 }
 
+/* Object lid, which part d defines. */
 static void
-sp_fold_object (SpFold *f, uint32_t lid)
+sp_fold_object (SpFold *f, uint32_t lid, size_t d)
 {
-	size_t d = sp_chain_definer (f->c, lid);
 	uint8_t kind = sp_snapshot_object_const (&f->c->parts [d].snap, lid)->kind;
 	if (kind == SP_CLASS_OBJECT)
 		sp_fold_instance (f, lid, d);
@@ -457,9 +457,14 @@ sp_fold_write (const SpChain *c, SpWriteFn write, void *write_ctx, SpFoldResult 
 		sp_fold_header (&f);
 		sp_fold_put_classes (&f);
 	}
+	/* In LID order, so the defining part only moves forward (a delta's new LIDs follow its prior ones). */
 	uint32_t nobjects = sp_chain_last (c)->snap.trailer.nobjects;
-	for (uint32_t lid = 1; lid <= nobjects && f.rc == 0; lid++)
-		sp_fold_object (&f, lid);
+	size_t d = 0;
+	for (uint32_t lid = 1; lid <= nobjects && f.rc == 0; lid++) {
+		while (c->ends [d] < lid)
+			d++;
+		sp_fold_object (&f, lid, d);
+	}
 	if (f.rc == 0)
 		sp_fold_trailer (&f, out);
 	if (f.rc == 0)
