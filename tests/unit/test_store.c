@@ -851,6 +851,40 @@ test_file_replace_crash_at_every_step (void **state)
 	}
 }
 
+/*
+ * A chain read for folding (sp_chain_load) with a part missing or damaged
+ * fails, naming the part: the fold task then folds nothing, and the
+ * program's next snapshot is full.
+ */
+static void
+test_chain_load_names_a_missing_or_damaged_part (void **state)
+{
+	Fixture *f = *state;
+	SpStore *st = open_ok (f->store, 2);
+	st->retain_from = 1;
+	Part parts [CHAIN_PARTS];
+	commit_chain (st, parts);
+	SpChain c;
+	SpError err = { 0 };
+	assert_ok (sp_chain_load (st, 4, &c, &err), &err);
+	assert_int_equal (c.n, 4);
+	assert_true (c.parts [0].seq == 1 && c.parts [3].seq == 4);
+	sp_chain_free (st, &c);
+	damage_file (f, 3);
+	assert_int_equal (sp_chain_load (st, 4, &c, &err), -1);
+	assert_contains (err.msg, "needs snapshot 3, which is not valid");
+	assert_contains (err.msg, "checksum");
+	damage_file (f, 3);                          /* the same bit back: intact again */
+	char path [512];
+	file_path (f, 2, "", path, sizeof path);
+	assert_int_equal (unlink (path), 0);
+	assert_int_equal (sp_chain_load (st, 3, &c, &err), -1);
+	assert_contains (err.msg, "needs snapshot 2");
+	assert_null (c.parts);                       /* nothing held */
+	free_parts (parts);
+	sp_store_close (st);
+}
+
 /* Stores that cannot fold say so; a read-only store refuses. */
 static void
 test_replace_refused_where_it_cannot (void **state)
@@ -1389,6 +1423,7 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_file_crash_at_every_step, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_file_replace_crash_at_every_step, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_replace_refused_where_it_cannot, setup, teardown),
+		cmocka_unit_test_setup_teardown (test_chain_load_names_a_missing_or_damaged_part, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_commit_load_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_crash_at_every_persist, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_pmem_torn_record, setup, teardown),
