@@ -65,11 +65,17 @@ static struct {
 	gboolean blocked;            /* under sp_lock: a fold of this chain failed; none until a full snapshot starts a new one */
 } sp_fold;
 
+/* What the store's replace asks for: the chain, folded (sp_fold_write), and what the fold found. */
+typedef struct SpFoldJob {
+	const SpChain *chain;
+	SpFoldResult *result;
+} SpFoldJob;
+
 static int
 sp_fold_produce (void *ctx, SpWriteFn write, void *write_ctx, SpError *err)
 {
-	SpFoldResult *res = ((void **)ctx) [1];
-	return sp_fold_write (((void **)ctx) [0], write, write_ctx, res, err);
+	SpFoldJob *job = ctx;
+	return sp_fold_write (job->chain, write, write_ctx, job->result, err);
 }
 
 /* Fold the chain up to delta seq into seq's place; *res: the folded snapshot's size and objects. */
@@ -79,8 +85,8 @@ sp_fold_chain (uint64_t seq, SpFoldResult *res, SpError *err)
 	SpChain chain;
 	if (sp_chain_load (sp_store, seq, &chain, err) < 0)
 		return -1;
-	void *ctx [2] = { &chain, res };
-	int rc = sp_store_replace (sp_store, seq, sp_fold_produce, ctx, err);
+	SpFoldJob job = { .chain = &chain, .result = res };
+	int rc = sp_store_replace (sp_store, seq, sp_fold_produce, &job, err);
 	sp_chain_free (sp_store, &chain);
 	return rc;
 }
