@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
 files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
-summaries table1.txt, table2.txt, control.txt, recovery.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt.  Every figure is given as
+summaries table1.txt, table2.txt, control.txt, recovery.txt, delta.txt, fold.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt.  Every figure is given as
 min / median / max over its repetitions, with its conditions."""
 import collections
 import csv
@@ -183,6 +183,13 @@ SECTIONS = [
         "killed with SIGKILL and restarted: its restore, and the time from the restart's exec to its first",
         "completed period (JIT and runtime start included). SP stop-the-world against BinaryFormatter; the",
         "state after each kill is checked whole (money conserved)."]),
+    ("Delta snapshots", "run-delta.sh", "delta.txt", [
+        "A state of N cells, a share of them changed a period, SendPData timed by the program: full snapshots",
+        "against deltas (--sp-delta=on), stop-the-world, store on tmpfs; each run restarted and its state checked."]),
+    ("Folding a delta chain", "run-fold.sh", "fold.txt", [
+        "The 1 kHz loop updating 1,000 of N objects with --sp-delta=on, the ratio set for a fold about every 550",
+        "periods: the fold task's times, the full snapshots the program wrote itself, the loop's misses and the",
+        "process's peak RSS beside the same loop persisting nothing. Each run's state is checked."]),
     ("Increment pauses", "run-pause.sh", "pause.txt", [
         "The store on tmpfs (the final snapshot checked), then the same run with the null store, then the",
         "machine's floor: increments of a perfectly divisible workload with the same target, period and policy."]),

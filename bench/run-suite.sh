@@ -23,6 +23,9 @@
 #                     against object count (bench/run-recovery.sh)
 #   delta.csv         a period's persistence cost against state size and
 #                     share changed, full snapshots and deltas (bench/run-delta.sh)
+#   fold.csv          folding a delta chain into a new base, off the program's
+#                     path: fold times, the program's own full snapshots, the
+#                     loop's misses and peak RSS against state size (bench/run-fold.sh)
 #   pause-*.csv       increment pause histograms, targets 50, 100, 500 us
 #                     (bench/run-pause.sh)
 #   barrier.csv       the barrier's cost with no cycle (bench/run-barrier.sh)
@@ -50,7 +53,7 @@ if [ $smoke = 1 ]; then
 	peer_runs=("2000 3")
 	table1_runs=2; pause_args=(300 20000 1000000 50 100 500); barrier_args=(2000000 1)
 	control_args=(200 1 1000 10000 10000/1000); recovery_args=(1 10000 100000)
-	longstore_args=(1000000 10000 3); delta_args=(5 10000 100000)
+	longstore_args=(1000000 10000 3); delta_args=(5 10000 100000); fold_args=(1500 10000 100000)
 else
 	tree_sizes="5000 10000 15000 20000 25000 100000 1000000"
 	int_sizes="5000 10000 15000 20000 25000 100000 1000000 10000000"; reps=5
@@ -58,6 +61,7 @@ else
 	table1_runs=40; pause_args=(10000 100000 10000000 50 100 500); barrier_args=(100000000 5)
 	control_args=(5000 3 1000 10000 100000 100000/1000); recovery_args=(3 10000 100000 1000000 10000000)
 	longstore_args=(10000000 100000 9); delta_args=(30 10000 100000 1000000 10000000)
+	fold_args=(3000 10000 100000 1000000 10000000)
 fi
 
 # Storage for SP: none (null:), tmpfs, and the disk the results are written on.
@@ -112,6 +116,7 @@ bash "$here/run-table2.sh" "$table1_runs" > "$out/table2.txt"
 bash "$here/run-control.sh" "${control_args[@]}" > "$out/control.txt"
 bash "$here/run-recovery.sh" "${recovery_args[@]}" > "$out/recovery.txt"
 bash "$here/run-delta.sh" "${delta_args[@]}" > "$out/delta.txt"
+bash "$here/run-fold.sh" "${fold_args[@]}" > "$out/fold.txt"
 bash "$here/run-pause.sh" "${pause_args[@]}" > "$out/pause.txt"
 bash "$here/run-barrier.sh" "${barrier_args[@]}" > "$out/barrier.txt"
 if [ $smoke = 1 ]; then bash "$here/run-mmu.sh" --smoke > "$out/mmu.txt"; else bash "$here/run-mmu.sh" > "$out/mmu.txt"; fi

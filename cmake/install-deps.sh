@@ -20,4 +20,4 @@ $SUDO apt-get install -y --no-install-recommends \
   ca-certificates cmake make gcc g++ pkg-config autoconf automake libtool gettext \
   python3 xz-utils dpkg-dev patch file mono-devel zlib1g-dev \
   libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev clang libclang-rt-14-dev util-linux \
-  libnewtonsoft-json-cil-dev python3-matplotlib help2man mono-xbuild
+  libnewtonsoft-json-cil-dev python3-matplotlib help2man mono-xbuild time
