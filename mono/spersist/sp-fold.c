@@ -47,7 +47,7 @@ static void
 sp_fold_put_bytes (SpFold *f, const uint8_t *p, size_t n)
 {
 	while (n && f->rc == 0) {
-		size_t room = SP_FOLD_FLUSH_BYTES - (f->out.len < SP_FOLD_FLUSH_BYTES ? f->out.len : SP_FOLD_FLUSH_BYTES);
+		size_t room = f->out.len < SP_FOLD_FLUSH_BYTES ? SP_FOLD_FLUSH_BYTES - f->out.len : 0;
 		size_t take = n < room ? n : room;
 		sp_buf_put_bytes (&f->out, p, take);
 		p += take;
@@ -256,23 +256,38 @@ sp_fold_patch_all (SpFold *f, uint32_t lid, size_t d, SpFoldSlots *slots)
 	return rc;
 }
 
+/* Patched array lid (defined by part d): its elements' latest encodings in *slots (free them with sp_fold_slots_free). */
+static int
+sp_fold_gather (SpFold *f, uint32_t lid, size_t d, SpFoldSlots *slots)
+{
+	const SpSnapshot *s = &f->c->parts [d].snap;
+	const SpSnapObject *obj = sp_snapshot_object_const (s, lid);
+	*slots = (SpFoldSlots){ .c = &s->classes [obj->class_id] };
+	size_t n = (size_t)obj->length ? (size_t)obj->length : 1;
+	if (slots->c->wire_size)
+		slots->bytes = malloc (n * slots->c->wire_size);
+	else
+		slots->at = malloc (n * sizeof *slots->at);
+	if (!slots->bytes && !slots->at)
+		return sp_error_set (f->err, "out of memory folding array #%" PRIu32 " (%" PRIu64 " elements)", lid, obj->length);
+	sp_snapshot_pieces (s, lid, sp_fold_slots_piece, slots);
+	return sp_fold_patch_all (f, lid, d, slots);
+}
+
+static void
+sp_fold_slots_free (SpFoldSlots *slots)
+{
+	free (slots->bytes);
+	free (slots->at);
+}
+
 static void
 sp_fold_patched (SpFold *f, uint32_t lid, size_t d)
 {
 	const SpSnapshot *s = &f->c->parts [d].snap;
 	const SpSnapObject *obj = sp_snapshot_object_const (s, lid);
-	SpFoldSlots slots = { .c = &s->classes [obj->class_id] };
-	size_t n = (size_t)obj->length ? (size_t)obj->length : 1;
-	if (slots.c->wire_size)
-		slots.bytes = malloc (n * slots.c->wire_size);
-	else
-		slots.at = malloc (n * sizeof *slots.at);
-	if (!slots.bytes && !slots.at) {
-		f->rc = sp_error_set (f->err, "out of memory folding array #%" PRIu32 " (%" PRIu64 " elements)", lid, obj->length);
-		return;
-	}
-	sp_snapshot_pieces (s, lid, sp_fold_slots_piece, &slots);
-	if (sp_fold_patch_all (f, lid, d, &slots) < 0) {
+	SpFoldSlots slots;
+	if (sp_fold_gather (f, lid, d, &slots) < 0) {
 		f->rc = -1;
 	} else {
 		sp_buf_put_u8 (&f->out, SP_REC_ARRAY);
@@ -285,8 +300,7 @@ sp_fold_patched (SpFold *f, uint32_t lid, size_t d)
 		for (uint64_t i = 0; slots.at && i < obj->length && f->rc == 0; i++)
 			sp_fold_put_bytes (f, slots.at [i], (size_t)(sp_snap_class_skip (slots.c, slots.at [i]) - slots.at [i]));
 	}
-	free (slots.bytes);
-	free (slots.at);
+	sp_fold_slots_free (&slots);
 }
 
 /* Object lid, which part d defines. */
@@ -373,14 +387,11 @@ sp_fold_reach_from (SpFoldReach *r, uint32_t lid)
 		sp_snapshot_pieces (s, lid, sp_fold_reach_piece, r);
 		return 0;
 	}
-	SpFoldSlots slots = { .c = cls, .at = malloc ((obj->length ? (size_t)obj->length : 1) * sizeof *slots.at) };
-	if (!slots.at)
-		return sp_error_set (r->f->err, "out of memory folding array #%" PRIu32, lid);
-	sp_snapshot_pieces (s, lid, sp_fold_slots_piece, &slots);
-	int rc = sp_fold_patch_all (r->f, lid, d, &slots);
+	SpFoldSlots slots;
+	int rc = sp_fold_gather (r->f, lid, d, &slots);     /* cls has references: slots.at */
 	for (uint64_t i = 0; rc == 0 && i < obj->length; i++)
 		sp_fold_reach_values (r, cls, slots.at [i]);
-	free (slots.at);
+	sp_fold_slots_free (&slots);
 	return rc;
 }
 
