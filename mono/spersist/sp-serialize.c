@@ -48,6 +48,7 @@ typedef struct SpPreserved {
 	uint64_t serial;         /* the ticket's */
 	uint64_t first;          /* the element copy [0] holds */
 	uint64_t next, end;      /* elements [next, end) not written yet */
+	bool cards;              /* a delta's array of the chain: only the cards that differ from the chain's are patched */
 	uint8_t *copy;           /* NULL while the barrier copies */
 } SpPreserved;
 
@@ -97,6 +98,7 @@ sp_ser_start (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	s->mark_next = 0;
 	s->mark_done = false;
 	s->partial_lid = 0;
+	s->partial_cards = false;
 	sp_ser_forget_preserved (s);
 	s->objects_written = s->unreached_written = 0;
 	sp_buf_reset (out);
@@ -126,7 +128,7 @@ sp_ser_begin_delta (SpSerializer *s, SpBuf *out, SpSnapHeader *h, SpError *err)
 	if (s->clean)
 		return sp_error_set (err, "internal error: a delta without the snapshot it applies to");
 	sp_queue_clear (&s->queue);
-	s->prior = s->nobjects;
+	__atomic_store_n (&s->prior, s->nobjects, __ATOMIC_RELEASE);   /* read by sp_ser_written_hint without a lock */
 	h->required_flags |= SP_FLAG_DELTA;
 	h->prior_objects = s->prior;
 	return sp_ser_start (s, out, h, err);
@@ -639,6 +641,26 @@ sp_ser_array_elements (SpSerializer *s, const SpClass *c, const uint8_t *data, u
 	return 0;
 }
 
+/*
+ * The body of a piece of array lid (class c): count elements, which are its
+ * elements [start, start + count), from `from` (the array's memory, or a
+ * barrier's copy of it).  Its cards, if it has them, are fed the very bytes
+ * written (an array with cards is copied as is: sp_ser_cardable).
+ */
+static int
+sp_ser_piece_body (SpSerializer *s, const SpClass *c, uint32_t lid, uint64_t start, uint64_t count, const uint8_t *from,
+		   SpError *err)
+{
+	size_t bytes = (size_t)count * c->elem_size;
+	sp_buf_put_varint (s->out, count);
+	if (sp_ser_array_elements (s, c, from, count, err) < 0)
+		return -1;
+	SpCards *cards = s->cards && !s->out->oom ? g_hash_table_lookup (s->cards, GUINT_TO_POINTER (lid)) : NULL;
+	if (cards)
+		sp_cards_feed (cards, start * c->elem_size, s->out->data + s->out->len - bytes, bytes);
+	return 0;
+}
+
 /* Elements [start, start + count) of string or array obj (LID lid), as a piece. */
 static int
 sp_ser_piece (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64_t start, uint64_t count, SpError *err)
@@ -652,12 +674,8 @@ sp_ser_piece (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64
 	} else {
 		from = (const uint8_t *)sp_client_array_data (obj) + start * c->elem_size;
 		bytes = (size_t)count * c->elem_size;
-		sp_buf_put_varint (s->out, count);
-		if (sp_ser_array_elements (s, c, from, count, err) < 0)
+		if (sp_ser_piece_body (s, c, lid, start, count, from, err) < 0)
 			return -1;
-		SpCards *cards = s->cards && !s->out->oom ? g_hash_table_lookup (s->cards, GUINT_TO_POINTER (lid)) : NULL;
-		if (cards)          /* the very bytes written: an array with cards is copied as is (sp_ser_cardable) */
-			sp_cards_feed (cards, start * c->elem_size, s->out->data + s->out->len - bytes, bytes);
 	}
 	return sp_ser_check_unseen (s, obj, c, lid, from, from + bytes, err);
 }
@@ -688,13 +706,23 @@ sp_ser_cards_begin (SpSerializer *s, const SpClass *c, uint32_t lid, uint64_t n,
 	return 0;
 }
 
-/*
- * A delta's PATCH records of array lid, whose cards say what the chain holds:
- * the runs of cards that differ now, each in pieces, all at once (stop-the-
- * world: nothing changes meanwhile on this thread).
- */
-static int
-sp_ser_patch_cards (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpCards *cards, SpError *err);
+/* Array lid's cards (n elements of class c), when it is a delta's array of the chain whose cards say what the chain holds. */
+static SpCards *
+sp_ser_chain_cards (const SpSerializer *s, const SpClass *c, uint32_t lid, uint64_t n)
+{
+	SpCards *cards = lid <= s->prior && s->cards ? g_hash_table_lookup (s->cards, GUINT_TO_POINTER (lid)) : NULL;
+	return cards && cards->bytes == n * c->elem_size ? cards : NULL;
+}
+
+static int sp_ser_patch_cards_begin (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, SpError *err);
+static int sp_ser_patch_cards_next (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, SpError *err);
+
+/* Cards a piece of a delta's array of the chain looks at: a written piece's bytes, a card at least. */
+static uint32_t
+sp_ser_cards_per_piece (const SpSerializer *s)
+{
+	return s->piece_bytes >= SP_CARD_BYTES ? s->piece_bytes / SP_CARD_BYTES : 1;
+}
 
 /* A delta's PATCH record of array lid of the chain, up to its piece (elements from `start`). */
 static void
@@ -724,9 +752,8 @@ sp_ser_sized (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, 
 {
 	uint64_t n = sp_ser_length (obj, c);
 	SpBuf *o = s->out;
-	SpCards *cards = lid <= s->prior && s->cards ? g_hash_table_lookup (s->cards, GUINT_TO_POINTER (lid)) : NULL;
-	if (cards && cards->bytes == n * c->elem_size)
-		return sp_ser_patch_cards (s, obj, c, lid, cards, err);
+	if (sp_ser_chain_cards (s, c, lid, n))
+		return sp_ser_patch_cards_begin (s, obj, c, lid, whole, err);
 	if (sp_ser_cards_begin (s, c, lid, n, err) < 0)
 		return -1;
 	if (lid <= s->prior) {
@@ -788,6 +815,9 @@ sp_ser_written_hint (const SpSerializer *s, void *obj)
 	uint32_t lid = before & SP_LID_MAX;
 	if (!(before & SP_SLOT_WRITTEN) || lid > __atomic_load_n (&s->nobjects, __ATOMIC_ACQUIRE))
 		return false;
+	/* A delta's objects of the chain keep the mark of the snapshot that wrote them last: it says nothing of this one. */
+	if (lid <= __atomic_load_n (&s->prior, __ATOMIC_ACQUIRE))
+		return false;
 	if (sp_client_lid_object (lid) != obj)
 		return false;
 	/* The table's load before the slot's second (an acquire load alone lets an earlier load pass it). */
@@ -804,6 +834,13 @@ sp_ser_continue (SpSerializer *s, SpError *err)
 	SpClass *c = sp_client_class_of (obj, err);
 	if (!c)
 		return -1;
+	if (s->partial_cards) {
+		if (sp_ser_patch_cards_next (s, obj, c, lid, err) < 0)
+			return -1;
+		if (!s->partial_lid)
+			sp_ser_complete (s, obj, lid);
+		return 0;
+	}
 	uint64_t n = sp_ser_length (obj, c), start = s->partial_next;
 	uint64_t count = n - start < sp_ser_piece_length (s, c) ? n - start : sp_ser_piece_length (s, c);
 	if (lid <= s->prior) {
@@ -838,25 +875,88 @@ sp_ser_claim (SpSerializer *s, uint32_t lid)
 	return 1;
 }
 
+/*
+ * A delta's PATCH records of cards [k, end) of array lid (class c, of the
+ * chain), those that differ from what the chain holds (its cards), each run
+ * of them in pieces.  `bytes` holds the array's elements from byte `offset`
+ * on (a card's start): the array itself, or a barrier's copy of its rest.
+ */
 static int
-sp_ser_patch_cards (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpCards *cards, SpError *err)
+sp_ser_patch_card_range (SpSerializer *s, const SpClass *c, uint32_t lid, SpCards *cards, const uint8_t *bytes,
+			 uint64_t offset, uint32_t k, uint32_t end, SpError *err)
 {
-	const uint8_t *data = sp_client_array_data (obj);
-	uint64_t n = sp_ser_length (obj, c), per_card = SP_CARD_BYTES / c->elem_size, piece = sp_ser_piece_length (s, c);
-	uint32_t k = sp_cards_next_changed (cards, data, 0);
-	while (k < cards->ncards) {
-		uint32_t end = sp_cards_next_unchanged (cards, data, k + 1);
-		uint64_t first = k * per_card, last = (uint64_t)end * per_card < n ? (uint64_t)end * per_card : n;
+	uint64_t per_card = SP_CARD_BYTES / c->elem_size, n = cards->bytes / c->elem_size, piece = sp_ser_piece_length (s, c);
+#define SP_CARD_AT(card) (bytes + (uint64_t)(card) * SP_CARD_BYTES - offset)
+	while (k < end) {
+		if (!sp_cards_card_differs (cards, k, SP_CARD_AT (k))) {
+			k++;
+			continue;
+		}
+		uint32_t run = k + 1;
+		while (run < end && sp_cards_card_differs (cards, run, SP_CARD_AT (run)))
+			run++;
+		uint64_t first = k * per_card, last = (uint64_t)run * per_card < n ? (uint64_t)run * per_card : n;
 		for (uint64_t at = first; at < last; ) {
 			uint64_t count = last - at < piece ? last - at : piece;
-			sp_ser_patch_head (s, c, lid, at);
-			if (sp_ser_piece (s, obj, c, lid, at, count, err) < 0)
+			sp_ser_patch_head (s, (SpClass *)c, lid, at);
+			if (sp_ser_piece_body (s, c, lid, at, count, bytes + at * c->elem_size - offset, err) < 0)
 				return -1;
 			at += count;
 		}
-		k = end < cards->ncards ? sp_cards_next_changed (cards, data, end + 1) : end;
+		k = run;
 	}
+#undef SP_CARD_AT
 	return s->out->oom ? sp_ser_oom (err) : 0;
+}
+
+/*
+ * The next piece of the delta's array of the chain being patched in pieces
+ * (partial_cards): the next few cards, looked at and patched where they
+ * differ, from the array's memory.
+ */
+static int
+sp_ser_patch_cards_next (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, SpError *err)
+{
+	uint64_t n = sp_client_array_length (obj), per_card = SP_CARD_BYTES / c->elem_size;
+	SpCards *cards = sp_ser_chain_cards (s, c, lid, n);
+	if (!cards)
+		return sp_error_set (err, "internal error: array %u of the chain lost its cards while being patched", lid);
+	uint32_t k = (uint32_t)(s->partial_next / per_card);
+	uint32_t end = cards->ncards - k > sp_ser_cards_per_piece (s) ? k + sp_ser_cards_per_piece (s) : cards->ncards;
+	const uint8_t *data = sp_client_array_data (obj);
+	if (sp_ser_patch_card_range (s, c, lid, cards, data, 0, k, end, err) < 0)
+		return -1;
+	s->partial_next = (uint64_t)end * per_card;
+	if (end == cards->ncards) {
+		s->partial_lid = 0;
+		s->partial_cards = false;
+	}
+	uint64_t to = (uint64_t)end * SP_CARD_BYTES < cards->bytes ? (uint64_t)end * SP_CARD_BYTES : cards->bytes;
+	return sp_ser_check_unseen (s, obj, c, lid, data + (uint64_t)k * SP_CARD_BYTES, data + to, err);
+}
+
+/*
+ * A delta's array of the chain (lid, its cards saying what the chain holds):
+ * PATCH records of the cards that differ only.  `whole`: all of it now (a
+ * barrier without a ticket: its store must wait; the steps' own object in
+ * pieces is left as it is).  Else the cards are looked at a piece's worth a
+ * step, as any long array is written (sp_ser_continue), so that a step
+ * stays bounded however long the array.
+ */
+static int
+sp_ser_patch_cards_begin (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, bool whole, SpError *err)
+{
+	if (whole) {
+		SpCards *cards = sp_ser_chain_cards (s, c, lid, sp_client_array_length (obj));
+		const uint8_t *data = sp_client_array_data (obj);
+		if (sp_ser_patch_card_range (s, c, lid, cards, data, 0, 0, cards->ncards, err) < 0)
+			return -1;
+		return sp_ser_check_unseen (s, obj, c, lid, data, data + cards->bytes, err);
+	}
+	s->partial_lid = lid;
+	s->partial_next = 0;
+	s->partial_cards = true;
+	return sp_ser_patch_cards_next (s, obj, c, lid, err);
 }
 
 /* Write the record of object `lid` (obj) of class c (`whole`: no pieces left for later). */
@@ -904,8 +1004,8 @@ sp_ser_copy_awaited (const SpSerializer *s, uint32_t lid)
 
 /* Elements [first, length) of array obj (LID lid, class c) are to come from a copy the barrier takes: its ticket. */
 static int
-sp_ser_preserve_begin (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64_t first, SpPreserveTicket *t,
-		       SpError *err)
+sp_ser_preserve_begin (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64_t first, bool cards,
+		       SpPreserveTicket *t, SpError *err)
 {
 	if (s->npreserved == s->preserved_cap) {
 		size_t cap = s->preserved_cap ? 2 * s->preserved_cap : 4;
@@ -917,7 +1017,7 @@ sp_ser_preserve_begin (SpSerializer *s, void *obj, const SpClass *c, uint32_t li
 	}
 	uint64_t n = sp_client_array_length (obj);
 	s->preserved [s->npreserved++] = (SpPreserved){ .lid = lid, .serial = ++s->preserve_serial, .first = first,
-							.next = first, .end = n };
+							.next = first, .end = n, .cards = cards };
 	*t = (SpPreserveTicket){ .lid = lid, .serial = s->preserve_serial, .offset = (size_t)(first * c->elem_size),
 				 .bytes = (size_t)((n - first) * c->elem_size) };
 	return SP_SER_WRITE_COPY;
@@ -933,18 +1033,22 @@ sp_ser_preserve_new (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpPre
 {
 	uint32_t steps_lid = s->partial_lid;
 	uint64_t steps_next = s->partial_next;
+	bool steps_cards = s->partial_cards;
 	s->partial_lid = 0;
+	s->partial_cards = false;
 	int rc = sp_ser_write (s, obj, c, lid, false, err);
 	uint64_t first = s->partial_lid == lid ? s->partial_next : 0;
+	bool cards = s->partial_lid == lid && s->partial_cards;
 	s->partial_lid = steps_lid;
 	s->partial_next = steps_next;
+	s->partial_cards = steps_cards;
 	if (rc < 0)
 		return -1;
 	if (!first) {
 		sp_ser_complete (s, obj, lid);   /* one piece held it all */
 		return 1;
 	}
-	return sp_ser_preserve_begin (s, obj, c, lid, first, t, err);
+	return sp_ser_preserve_begin (s, obj, c, lid, first, cards, t, err);
 }
 
 int
@@ -979,23 +1083,10 @@ sp_ser_preserved_ready (SpSerializer *s)
 	return NULL;
 }
 
-/* The next piece of preserved array p, from its copy; p goes when its last piece is written. */
+/* count more elements of preserved array p (obj) are written; p goes after its last. */
 static int
-sp_ser_preserved_piece (SpSerializer *s, SpPreserved *p, SpError *err)
+sp_ser_preserved_advance (SpSerializer *s, SpPreserved *p, void *obj, uint64_t count)
 {
-	void *obj = sp_client_lid_object (p->lid);
-	SpClass *c = sp_client_class_of (obj, err);
-	if (!c)
-		return -1;
-	uint64_t count = p->end - p->next < sp_ser_piece_length (s, c) ? p->end - p->next : sp_ser_piece_length (s, c);
-	sp_buf_put_u8 (s->out, SP_REC_ELEMS);
-	sp_buf_put_varint (s->out, p->lid);
-	sp_buf_put_varint (s->out, p->next);
-	sp_buf_put_varint (s->out, count);
-	if (sp_ser_array_elements (s, c, p->copy + (p->next - p->first) * c->elem_size, count, err) < 0)
-		return -1;
-	if (s->out->oom)
-		return sp_ser_oom (err);
 	p->next += count;
 	if (p->next == p->end) {
 		uint32_t lid = p->lid;
@@ -1004,6 +1095,44 @@ sp_ser_preserved_piece (SpSerializer *s, SpPreserved *p, SpError *err)
 		sp_ser_complete (s, obj, lid);
 	}
 	return 0;
+}
+
+/* The next piece of preserved array p, from its copy; p goes when its last piece is written. */
+static int
+sp_ser_preserved_piece (SpSerializer *s, SpPreserved *p, SpError *err)
+{
+	void *obj = sp_client_lid_object (p->lid);
+	SpClass *c = sp_client_class_of (obj, err);
+	if (!c)
+		return -1;
+	const uint8_t *from = p->copy;
+	uint64_t offset = p->first * c->elem_size;     /* the array's byte that copy [0] holds */
+	if (p->cards) {
+		/* A delta's array of the chain: the next cards of the copy, patched where they differ from the chain's. */
+		uint64_t per_card = SP_CARD_BYTES / c->elem_size;
+		SpCards *cards = sp_ser_chain_cards (s, c, p->lid, sp_client_array_length (obj));
+		if (!cards)
+			return sp_error_set (err, "internal error: array %u of the chain lost its cards while being patched", p->lid);
+		uint32_t k = (uint32_t)(p->next / per_card);
+		uint32_t end = cards->ncards - k > sp_ser_cards_per_piece (s) ? k + sp_ser_cards_per_piece (s) : cards->ncards;
+		if (sp_ser_patch_card_range (s, c, p->lid, cards, from, offset, k, end, err) < 0)
+			return -1;
+		uint64_t count = (uint64_t)end * per_card < p->end ? (uint64_t)end * per_card - p->next : p->end - p->next;
+		return sp_ser_preserved_advance (s, p, obj, count);
+	}
+	uint64_t count = p->end - p->next < sp_ser_piece_length (s, c) ? p->end - p->next : sp_ser_piece_length (s, c);
+	if (p->lid <= s->prior) {
+		sp_ser_patch_head (s, c, p->lid, p->next);
+	} else {
+		sp_buf_put_u8 (s->out, SP_REC_ELEMS);
+		sp_buf_put_varint (s->out, p->lid);
+		sp_buf_put_varint (s->out, p->next);
+	}
+	if (sp_ser_piece_body (s, c, p->lid, p->next, count, from + p->next * c->elem_size - offset, err) < 0)
+		return -1;
+	if (s->out->oom)
+		return sp_ser_oom (err);
+	return sp_ser_preserved_advance (s, p, obj, count);
 }
 
 void
@@ -1278,8 +1407,10 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpError 
 			return -1;
 		/* Being written in pieces: the rest from a copy taken outside the lock, or now, before the store lands. */
 		if (ticket && sp_ser_preservable (s, obj, c, s->partial_next)) {
+			bool cards = s->partial_cards;
 			s->partial_lid = 0;
-			return sp_ser_preserve_begin (s, obj, c, lid, s->partial_next, ticket, err);
+			s->partial_cards = false;
+			return sp_ser_preserve_begin (s, obj, c, lid, s->partial_next, cards, ticket, err);
 		}
 		while (s->partial_lid == lid)
 			if (sp_ser_continue (s, err) < 0)

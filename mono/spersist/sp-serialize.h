@@ -48,6 +48,7 @@ typedef struct SpSerializer {
 	bool mark_done;          /* marking is complete: an object without a LID is not in the snapshot */
 	uint32_t partial_lid;    /* a long string or array whose pieces are being written, 0 = none */
 	uint64_t partial_next;   /* its first element not written yet */
+	bool partial_cards;      /* it is a delta's array of the chain: only its cards that differ are patched (sp-cards.h) */
 	struct SpPreserved *preserved; /* long arrays whose rest a barrier copied (or copies) before a store: sp_ser_write_now */
 	size_t npreserved, preserved_cap;
 	uint64_t preserve_serial; /* the last ticket handed out (never reset: a ticket outlives a failed snapshot) */

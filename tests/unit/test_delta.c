@@ -495,6 +495,7 @@ typedef struct Writer {
 	void *roots [2];
 	uint32_t ids [2];
 	FakeClass *node, *nodes, *ints;
+	bool barriers;                 /* deltas: a store barrier writes the int array while the steps run */
 } Writer;
 
 static void *
@@ -510,6 +511,31 @@ note (Writer *w, void *obj)
 {
 	assert_true (w->nchanged < sizeof w->changed / sizeof *w->changed);
 	w->changed [w->nchanged++] = obj;
+}
+
+/*
+ * As an incremental cycle's barrier would, before a store into the int
+ * array: write it now, copying its rest outside the lock (here: at once).
+ * Every other delta, the steps have begun patching it first (the barrier
+ * takes over an array in pieces), else not (it starts it).  The writes must
+ * patch the same cards the steps would have: the state restores the same,
+ * and the delta stays small.
+ */
+static void
+barrier_writes_ints (Writer *w, size_t k, SpError *err)
+{
+	uint32_t ints = sp_ser_lid_if_known (&w->ser, w->roots [1]);
+	if (k % 2)
+		while (w->ser.partial_lid != ints && sp_ser_step (&w->ser, 1, err) == 1)
+			;
+	SpPreserveTicket t;
+	int rc = sp_ser_write_now (&w->ser, w->roots [1], &t, err);
+	assert_true (rc >= 0);
+	if (rc == SP_SER_WRITE_COPY) {
+		uint8_t *copy = malloc (t.bytes);
+		memcpy (copy, (uint8_t *)fake_elem (w->roots [1], 0) + t.offset, t.bytes);
+		assert_ok (sp_ser_preserve_attach (&w->ser, w->roots [1], &t, copy, err), err);
+	}
 }
 
 /* Snapshot k of the chain: full for 0, else a delta with what note () saw; parts [k] gets it. */
@@ -541,6 +567,8 @@ write_snapshot (Writer *w, size_t k)
 	w->nchanged = 0;
 	for (size_t r = 0; r < 2; r++)
 		assert_ok (sp_ser_root (&w->ser, w->ids [r], w->roots [r], &err), &err);
+	if (k && w->barriers)
+		barrier_writes_ints (w, k, &err);
 	int more;
 	while ((more = sp_ser_step (&w->ser, 7, &err)) == 1)
 		;
@@ -637,11 +665,12 @@ check_folds (Writer *w, size_t k)
  * snapshot, with identity and sharing.  With and without identity slots.
  */
 static void
-check_writer_chains (bool slots, bool cards)
+check_writer_chains (bool slots, bool cards, bool barriers)
 {
 	craft_register_classes ();
 	fake_set_identity_slots (slots);
 	Writer *w = calloc (1, sizeof *w);
+	w->barriers = barriers;
 	assert_int_equal (sp_ser_init (&w->ser), 0);
 	if (cards)
 		sp_ser_track_cards (&w->ser);
@@ -681,21 +710,37 @@ static void
 test_writer_chains_restore_the_state (void **state)
 {
 	(void)state;
-	check_writer_chains (false, false);
+	check_writer_chains (false, false, false);
 }
 
 static void
 test_writer_chains_with_identity_slots (void **state)
 {
 	(void)state;
-	check_writer_chains (true, false);
+	check_writer_chains (true, false, false);
 }
 
 static void
 test_writer_chains_with_cards (void **state)
 {
 	(void)state;
-	check_writer_chains (true, true);
+	check_writer_chains (true, true, false);
+}
+
+/* The barrier's writes of a delta's long array (incremental mode): starting it, or taking over its pieces, from a copy. */
+static void
+test_barrier_copies_patch_changed_cards (void **state)
+{
+	(void)state;
+	check_writer_chains (true, true, true);
+}
+
+/* ... and without cards, the copy's pieces patch the whole array. */
+static void
+test_barrier_copies_patch_whole_arrays (void **state)
+{
+	(void)state;
+	check_writer_chains (false, false, true);
 }
 
 /* A delta with nothing changed holds the roots only, and restores the same state. */
@@ -801,6 +846,8 @@ main (void)
 		cmocka_unit_test_teardown (test_writer_chains_restore_the_state, fake_teardown),
 		cmocka_unit_test_teardown (test_writer_chains_with_identity_slots, fake_teardown),
 		cmocka_unit_test_teardown (test_writer_chains_with_cards, fake_teardown),
+		cmocka_unit_test_teardown (test_barrier_copies_patch_changed_cards, fake_teardown),
+		cmocka_unit_test_teardown (test_barrier_copies_patch_whole_arrays, fake_teardown),
 		cmocka_unit_test_teardown (test_empty_delta, fake_teardown),
 		cmocka_unit_test_teardown (test_delta_on_a_restored_snapshot, fake_teardown),
 	};
