@@ -117,6 +117,7 @@ typedef struct SpCycleStats {
 static struct {
 	gboolean task_started;
 	gboolean running;            /* a cycle is being written */
+	gboolean delta;              /* it writes a delta (--sp-delta: sp-delta.c, "incremental mode") */
 	gboolean handing_over;       /* its snapshot goes to the writer, its objects are forgotten: no new cycle yet */
 	gboolean final_pending;      /* its last chunk waits in sp_out for the writer's buffer */
 	gboolean failed;             /* the cycle handing over failed: no statistics to publish */
@@ -323,6 +324,8 @@ static void
 sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns)
 {
 	if (rc == 0) {
+		if (sp_options.delta)
+			sp_delta_cycle_committed (seq, sp_writer.stream.bytes, sp_writer.stream.crc);
 		sp_cycle.durable_seq = seq;
 		sp_stats [SP_STAT_SNAPSHOTS]++;
 		sp_stats [SP_STAT_LAST_SEQUENCE] = (gint64)seq;
@@ -330,6 +333,7 @@ sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns
 		sp_cycle_publish_when_done ();
 		mono_coop_cond_broadcast (&sp_cycle.durable);
 	} else {
+		sp_delta_failed ();
 		sp_cycle_record_failure (seq, err);
 	}
 }
@@ -598,10 +602,13 @@ sp_writer_main (gpointer arg)
 		SpError err = { 0 };
 		int rc;
 		MONO_ENTER_GC_SAFE;
+		/* The fold task retires old snapshots meanwhile (deltas): the store's list of them is shared (sp-fold-task.c). */
+		sp_fold_store_lock ();
 		rc = sp_writer_slice (seq, last, &err);
 		t1 = sp_mono_monotonic_ns ();
 		if (rc == 1)
 			rc = sp_stream_finish (&sp_writer.stream, &err) < 0 ? -1 : 1;
+		sp_fold_store_unlock ();
 		cpu = sp_mono_thread_cpu_ns () - cpu0;
 		MONO_EXIT_GC_SAFE;
 		uint64_t t2 = sp_mono_monotonic_ns ();
@@ -620,7 +627,7 @@ sp_writer_main (gpointer arg)
 			sp_writer_failed (seq, &err);
 		else if (rc == 1) {
 			sp_cycle_committed (seq, 0, NULL, sp_writer.snapshot_ns);
-			sp_writer.retiring = TRUE;
+			sp_writer.retiring = !sp_fold_retires ();       /* else the fold task's (sp_delta_cycle_committed woke it) */
 		}
 		if (sp_writer.abandoned_seq == seq || sp_writer.done == sp_writer.buf.len)
 			sp_writer_chunk_done ();
@@ -757,6 +764,21 @@ sp_cycle_check_schedule (void)
 /* ---- a cycle ---------------------------------------------------------------- */
 
 /*
+ * Under sp_lock: the cycle's barrier work is over (its last object written,
+ * or it failed).  With deltas the barrier stays armed: it records what
+ * changes for the next snapshot.
+ */
+static void
+sp_cycle_disarm (gboolean failed)
+{
+	if (sp_options.delta)
+		sp_delta_cycle_closed (failed);
+	else
+		__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
+	sp_wset_close (&sp_written, sp_client_gc_epoch ());
+}
+
+/*
  * Under sp_lock: the cycle stops here, its snapshot abandoned (the writer
  * drops its chunks and the store its partial snapshot); its objects are
  * forgotten in the SP task's next increments (sp_cycle_forget_step).
@@ -765,8 +787,7 @@ static void
 sp_cycle_fail (SpError *err)
 {
 	sp_error_prefix (err, "snapshot %llu", (unsigned long long)sp_cycle.seq);
-	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
-	sp_wset_close (&sp_written, sp_client_gc_epoch ());
+	sp_cycle_disarm (TRUE);
 	sp_cycle.running = FALSE;
 	sp_cycle.handing_over = TRUE;
 	sp_cycle.final_pending = FALSE;
@@ -841,6 +862,7 @@ sp_cycle_start_stopped (SpError *err)
 {
 	int rc = 0;
 	gboolean native_unknown = FALSE;
+	SpError doomed = { 0 };
 	uint64_t t0 = sp_mono_monotonic_ns ();
 	sgen_gc_lock ();
 	mono_threads_short_stop_spin_ns = sp_start_stop_spin_ns ();
@@ -867,20 +889,28 @@ sp_cycle_start_stopped (SpError *err)
 		SpRoot *root = sp_mono_root_at (i);
 		rc = sp_ser_root (&sp_ser, root->id, mono_gchandle_get_target_internal (root->handle), err);
 	}
+	gboolean unattributed = FALSE;
 	if (rc == 0) {
 		sp_wset_open (&sp_written, sp_client_gc_epoch ());
 		__atomic_store_n (&sp_barrier_active, 1, __ATOMIC_RELEASE);
+		/* With deltas: what changed since the last snapshot is taken now (before the log is this cycle's). */
+		if (sp_options.delta && !sp_delta_cycle_stopped (sp_cycle.delta, &doomed))
+			unattributed = TRUE;
 		/* What P/Invokes running now write lands after the instant, unseen (sp-unseen.c). */
 		native_unknown = !sp_native_log_in_flight ();
 	}
 	sp_lid_table_frozen = FALSE;
 	sp_class_maps_frozen = FALSE;
 	sp_start_restart_world ();
+	/* The cycle runs, and its first increment fails it (the program learns why from WaitPersisted). */
+	if (unattributed)
+		sp_writer.failure = doomed;
 	if (native_unknown)
 		fprintf (stderr, "spmono: a thread was in native code with more than %d arguments it may write (or more than %d "
 			 "threads made such calls): what they write cannot be checked, so this snapshot will not be committed\n",
 			 SP_NATIVE_ARGS, SP_NATIVE_THREADS);
-	if (rc < 0)
+	/* A delta's LIDs are the chain's: the caller starts a full snapshot instead (sp_cycle_start). */
+	if (rc < 0 && !sp_cycle.delta)
 		sp_client_lid_reset ();
 	return rc < 0 && (sp_lid_table_needed || sp_class_map_needed) ? SP_START_RETRY : rc;
 }
@@ -905,9 +935,9 @@ sp_cycle_publish_before_next (void)
 	sp_cycle_publish_stats (sp_mono_monotonic_ns ());
 }
 
-/* The instant of the snapshot. */
+/* The instant of the snapshot (`delta`: a delta on the chain the serializer holds). */
 static int
-sp_cycle_start (SpError *err)
+sp_cycle_start (gboolean delta, SpError *err)
 {
 	SpSnapHeader h = { .sequence = sp_cycle.next_seq, .time_ns = sp_mono_now_ns () };
 	sp_cycle_publish_before_next ();
@@ -923,12 +953,27 @@ sp_cycle_start (SpError *err)
 	int rc;
 	do {
 		sp_ser.whole_objects = FALSE;
-		if (sp_mono_lid_table_grow (room, err) < 0 || sp_ser_begin (&sp_ser, &sp_out, &h, err) < 0)
+		sp_cycle.delta = delta;
+		if (delta)
+			sp_delta_header (&h);
+		if (sp_mono_lid_table_grow (room, err) < 0 ||
+		    (delta ? sp_ser_begin_delta (&sp_ser, &sp_out, &h, err) : sp_ser_begin (&sp_ser, &sp_out, &h, err)) < 0)
 			return -1;
 		t0 = sp_mono_monotonic_ns ();
 		rc = sp_cycle_start_stopped (err);
 		if (rc == SP_START_BARRIERS_WAIT)
 			return rc;
+		/*
+		 * A delta whose roots did not fit: LIDs may have been handed out
+		 * half, so the chain's cannot be trusted.  A full snapshot now
+		 * (forgetting the chain's LIDs here, at once: a rare path).
+		 */
+		if (rc == SP_START_RETRY && delta) {
+			sp_delta_forget ();
+			sp_delta_force_full ("a delta's roots did not fit the LID table");
+			delta = FALSE;
+			h = (SpSnapHeader){ .sequence = h.sequence, .time_ns = h.time_ns };
+		}
 		if (sp_lid_table_needed)
 			room = sp_lid_table_needed * 2;
 		/* A class met for the first time: its map now; the next try finds it (or why it cannot be persisted). */
@@ -1040,12 +1085,12 @@ sp_cycle_finish (void)
 		sp_cycle_fail (&err);
 		return;
 	}
-	__atomic_store_n (&sp_barrier_active, 0, __ATOMIC_RELEASE);
-	sp_wset_close (&sp_written, sp_client_gc_epoch ());
+	sp_cycle_disarm (FALSE);
 	sp_cycle.running = FALSE;
 	sp_cycle.handing_over = TRUE;
 	sp_cycle.failed = FALSE;
-	sp_cycle.forgotten = FALSE;
+	/* A chain's next delta needs the serializer's LIDs: they are kept, unless a full snapshot comes next. */
+	sp_cycle.forgotten = sp_options.delta && sp_delta_keep_after_cycle ();
 	sp_cycle.stats.bytes_total = sp_cycle.stats.bytes + sp_out.len;
 	sp_cycle.final_pending = !sp_writer_take_chunk (TRUE);
 }
@@ -1102,7 +1147,8 @@ sp_cycle_work (SpError *err)
 {
 	if (!sp_cycle.running)
 		return sp_cycle_hand_over_step ();
-	if (sp_ser.mark_done) {
+	/* A delta does not mark: its objects are those taken at its instant, and what they reach that is new. */
+	if (sp_ser.mark_done || sp_cycle.delta) {
 		int rc = sp_ser_step (&sp_ser, SP_UNIT_OBJECTS_MAX, err);
 		return rc == SP_SER_STEP_WAITING ? SP_WORK_WAITING : rc;
 	}
@@ -1119,7 +1165,7 @@ sp_cycle_next_unit (void)
 {
 	if (!sp_cycle.running)
 		return SP_UNIT_FORGET;
-	return !sp_ser.mark_done ? SP_UNIT_MARK : sp_ser.partial_lid || sp_ser.npreserved ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
+	return !sp_ser.mark_done && !sp_cycle.delta ? SP_UNIT_MARK : sp_ser.partial_lid || sp_ser.npreserved ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
 }
 
 /* LIDs the last marking increment handed out: the next one makes room for twice as many first. */
@@ -1171,7 +1217,7 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		err = sp_writer.failure;        /* the store failed this snapshot */
 		sp_error_clear (&sp_writer.failure);
 		more = -1;
-	} else if (in_cycle && !sp_ser.mark_done) {
+	} else if (in_cycle && !sp_ser.mark_done && !sp_cycle.delta) {
 		sp_cycle.stats.marking_increments++;
 		/*
 		 * Marking hands out LIDs: room for twice what the last marking
@@ -1542,6 +1588,38 @@ sp_tasks_start (SpError *err)
 }
 
 /*
+ * Under sp_lock: may no cycle start now?  One is running or handing over;
+ * with deltas, also while the last snapshot's commit is pending: a delta
+ * names its predecessor's checksum, and a snapshot that fails makes the
+ * next one full.
+ */
+static gboolean
+sp_cycle_busy (void)
+{
+	if (sp_task_has_own_work ())
+		return TRUE;
+	return sp_options.delta && sp_cycle.durable_seq < sp_cycle.requested_seq && sp_cycle.failed_seq < sp_cycle.requested_seq;
+}
+
+/*
+ * Under sp_lock, with deltas: a full snapshot is due but the serializer
+ * holds the chain's LIDs: the SP task lets them go in its increments, as
+ * after a cycle that ends a chain (the LID table is the GC's root: emptied
+ * a step at a time), before the full snapshot can start.
+ */
+static void
+sp_cycle_forget_chain (void)
+{
+	sp_delta_forget ();
+	sp_cycle.handing_over = TRUE;
+	sp_cycle.final_pending = FALSE;
+	sp_cycle.failed = TRUE;          /* no cycle's statistics to publish */
+	sp_cycle.forgotten = FALSE;
+	mono_coop_cond_broadcast (&sp_cycle.wake);
+	sp_task_nudge ();
+}
+
+/*
  * SendPData, incremental: start a cycle at this instant.  While the previous
  * cycle is still being written (the program asks faster than its snapshots
  * can be written): by default (--sp-busy=skip) take no snapshot and return
@@ -1564,18 +1642,23 @@ sp_cycle_request (SpError *err)
 	sp_cycle_check_schedule ();
 	int rc;
 	for (;;) {
-		if (sp_task_has_own_work () && !sp_options.busy_wait) {
+		if (sp_cycle_busy () && !sp_options.busy_wait) {
 			sp_stats [SP_STAT_SEND_SKIPS]++;
 			return 0;
 		}
-		if (sp_cycle.running || sp_cycle.handing_over) {
+		if (sp_cycle_busy ()) {
 			uint64_t t0 = sp_mono_monotonic_ns ();
-			while (sp_cycle.running || sp_cycle.handing_over)
-				mono_coop_cond_wait (&sp_cycle.idle, &sp_lock);
+			while (sp_cycle_busy ())
+				mono_coop_cond_wait (sp_task_has_own_work () ? &sp_cycle.idle : &sp_cycle.durable, &sp_lock);
 			sp_stats [SP_STAT_SEND_WAITS]++;
 			sp_stats [SP_STAT_SEND_WAIT_NS] += (gint64)(sp_mono_monotonic_ns () - t0);
 		}
-		if ((rc = sp_cycle_start (err)) != SP_START_BARRIERS_WAIT)
+		SpDeltaCycleKind kind = sp_options.delta ? sp_delta_cycle_kind () : SP_DELTA_CYCLE_FULL;
+		if (kind == SP_DELTA_CYCLE_FORGET_FIRST) {
+			sp_cycle_forget_chain ();
+			continue;           /* busy now: skipped, or waited for */
+		}
+		if ((rc = sp_cycle_start (kind == SP_DELTA_CYCLE_DELTA, err)) != SP_START_BARRIERS_WAIT)
 			break;
 		/* sp_lock is a priority-inheritance mutex: unlocking hands it to the waiting barrier. */
 		mono_coop_mutex_unlock (&sp_lock);
@@ -1648,6 +1731,11 @@ sp_barrier_copy (MonoObject *obj, const SpPreserveTicket *ticket, SpError *err)
 	return rc < 0 ? -1 : 1;
 }
 
+/*
+ * The store barrier's slow path: before a store into obj lands.  With
+ * deltas, between snapshots it only records obj (sp_delta_barrier); in a
+ * cycle it serves the cycle and records obj too.
+ */
 void
 sp_barrier_store (MonoObject *obj)
 {
@@ -1658,6 +1746,10 @@ sp_barrier_store (MonoObject *obj)
 	/* Handled by this thread in this cycle already (written, or not in the snapshot): nothing to do, no lock. */
 	if (!obj || sp_unseen_object_known (obj))
 		return;
+	gint32 gen = __atomic_load_n (&sp_unseen.gen, __ATOMIC_ACQUIRE);
+	gboolean delta_mode = sp_delta_armed ();
+	if (delta_mode && sp_delta_cycle_shortcut (obj, gen))
+		return;
 	/*
 	 * Handled by anyone (its identity slot or the written set says so), of
 	 * a class that cannot be persisted, or allocated by this thread since
@@ -1667,9 +1759,10 @@ sp_barrier_store (MonoObject *obj)
 	 * so obj cannot move in between, and no cycle can end and another start
 	 * (that needs the world stopped).
 	 */
-	if (sp_ser_written_hint (&sp_ser, obj) || sp_wset_has (&sp_written, obj, sp_client_gc_epoch ()) ||
-	    sp_mono_class_known_unpersistable (mono_object_class (obj)) ||
-	    sp_unseen_in_young_object ((uintptr_t)obj, (uintptr_t)obj + 1)) {
+	if (!delta_mode &&
+	    (sp_ser_written_hint (&sp_ser, obj) || sp_wset_has (&sp_written, obj, sp_client_gc_epoch ()) ||
+	     sp_mono_class_known_unpersistable (mono_object_class (obj)) ||
+	     sp_unseen_in_young_object ((uintptr_t)obj, (uintptr_t)obj + 1))) {
 		sp_unseen_object_handled (obj);
 		return;
 	}
@@ -1699,8 +1792,13 @@ sp_barrier_store (MonoObject *obj)
 			sp_cycle_fail (&err);
 		} else {
 			sp_wset_add (&sp_written, obj, sp_client_gc_epoch ());
-			sp_unseen_object_handled (obj);
+			/* With deltas the store is recorded for the next snapshot too (it lands after this one's instant). */
+			if (!delta_mode || sp_delta_note_locked (obj))
+				sp_unseen_object_handled_in (obj, gen);
 		}
+	} else if (delta_mode && sp_delta_note_locked (obj)) {
+		/* The cycle ended while this thread waited: the store is the next snapshot's. */
+		sp_unseen_object_handled_in (obj, gen);
 	}
 	mono_coop_mutex_unlock (&sp_lock);
 }

@@ -54,6 +54,9 @@
 static struct {
 	gboolean armed;              /* the barrier is armed between snapshots (after the first SPC call) */
 	gboolean chained;            /* sp_ser's LIDs are the chain's: the next snapshot may be a delta */
+	gboolean recording;          /* stores into objects with LIDs are recorded: sp_ser's LIDs are the chain's, or the running cycle's */
+	gboolean cycle_open;         /* incremental: a cycle runs (from its stopped instant on): the barrier serves it first */
+	gboolean cycle_is_delta;     /* ... and it writes a delta */
 	uint64_t base_seq;           /* the chain's full snapshot */
 	uint64_t prev_seq;           /* its newest snapshot ... */
 	uint32_t prev_crc;           /* ... that one's checksum ... */
@@ -63,6 +66,9 @@ static struct {
 	GArray *changed;             /* LIDs of the chain stored into since the last snapshot */
 	guint8 *in_changed;          /* [lid]: in `changed` */
 	size_t in_changed_cap;
+	GArray *taken;               /* what `changed` held at the last snapshot's instant: that snapshot's changed objects */
+	guint8 *in_taken;            /* [lid]: in `taken` (read without a lock by a delta cycle's barriers: never grown during one) */
+	size_t in_taken_cap;
 	mono_mutex_t set_lock;       /* changed, in_changed */
 	gboolean full_due;           /* the next snapshot must be full: why says why */
 	char why [SP_ERROR_MAX];
@@ -74,11 +80,18 @@ sp_delta_on (void)
 	return sp_options.delta;
 }
 
-/* Between two snapshots of a chain, the barrier finds what changed (STW mode: there are no cycles). */
+/* The barrier stays armed from the first SPC call on: it records what changes for the next delta. */
+static gboolean
+sp_delta_armed (void)
+{
+	return sp_delta.armed;
+}
+
+/* Between two snapshots of a chain, the barrier finds what changed (in incremental mode, a running cycle is served first). */
 static gboolean
 sp_delta_between_snapshots (void)
 {
-	return sp_delta.armed;
+	return sp_delta.armed && !__atomic_load_n (&sp_delta.cycle_open, __ATOMIC_ACQUIRE);
 }
 
 /* The next snapshot is full, whatever the chain's length (said once, with --sp-verbose). */
@@ -99,6 +112,7 @@ sp_delta_init_sets (void)
 	if (sp_delta.changed)
 		return;
 	sp_delta.changed = g_array_new (FALSE, FALSE, sizeof (guint32));
+	sp_delta.taken = g_array_new (FALSE, FALSE, sizeof (guint32));
 	sp_delta.bases = g_array_new (FALSE, FALSE, sizeof (guint64));
 	mono_os_mutex_init (&sp_delta.set_lock);
 	sp_ser_track_cards (&sp_ser);       /* long arrays: only their changed cards go in a delta */
@@ -135,16 +149,35 @@ sp_delta_add (uint32_t lid)
 	g_array_append_val (sp_delta.changed, lid);
 }
 
-/* FALSE when there is no chain yet (its first snapshot is being written): nothing can be recorded. */
+/* FALSE when nothing is recorded (no chain yet, or its LIDs are being forgotten). */
 static gboolean
 sp_delta_add_locking (uint32_t lid)
 {
 	mono_os_mutex_lock (&sp_delta.set_lock);
-	gboolean chained = sp_delta.chained;
-	if (chained)
+	gboolean recording = sp_delta.recording;
+	if (recording)
 		sp_delta_add (lid);
 	mono_os_mutex_unlock (&sp_delta.set_lock);
-	return chained;
+	return recording;
+}
+
+/*
+ * The serializer's LIDs are let go (a full snapshot comes next, from new
+ * ones): nothing is recorded until a cycle hands them out again, and what
+ * was recorded names LIDs that will mean nothing.  Under sp_lock.
+ */
+static void
+sp_delta_forget (void)
+{
+	if (!sp_delta_on ())
+		return;
+	mono_os_mutex_lock (&sp_delta.set_lock);
+	sp_delta.recording = FALSE;
+	sp_delta.chained = FALSE;
+	for (guint i = 0; i < sp_delta.changed->len; i++)
+		sp_delta.in_changed [g_array_index (sp_delta.changed, guint32, i)] = 0;
+	g_array_set_size (sp_delta.changed, 0);
+	mono_os_mutex_unlock (&sp_delta.set_lock);
 }
 
 /*
@@ -155,7 +188,7 @@ sp_delta_add_locking (uint32_t lid)
 static gboolean
 sp_delta_note_locked (MonoObject *obj)
 {
-	if (!sp_delta.chained)
+	if (!sp_delta.recording)
 		return FALSE;
 	uint32_t lid = sp_ser_lid_if_known (&sp_ser, obj);
 	return lid ? sp_delta_add_locking (lid) : TRUE;
@@ -240,27 +273,57 @@ sp_delta_next_is_delta (guint changed)
 }
 
 /*
- * The instant of the snapshot, under sp_lock: with the world stopped (no
- * thread between a barrier and its store), the changed set is taken into
- * `taken` and a new one begun; every thread's remembered objects expire.
- * Native code running now may write what it was given after this instant,
- * with no barrier: the snapshot after this one is then full.
+ * The instant of a snapshot, with the world stopped (no thread between a
+ * barrier and its store) and sp_lock held: the changed set becomes
+ * sp_delta.taken, and a new one begins; every thread's remembered objects
+ * expire, and so do their allocation areas (what they allocate from now on
+ * is younger than this snapshot: sp-unseen.c).  in_taken says which LIDs
+ * were taken, until the next instant (for a delta cycle's barriers: the
+ * chain's objects it does not hold need nothing from it).  FALSE when a
+ * store through a pointer could not be attributed to an object: a delta
+ * taken now would miss it.
+ */
+static gboolean
+sp_delta_take_stopped (void)
+{
+	gboolean attributed = sp_unseen_objects_logged (sp_delta_note_found);
+	for (guint i = 0; i < sp_delta.taken->len; i++)
+		sp_delta.in_taken [g_array_index (sp_delta.taken, guint32, i)] = 0;
+	/* The cleared marks become the next set's; the changed set's become the taken ones. */
+	guint8 *marks = sp_delta.in_taken;
+	size_t cap = sp_delta.in_taken_cap;
+	sp_delta.in_taken = sp_delta.in_changed;
+	sp_delta.in_taken_cap = sp_delta.in_changed_cap;
+	sp_delta.in_changed = marks;
+	sp_delta.in_changed_cap = cap;
+	GArray *taken = sp_delta.taken;
+	sp_delta.taken = sp_delta.changed;
+	sp_delta.changed = taken;
+	g_array_set_size (sp_delta.changed, 0);
+	sp_unseen_clear ();
+	sgen_clear_tlabs ();
+	return attributed;
+}
+
+/* Was chain object lid taken at the running delta cycle's instant?  Without a lock (in_taken does not change during a cycle). */
+static gboolean
+sp_delta_taken (uint32_t lid)
+{
+	return lid < sp_delta.in_taken_cap && sp_delta.in_taken [lid];
+}
+
+/*
+ * Stop-the-world mode: the instant of the snapshot, under sp_lock.  Native
+ * code running now may write what it was given after this instant, with no
+ * barrier: the snapshot after this one is then full.
  */
 static void
-sp_delta_take (GArray *taken)
+sp_delta_take (void)
 {
 	sgen_gc_lock ();
 	mono_threads_short_stop_spin_ns = sp_start_stop_spin_ns ();
 	sgen_stop_world (0, FALSE);
-	gboolean unattributed = !sp_unseen_objects_logged (sp_delta_note_found);
-	g_array_set_size (taken, 0);
-	g_array_append_vals (taken, sp_delta.changed->data, sp_delta.changed->len);
-	for (guint i = 0; i < sp_delta.changed->len; i++)
-		sp_delta.in_changed [g_array_index (sp_delta.changed, guint32, i)] = 0;
-	g_array_set_size (sp_delta.changed, 0);
-	sp_unseen_clear ();
-	/* Every thread allocates in a new area from now on: what it holds is younger than this snapshot (sp-unseen.c). */
-	sgen_clear_tlabs ();
+	gboolean unattributed = !sp_delta_take_stopped ();
 	gboolean native_busy = sp_native_any_in_flight ();
 	sp_start_restart_world ();
 	/* Said once the world runs again (--sp-verbose prints it). */
@@ -297,9 +360,10 @@ sp_delta_lid_cmp (const void *a, const void *b)
  */
 
 static int
-sp_delta_give_changed (GArray *taken, SpError *err)
+sp_delta_give_changed (gboolean sort, SpError *err)
 {
-	if (taken->len >= SP_DELTA_SORT_MIN)
+	GArray *taken = sp_delta.taken;
+	if (sort && taken->len >= SP_DELTA_SORT_MIN)
 		qsort (taken->data, taken->len, sizeof (guint32), sp_delta_lid_cmp);   /* eglib has no g_array_sort */
 	for (guint i = 0; i < taken->len; i++)
 		if (sp_ser_changed (&sp_ser, g_array_index (taken, guint32, i), err) < 0)
@@ -418,7 +482,10 @@ sp_delta_committed (uint64_t seq, gboolean delta, uint64_t bytes, uint32_t crc)
 	} else {
 		sp_delta.delta_bytes += bytes;
 	}
-	sp_delta.chained = TRUE;
+	/* Stop-the-world: the chain's LIDs from now on.  Incremental: its cycle's, unless it let them go at its end. */
+	if (sp_options.mode != SP_MODE_INCREMENTAL)
+		sp_delta.recording = TRUE;
+	sp_delta.chained = sp_delta.recording;
 	sp_delta.prev_seq = seq;
 	sp_delta.prev_crc = crc;
 	if (delta)
@@ -454,7 +521,7 @@ sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const Sp
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
 		bytes += parts [i].size;
-	sp_delta.chained = TRUE;
+	sp_delta.chained = sp_delta.recording = TRUE;
 	sp_delta.base_seq = n > 1 ? last->header.base_sequence : last->header.sequence;
 	sp_delta.base_bytes = parts [0].size;
 	sp_delta.delta_bytes = bytes - parts [0].size;
@@ -467,4 +534,142 @@ sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const Sp
 	g_array_append_val (sp_delta.bases, first);
 	sp_delta_retain ();
 	return 0;
+}
+
+/* ---- incremental mode: delta cycles ------------------------------------------
+ *
+ * A cycle in delta mode (sp-cycle.c calls these) is a delta or a full
+ * snapshot, and either way keeps recording what changes for the next one:
+ *
+ *   request   the cycle's kind (sp_delta_cycle_kind): a delta when the
+ *             serializer still holds the chain's LIDs and the chain allows;
+ *             a full snapshot when it holds none; when it holds them but a
+ *             full snapshot is due, they are let go first, in the SP task's
+ *             increments (that SendPData takes no snapshot, as during a
+ *             cycle).  A cycle starts only once the one before is
+ *             committed: a delta names its predecessor's checksum.
+ *   instant   with the world stopped (sp_delta_cycle_stopped): the changed
+ *             set is taken and, in a delta, each taken object is due again
+ *             (sp_ser_changed); no marking: a delta's objects are the taken
+ *             ones and what they and the roots reach that has no LID yet;
+ *   during    a store into an object of the snapshot not written yet writes
+ *             it first, as in any cycle; every store is recorded for the
+ *             next snapshot as between snapshots.  A chain object the delta
+ *             did not take, or one written already, needs no lock
+ *             (sp_delta_cycle_shortcut);
+ *   end       the barrier stays armed; the serializer keeps its LIDs when
+ *             the next snapshot may be a delta (sp_delta_keep_after_cycle),
+ *             else they are forgotten as after any cycle;
+ *   commit    the chain goes on from the snapshot (sp_delta_cycle_committed).
+ */
+
+/* Under sp_lock, the cycle before committed (or failed): what the next cycle is. */
+static SpDeltaCycleKind
+sp_delta_cycle_kind (void)
+{
+	sp_fold_sync ();
+	sp_fold_store_lock ();
+	sp_delta_take_fold ();
+	/* A store log that overflowed cannot be attributed at the instant: known now, the cycle is full. */
+	if (sp_unseen.log.overflowed)
+		sp_delta_force_full ("more stores through pointers than the log holds, which no barrier saw");
+	/* The changed count is not known until the instant: the end of the cycle before judged it (sp_delta_keep_after_cycle). */
+	gboolean delta = sp_delta_next_is_delta (0);
+	sp_fold_store_unlock ();
+	if (delta)
+		return SP_DELTA_CYCLE_DELTA;
+	return sp_ser.clean ? SP_DELTA_CYCLE_FULL : SP_DELTA_CYCLE_FORGET_FIRST;
+}
+
+/*
+ * A cycle's instant, with the world stopped (and its roots registered):
+ * the changed set taken; in a delta, each taken object is due again.
+ * FALSE: a delta that cannot hold all that changed (a logged store could
+ * not be attributed); the cycle must fail, and the next be full.
+ */
+static gboolean
+sp_delta_cycle_stopped (gboolean delta, SpError *err)
+{
+	gboolean attributed = sp_delta_take_stopped ();
+	if (delta && sp_delta_give_changed (FALSE, err) < 0)
+		return FALSE;
+	sp_delta.recording = TRUE;
+	sp_delta.cycle_is_delta = delta;
+	__atomic_store_n (&sp_delta.cycle_open, TRUE, __ATOMIC_RELEASE);
+	if (delta && !attributed)
+		sp_error_set (err, "a store through a pointer that no barrier saw fell where no object could be found: "
+			      "this delta could miss it, so it is not committed, and the next snapshot is full");
+	return !delta || attributed;
+}
+
+/* The cycle's last object is written, or it failed: the barrier goes back to finding what changes between snapshots. */
+static void
+sp_delta_cycle_closed (gboolean failed)
+{
+	__atomic_store_n (&sp_delta.cycle_open, FALSE, __ATOMIC_RELEASE);
+	if (failed) {
+		sp_delta_forget ();
+		sp_delta_failed ();
+	}
+}
+
+/*
+ * At a cycle's end, under sp_lock: may the next snapshot be a delta on this
+ * one?  Then the serializer keeps its LIDs.  Not when a full one is due
+ * already, nor when most of the state changed during this cycle: the next
+ * snapshot would be about as large as a full one, and cost more (the
+ * changed objects met one by one, not in the graph's order).
+ */
+static gboolean
+sp_delta_keep_after_cycle (void)
+{
+	mono_os_mutex_lock (&sp_delta.set_lock);
+	guint changed = sp_delta.changed->len;
+	mono_os_mutex_unlock (&sp_delta.set_lock);
+	gboolean keep = !sp_delta.full_due && !(changed >= SP_DELTA_SORT_MIN && (uint64_t)changed * 2 > sp_ser.nobjects);
+	if (!keep)
+		sp_delta_forget ();
+	return keep;
+}
+
+/*
+ * The barrier in a delta-mode cycle, before it takes sp_lock: what needs
+ * nothing from this snapshot.  An object of the chain the delta did not
+ * take (unchanged since the last snapshot), or one new in this delta and
+ * written already (its slot says so), is only recorded for the next; a
+ * young object (allocated since the instant) or one of a class that is
+ * never persisted needs nothing.  TRUE: handled, and remembered under
+ * generation gen.
+ */
+static gboolean
+sp_delta_cycle_shortcut (MonoObject *obj, gint32 gen)
+{
+	uint32_t lid = sp_delta_slot_lid (obj);
+	if (lid) {
+		uint32_t prior = __atomic_load_n (&sp_ser.prior, __ATOMIC_ACQUIRE);
+		if (lid <= prior ? sp_delta_taken (lid) : !sp_ser_written_hint (&sp_ser, obj))
+			return FALSE;
+		if (sp_delta_add_locking (lid))
+			sp_unseen_object_handled_in (obj, gen);
+		return TRUE;
+	}
+	if (!sp_mono_class_known_unpersistable (mono_object_class (obj)) &&
+	    !sp_unseen_in_fresh_tlab ((uintptr_t)obj, (uintptr_t)obj + 1))
+		return FALSE;
+	sp_unseen_object_handled_in (obj, gen);
+	return TRUE;
+}
+
+/* Snapshot seq of a delta-mode cycle (`bytes` long, its checksum crc) is committed.  Under sp_lock. */
+static void
+sp_delta_cycle_committed (uint64_t seq, uint64_t bytes, uint32_t crc)
+{
+	sp_fold_store_lock ();
+	sp_delta_committed (seq, sp_delta.cycle_is_delta, bytes, crc);
+	sp_fold_store_unlock ();
+	sp_fold_retire_later ();
+	/* As stop-the-world's SendPData says it (no cycle starts before this commit: sp_ser's count is this cycle's). */
+	if (sp_options.verbose)
+		fprintf (stderr, "spmono: %s %llu: %llu objects, %llu bytes, committed\n", sp_delta.cycle_is_delta ? "delta" : "snapshot",
+			 (unsigned long long)seq, (unsigned long long)sp_ser.objects_written, (unsigned long long)bytes);
 }

@@ -259,6 +259,13 @@ sp_fold_retire_later (void)
 	return TRUE;
 }
 
+/* Does the fold task retire old snapshots (rather than the writer, or SendPData)? */
+static gboolean
+sp_fold_retires (void)
+{
+	return sp_fold.on;
+}
+
 /* Can the chain's growth be folded away, rather than ended by a full snapshot? */
 static gboolean
 sp_fold_usable (void)

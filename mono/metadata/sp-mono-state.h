@@ -146,9 +146,30 @@ sp_mono_guards_stores (void)
 	return sp_options.mode == SP_MODE_INCREMENTAL || sp_options.delta;
 }
 
-/* sp-delta.c, for the barrier's slow paths before it. */
+/* sp-delta.c, for the barrier's slow paths and the incremental cycle before it. */
 static gboolean sp_delta_between_snapshots (void);
+static gboolean sp_delta_armed (void);
 static void sp_delta_barrier (MonoObject *obj);
+typedef enum {
+	SP_DELTA_CYCLE_FULL,
+	SP_DELTA_CYCLE_DELTA,
+	SP_DELTA_CYCLE_FORGET_FIRST,      /* a full one is due, but the serializer holds the chain's LIDs: let go first */
+} SpDeltaCycleKind;
+static SpDeltaCycleKind sp_delta_cycle_kind (void);
+static gboolean sp_delta_cycle_stopped (gboolean delta, SpError *err);
+static void sp_delta_cycle_closed (gboolean failed);
+static gboolean sp_delta_keep_after_cycle (void);
+static gboolean sp_delta_cycle_shortcut (MonoObject *obj, gint32 gen);
+static gboolean sp_delta_note_locked (MonoObject *obj);
+static void sp_delta_cycle_committed (uint64_t seq, uint64_t bytes, uint32_t crc);
+static void sp_delta_forget (void);
+static void sp_delta_failed (void);
+static void sp_delta_force_full (const char *why);
+static void sp_delta_header (SpSnapHeader *h);
+/* sp-fold-task.c */
+static void sp_fold_store_lock (void);
+static void sp_fold_store_unlock (void);
+static gboolean sp_fold_retires (void);
 static int sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const SpSnapshot *last, SpError *err);
 
 /* sp-identity.c: where instances of klass keep their LID (0: they have no slot). */

@@ -77,16 +77,16 @@ sp_mono_start (SpError *err)
  * spent serializing (the rest, writing and committing, is the store's).
  */
 static int
-sp_mono_stream_all (uint64_t seq, GArray *changed, SpStream *st, uint64_t *ser_ns, SpError *err)
+sp_mono_stream_all (uint64_t seq, gboolean delta, SpStream *st, uint64_t *ser_ns, SpError *err)
 {
 	SpSnapHeader h = { .sequence = seq, .time_ns = sp_mono_now_ns () };
 	uint64_t t = sp_mono_monotonic_ns (), store_ns = 0;
 	sp_ser.whole_objects = FALSE;
 	sp_ser_set_chunk (&sp_ser, sp_options.buffer);
-	if (changed)
+	if (delta)
 		sp_delta_header (&h);
-	if ((changed ? sp_ser_begin_delta (&sp_ser, &sp_out, &h, err) : sp_ser_begin (&sp_ser, &sp_out, &h, err)) < 0 ||
-	    (changed && sp_delta_give_changed (changed, err) < 0) ||
+	if ((delta ? sp_ser_begin_delta (&sp_ser, &sp_out, &h, err) : sp_ser_begin (&sp_ser, &sp_out, &h, err)) < 0 ||
+	    (delta && sp_delta_give_changed (TRUE, err) < 0) ||
 	    sp_stream_begin (st, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err) < 0)
 		return -1;
 	int rc = 0;
@@ -126,13 +126,10 @@ sp_mono_send (SpError *err)
 	uint64_t seq = sp_store_next_sequence (sp_store);
 	SpStream st;
 	/* With --sp-delta: what changed since the last snapshot, taken at this instant; a delta when the chain allows. */
-	static GArray *changed;
 	gboolean delta = FALSE;
 	if (sp_options.delta) {
-		if (!changed)
-			changed = g_array_new (FALSE, FALSE, sizeof (guint32));
 		uint64_t t_take = sp_mono_monotonic_ns ();
-		sp_delta_take (changed);
+		sp_delta_take ();
 		sp_trace_run ("delta-take", t_take, sp_mono_monotonic_ns ());
 	}
 	sp_fold_sync ();
@@ -142,9 +139,9 @@ sp_mono_send (SpError *err)
 	sp_trace_run ("store-lock", t_lock, sp_mono_monotonic_ns ());
 	if (sp_options.delta) {
 		sp_delta_take_fold ();
-		delta = sp_delta_next_is_delta (changed->len);
+		delta = sp_delta_next_is_delta (sp_delta.taken->len);
 	}
-	if (sp_mono_stream_all (seq, delta ? changed : NULL, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
+	if (sp_mono_stream_all (seq, delta, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
 		sp_fold_store_unlock ();
 		sp_stats [SP_STAT_FAILURES]++;
 		sp_delta_failed ();

@@ -203,8 +203,6 @@ sp_options_check (const SpOptions *o, SpError *err)
 	if (o->pause_us > o->period_us)
 		return sp_error_set (err, "--sp-pause=%u is longer than --sp-period=%u: an increment must fit in its period",
 				     o->pause_us, o->period_us);
-	if (o->delta && o->mode == SP_MODE_INCREMENTAL)
-		return sp_error_set (err, "--sp-delta=on works with --sp-mode=stw in this version; incremental delta cycles are not built yet");
 	return 0;
 }
 
@@ -266,7 +264,7 @@ sp_options_usage (FILE *out)
 		"                           marking (all, default), marking-v2 (methods of\n"
 		"                           [SPersistent] classes), annotating ([SPersistentUpdate]).\n"
 		"    --sp-delta=on|off      Persist only what changed since the last snapshot, as a\n"
-		"                           delta on it (default off; --sp-mode=stw for now).\n"
+		"                           delta on it (default off), in either mode.\n"
 		"    --sp-delta-ratio=PCT   A new base once a chain's deltas add up to PCT percent\n"
 		"                           of its first file (default %d): folded from the chain's\n"
 		"                           files by a task of its own (file store), off the\n"

@@ -578,7 +578,8 @@ sp_ser_object (SpSerializer *s, void *obj, SpClass *c, uint32_t lid, SpError *er
 	*dst++ = SP_REC_OBJECT;
 	dst = sp_put_varint_raw (dst, lid);
 	dst = sp_put_varint_raw (dst, class_id);
-	dst = sp_ser_put_leaves (s, c, obj, sp_kids_of (&s->kids, lid), dst, err);
+	/* Marking's records of the children, in the snapshot that marks (a delta does not: those of an earlier one are stale). */
+	dst = sp_ser_put_leaves (s, c, obj, s->marked ? sp_kids_of (&s->kids, lid) : NULL, dst, err);
 	if (!dst)
 		return -1;
 	s->out->len += (size_t)(dst - start);

@@ -4,9 +4,10 @@
 // with what a restart restored, object by object, with identity.
 //
 //   Delta.exe run P [MS]    restore (or build), check, then periods up to P
-//                           (MS ms apart, as a control loop's):
-//                           mutate, SendPData, print "durable p" (stop-the-world:
-//                           SendPData returns once it is durable), then
+//                           (MS ms apart, as a control loop's): SendPData
+//                           (period p's changes made), then period p + 1's
+//                           changes (in incremental mode, while the cycle
+//                           writes p), WaitPersisted, print "durable p"; then
 //                           "full snapshots F, folds N" (this process's)
 //   Delta.exe check         restore, check, print "restored p", exit
 //   Delta.exe unseen        restore, then a store through a ref taken before
@@ -154,9 +155,15 @@ static class Program
 		}
 		int last = int.Parse (args [1]);
 		int sleepMs = args.Length > 2 ? int.Parse (args [2]) : 0;
-		for (int period = p.Period + 1; period <= last; period++) {
-			Mutate (p, period);
+		// Each period's changes are made before its SendPData; the next period's right after it, while an
+		// incremental cycle writes this one (its barriers keep the snapshot at the SendPData instant).
+		if (p.Period < last)
+			Mutate (p, p.Period + 1);
+		for (int period = p.Period; period <= last && period > 0; period++) {
 			SPC.SendPData ();
+			if (period < last)
+				Mutate (p, period + 1);
+			SPC.WaitPersisted ();
 			Console.WriteLine ("durable " + period);
 			if (sleepMs > 0)
 				System.Threading.Thread.Sleep (sleepMs);

@@ -1,4 +1,4 @@
-# Delta snapshots (--sp-delta=on), stop-the-world mode: a chain of deltas on a
+# Delta snapshots (--sp-delta=on), stop-the-world mode (and incremental, part 10): a chain of deltas on a
 # full snapshot restores exactly (Delta.cs rebuilds the expected state and
 # compares object by object); the first snapshot after a restart is a delta
 # on the restored chain; kill -9 at random instants restores a consistent
@@ -124,6 +124,50 @@ rm -rf store
 grep -q "^small\[5\] 4242$" unseen.out || fail "the store did not happen: $(cat unseen.out)"
 "$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "peek: $(tail -5 peek.out)"
 grep -q "^small\[5\] 4242$" peek.out || fail "the store through a ref was lost: $(cat peek.out unseen.out)"
+
+# 10. Incremental mode: delta cycles, each period's changes made while the cycle before is written
+#     (its barriers write what the delta holds first, and record every store for the next delta).
+rm -rf store
+INC=(--sp-store=store --sp-delta=on --sp-verbose --sp-mode=incremental --sp-busy=wait --sp-pause=200 --sp-period=1000)
+"$SPMONO" "${INC[@]}" --sp-stats delta.exe run 30 > inc1.out 2>&1 || fail "incremental run: $(tail -5 inc1.out)"
+grep -q "^spmono: snapshot 1:" inc1.out || fail "incremental: the first snapshot is not full: $(grep '^spmono: ' inc1.out | head -5)"
+deltas=$(grep -c "^spmono: delta " inc1.out || true)
+[ "$deltas" -ge 20 ] || fail "incremental: only $deltas of 30 snapshots were deltas: $(grep '^spmono: [ds]' inc1.out)"
+full=$(sed -n 's/^spmono: snapshot 1: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' inc1.out)
+biggest=$(sed -n 's/^spmono: delta [0-9]*: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' inc1.out | sort -n | tail -1)
+[ "$biggest" -lt $((full / 10)) ] || fail "incremental: a delta of $biggest bytes against a full snapshot of $full"
+by_barriers=$(sed -n 's/.* objects (\([0-9]*\) by barriers.*/\1/p' inc1.out | awk '{ s += $1 } END { print s + 0 }')
+echo "incremental, 30 periods: $deltas deltas, the largest $biggest bytes, the full snapshot $full; $by_barriers objects written by barriers"
+"$SPMONO" "${INC[@]}" delta.exe run 40 > inc2.out 2>&1 || fail "incremental second run: $(tail -5 inc2.out)"
+grep -q "^restored 30$" inc2.out || fail "incremental: not restored at 30: $(head -5 inc2.out)"
+first=$(grep -m1 "^spmono: \(delta\|snapshot\) " inc2.out)
+case "$first" in "spmono: delta 31:"*) ;; *) fail "incremental: the first snapshot after the restart is not a delta: $first" ;; esac
+"$SPMONO" "${INC[@]}" --sp-delta-ratio=5 delta.exe run 70 > inc3.out 2>&1 || fail "incremental folding run: $(tail -5 inc3.out)"
+grep -q "^restored 40$" inc3.out || fail "incremental folding run did not restore 40: $(head -5 inc3.out)"
+folds=$(sed -n 's/^full snapshots 0, folds \([0-9]*\)$/\1/p' inc3.out)
+[ -n "$folds" ] && [ "$folds" -ge 2 ] || fail "incremental: expected folds and no full snapshot: $(grep -e '^full snapshots' -e 'folded' inc3.out | tail -5)"
+"$SPDUMP" verify store > verify.out || fail "spdump verify after incremental deltas: $(cat verify.out)"
+"$SPMONO" "${INC[@]}" delta.exe check > check.out 2>&1 || fail "incremental check: $(tail -5 check.out)"
+grep -q "^restored 70$" check.out || fail "incremental check did not restore 70: $(cat check.out)"
+# kill -9 during delta cycles (and folds, every other trial)
+prev=70
+for t in $(seq "${KILL_TRIALS:-12}"); do
+	opts=("${INC[@]}")
+	[ $((t % 2)) -eq 1 ] && opts+=(--sp-delta-ratio=5)
+	"$SPMONO" "${opts[@]}" delta.exe run 1000000 $((t % 2 * 3)) > ikill.$t 2>&1 &
+	pid=$!
+	for i in $(seq 300); do grep -q "^durable" ikill.$t && break; sleep 0.05; done
+	sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+	kill -9 $pid; wait $pid 2>/dev/null || true
+	grep -q "CHECK FAILED" ikill.$t && fail "incremental trial $t: inconsistent restore: $(grep -m3 CHECK ikill.$t)"
+	restored=$(sed -n 's/^restored //p' ikill.$t)
+	[ -n "$restored" ] || fail "incremental trial $t: not restored: $(head -c 3000 ikill.$t)"
+	[ "$restored" -ge "$prev" ] || fail "incremental trial $t restored $restored, but $prev was durable"
+	last=$(sed -n 's/^durable //p' ikill.$t | tail -1)
+	prev=${last:-$restored}
+done
+"$SPMONO" "${INC[@]}" delta.exe check > final.out 2>&1 || fail "incremental final check: $(tail -5 final.out)"
+echo "incremental: restart, folds and kill -9 ${KILL_TRIALS:-12} times: every restore exact"
 
 # 9. Bad combinations are refused by name.
 expect_fail "needs a file store" "$SPMONO" --sp-store=pmem:$PWD/p.pmem --sp-delta=on delta.exe run 1
