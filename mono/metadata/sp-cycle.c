@@ -1762,7 +1762,7 @@ sp_barrier_store (MonoObject *obj)
 	if (!delta_mode &&
 	    (sp_ser_written_hint (&sp_ser, obj) || sp_wset_has (&sp_written, obj, sp_client_gc_epoch ()) ||
 	     sp_mono_class_known_unpersistable (mono_object_class (obj)) ||
-	     sp_unseen_in_young_object ((uintptr_t)obj, (uintptr_t)obj + 1))) {
+	     sp_unseen_young ((uintptr_t)obj, (uintptr_t)obj + 1))) {
 		sp_unseen_object_handled (obj);
 		return;
 	}

@@ -578,7 +578,7 @@ sp_delta_cycle_kind (void)
 	sp_fold_store_unlock ();
 	if (delta)
 		return SP_DELTA_CYCLE_DELTA;
-	return sp_ser.clean ? SP_DELTA_CYCLE_FULL : SP_DELTA_CYCLE_FORGET_FIRST;
+	return sp_ser.clean || !sp_ser.nobjects ? SP_DELTA_CYCLE_FULL : SP_DELTA_CYCLE_FORGET_FIRST;
 }
 
 /*
@@ -626,6 +626,13 @@ sp_delta_keep_after_cycle (void)
 	mono_os_mutex_lock (&sp_delta.set_lock);
 	guint changed = sp_delta.changed->len;
 	mono_os_mutex_unlock (&sp_delta.set_lock);
+	/*
+	 * A barrier met objects it could not write (holding something that
+	 * cannot be persisted; the snapshot did not reach them): the snapshot
+	 * holds placeholders for them, which a chain must not build on.
+	 */
+	if (sp_ser.npoison)
+		sp_delta_force_full ("a barrier met objects that could not be written (they held what cannot be persisted)");
 	gboolean keep = !sp_delta.full_due && !(changed >= SP_DELTA_SORT_MIN && (uint64_t)changed * 2 > sp_ser.nobjects);
 	if (!keep)
 		sp_delta_forget ();
@@ -654,7 +661,7 @@ sp_delta_cycle_shortcut (MonoObject *obj, gint32 gen)
 		return TRUE;
 	}
 	if (!sp_mono_class_known_unpersistable (mono_object_class (obj)) &&
-	    !sp_unseen_in_fresh_tlab ((uintptr_t)obj, (uintptr_t)obj + 1))
+	    !sp_unseen_young ((uintptr_t)obj, (uintptr_t)obj + 1))
 		return FALSE;
 	sp_unseen_object_handled_in (obj, gen);
 	return TRUE;

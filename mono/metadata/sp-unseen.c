@@ -233,6 +233,21 @@ sp_unseen_in_young_object (uintptr_t lo, uintptr_t hi)
 }
 
 /*
+ * Was [lo, hi) allocated by this thread since the running snapshot's instant
+ * (or, with deltas between snapshots, since the last one's)?  Then stores
+ * into it change nothing a snapshot holds.  With deltas every instant clears
+ * the allocation areas (sp_delta_take_stopped), so the whole current one is
+ * young too: each test sees objects the other misses (the first area after
+ * the instant, below where the first address barrier found it; the areas
+ * between the first and the current one are seen by neither).
+ */
+static gboolean
+sp_unseen_young (uintptr_t lo, uintptr_t hi)
+{
+	return sp_unseen_in_young_object (lo, hi) || (sp_delta_armed () && sp_unseen_in_fresh_tlab (lo, hi));
+}
+
+/*
  * The large object (SGen's LOS: arrays and strings over 8,000 bytes) holding
  * [lo, hi), or NULL.  Such an object never moves.  SGen's list of them is
  * built for readers that hold no lock: an object is pushed at its head
@@ -266,7 +281,7 @@ sp_unseen_store (uintptr_t lo, uintptr_t len)
 	uintptr_t hi = len == SP_STORELOG_REST || len > UINTPTR_MAX - lo ? lo + 1 : lo + len;
 	if (sp_unseen_on_own_stack (lo, hi) || sp_unseen_in_safe_object (lo, hi))
 		return;
-	if (sp_delta_between_snapshots () ? sp_unseen_in_fresh_tlab (lo, hi) : sp_unseen_in_young_object (lo, hi))
+	if (sp_unseen_young (lo, hi))
 		return;
 	MonoObject *large = sp_unseen_large_object (lo, hi);
 	if (large) {

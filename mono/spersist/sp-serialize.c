@@ -1383,6 +1383,16 @@ sp_ser_write_unmarked (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpE
 	SpClass *c = sp_client_class_of (obj, &why);
 	if (!c)
 		return 0;               /* never part of a snapshot: reaching it is an error of its own */
+	/*
+	 * A string is stored into only while it is built (String.Concat fills a
+	 * new one through a pointer it made with ldflda, which meets the
+	 * barrier), before anything can reference it: one that the snapshot
+	 * reaches holds then what it held at the snapshot's start.  Written now,
+	 * it would be written half built, and in a delta chain it would keep
+	 * that record, since a chain's strings are never written again.
+	 */
+	if (c->kind == SP_CLASS_STRING)
+		return 0;
 	uint32_t lid;
 	if (sp_ser_lid_of (s, obj, false, &lid, err) < 0)
 		return -1;
@@ -1444,12 +1454,55 @@ sp_ser_seal (SpBuf *closed)
 	sp_put_le (closed->data + closed->len - 4, crc, 4);
 }
 
+/*
+ * A record for poisoned object lid, which the snapshot never reached (a
+ * barrier met it, and it held something that cannot be persisted): every
+ * LID handed out is defined (sp-format.h), so it gets one, with every
+ * reference null and its primitives as they are.  It is not part of the
+ * state: nothing the roots reach refers to it.
+ */
+static int
+sp_ser_placeholder (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	void *obj = sp_client_lid_object (lid);
+	SpClass *c = sp_client_class_of (obj, err);
+	if (!c)
+		return -1;
+	uint32_t *nulls = calloc (c->nfields ? c->nfields : 1, sizeof *nulls);
+	if (!nulls)
+		return sp_ser_oom (err);
+	uint32_t class_id = sp_ser_class_id (s, c);
+	int rc = 0;
+	if (c->kind == SP_CLASS_OBJECT) {
+		sp_buf_put_u8 (s->out, SP_REC_OBJECT);
+		sp_buf_put_varint (s->out, lid);
+		sp_buf_put_varint (s->out, class_id);
+		rc = sp_ser_leaves (s, c, obj, nulls, err);
+	} else {
+		uint64_t n = sp_client_array_length (obj);
+		const uint8_t *data = sp_client_array_data (obj);
+		sp_buf_put_u8 (s->out, SP_REC_ARRAY);
+		sp_buf_put_varint (s->out, lid);
+		sp_buf_put_varint (s->out, class_id);
+		sp_buf_put_varint (s->out, n);
+		sp_buf_put_varint (s->out, n);
+		for (uint64_t i = 0; i < n && rc == 0; i++)
+			rc = sp_ser_leaves (s, c, data + i * c->elem_size, nulls, err);
+	}
+	free (nulls);
+	s->state [lid] |= SP_SER_WRITTEN;
+	return rc < 0 ? -1 : s->out->oom ? sp_ser_oom (err) : 0;
+}
+
 int
 sp_ser_close (SpSerializer *s, SpError *err)
 {
 	if (sp_queue_count (&s->queue) || s->partial_lid || s->npreserved)
 		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued",
 				     sp_queue_count (&s->queue) + (s->partial_lid != 0) + s->npreserved);
+	for (size_t i = 0; i < s->npoison; i++)
+		if (!(s->state [s->poison [i].lid] & SP_SER_WRITTEN) && sp_ser_placeholder (s, s->poison [i].lid, err) < 0)
+			return -1;
 	SpSnapTrailer t = { .nclasses = s->nclasses, .nobjects = s->nobjects, .nroots = s->nroots };
 	uint8_t *dst = sp_buf_reserve (s->out, SP_FORMAT_TRAILER_SIZE);
 	if (!dst)

@@ -149,8 +149,17 @@ folds=$(sed -n 's/^full snapshots 0, folds \([0-9]*\)$/\1/p' inc3.out)
 "$SPDUMP" verify store > verify.out || fail "spdump verify after incremental deltas: $(cat verify.out)"
 "$SPMONO" "${INC[@]}" delta.exe check > check.out 2>&1 || fail "incremental check: $(tail -5 check.out)"
 grep -q "^restored 70$" check.out || fail "incremental check did not restore 70: $(cat check.out)"
+# Objects move during delta cycles: small nurseries, the concurrent collector; every chain restores exactly.
+upto=70
+for params in "nursery-size=64k" "major=marksweep-conc,nursery-size=256k"; do
+	upto=$((upto + 5))
+	MONO_GC_PARAMS=$params "$SPMONO" "${INC[@]}" delta.exe run $upto > gc.out 2>&1 \
+		|| fail "incremental deltas with MONO_GC_PARAMS=$params: $(grep -v '^durable' gc.out | tail -5)"
+done
+"$SPMONO" "${INC[@]}" delta.exe check > check.out 2>&1 || fail "check after collections: $(tail -5 check.out)"
+grep -q "^restored 80$" check.out || fail "check after collections did not restore 80: $(cat check.out)"
 # kill -9 during delta cycles (and folds, every other trial)
-prev=70
+prev=80
 for t in $(seq "${KILL_TRIALS:-12}"); do
 	opts=("${INC[@]}")
 	[ $((t % 2)) -eq 1 ] && opts+=(--sp-delta-ratio=5)

@@ -789,6 +789,20 @@ poisoned_during_marking (bool reachable, SpError *err)
 			;
 	if (more == 0)
 		more = sp_ser_finish (&s, err);
+	/* Not reached: the snapshot is whole, and restores the graph without it. */
+	if (more == 0) {
+		SpSnapshot snap;
+		void **objects = NULL;
+		more = fake_decode (b.data, b.len, &snap, &objects, err);
+		if (more == 0) {
+			void *back = fake_restored_root (&snap, objects, 1, NULL);
+			assert_non_null (back);
+			assert_non_null (fake_get_ref (back, "next"));
+			assert_null (fake_get_ref (fake_get_ref (back, "next"), "next"));
+			sp_snapshot_free (&snap);
+			free (objects);
+		}
+	}
 	sp_ser_free (&s);
 	sp_buf_free (&b);
 	return more;
