@@ -1,17 +1,21 @@
 // DeltaBench: what a period's persistence costs when a share of the state
 // changed, with full snapshots (--sp-delta=off) or deltas (--sp-delta=on),
-// stop-the-world mode (issue 17, item 4).
+// in either mode (issue 17, item 4).
 //
 //   DeltaBench.exe N PPM PERIODS
 //       N cells (a value and a link each) under one root; the first SendPData
 //       persists them whole; then PERIODS periods, each changing PPM per
 //       million of the cells (at least one; random cells, their value), then
-//       SendPData, timed by the program's own Stopwatch.  One CSV line a
+//       SendPData and WaitPersisted, timed by the program's own Stopwatch
+//       (stop-the-world: SendPData's time; incremental: from SendPData until
+//       the snapshot is durable, in the SP task's periods).  One CSV line a
 //       period: n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns
 //       (store_ns: the period's stores themselves; with deltas the first
 //       store into each object in a period takes the barrier's slow path)
 //       (serialize_ns, bytes and objects from SPStats: what the snapshot
-//       wrote; a delta writes the changed cells, a full snapshot all of them).
+//       wrote, and the serializer's work: stop-the-world, its time;
+//       incremental, the cycle's increments and its start; a delta writes
+//       the changed cells, a full snapshot all of them).
 //   DeltaBench.exe check N PPM PERIODS
 //       (a warm restart after a run) the restored cells hold what the run's
 //       last period left, replayed from the same random sequence; exits 1
@@ -71,6 +75,7 @@ static class DeltaBench
 			s.Cells [i].Next = s.Cells [(i + 1) % n];
 		SPC.AddRoot (s);
 		SPC.SendPData ();
+		SPC.WaitPersisted ();
 		int changes = Math.Max (1, (int)((long)n * ppm / 1000000));
 		var r = new Random (n + ppm);
 		var sw = new Stopwatch ();
@@ -82,6 +87,7 @@ static class DeltaBench
 			stores.Stop ();
 			sw.Restart ();
 			SPC.SendPData ();
+			SPC.WaitPersisted ();
 			sw.Stop ();
 			SPStats st = SPC.GetStats ();
 			Console.WriteLine ("{0},{1},{2},{3},{4},{5},{6},{7}", n, ppm, p, (long)(sw.Elapsed.TotalMilliseconds * 1e6),

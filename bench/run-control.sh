@@ -2,8 +2,9 @@
 # run-control.sh [PERIODS] [REPS] [SIZES...]: a control loop at 1 kHz updating
 # N persistent objects (a size N/K: N objects, K of them updated a period) and
 # persisting them every period (bench/ControlBench.cs),
-# with SP incremental, SP stop-the-world, SP stop-the-world with deltas
-# (sp-delta: not in the default MECHS), BinaryFormatter in the loop, and no
+# with SP incremental, SP stop-the-world, SP with deltas (sp-delta:
+# stop-the-world, sp-incremental-delta; not in the default MECHS),
+# BinaryFormatter in the loop, and no
 # persistence (the loop's own cost); pinned to one CPU
 # (taskset -c 0, as in the paper) and on two.  The loop runs under
 # SCHED_FIFO 60 (chrt), the SP and writer tasks under SCHED_FIFO 50
@@ -33,8 +34,8 @@ for cpus in ${CPUS:-0 0,1}; do
 				opts=(--sp-store="$work/store" --sp-keep=1)
 				case $mech in
 				sp-incremental*) opts+=(--sp-mode=incremental --sp-pause=200 --sp-period=1000 --sp-priority=50) ;;
-				sp-delta*) opts+=(--sp-delta=on) ;;     # stop-the-world, each period a delta
 				esac
+				case $mech in *delta*) opts+=(--sp-delta=on) ;; esac     # sp-delta: stop-the-world, each period a delta
 				case $mech in *-null) opts[0]=--sp-store=null: ;; esac
 				rm -rf "$work/store" "$work/state.bf"
 				prog=${mech%%-*}
@@ -42,7 +43,7 @@ for cpus in ${CPUS:-0 0,1}; do
 				# The schedulability warning, as the user sees it (said once on stderr).
 				warned=$(grep -c "SendPData calls came while a cycle ran" "$work/stderr" || true)
 				if [ "$prog" != none ] && [ "${mech%-null}" = "$mech" ]; then
-					last=last; [ "$mech" = sp-incremental ] && last=any
+					last=last; case $mech in sp-incremental*) last=any ;; esac
 					"$sp" --sp-store="$work/store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \
 						|| { echo "$mech, $n objects, cpus $cpus: check failed" >&2; exit 1; }
 				fi

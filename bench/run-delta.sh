@@ -1,8 +1,9 @@
 #!/bin/bash
 # run-delta.sh [PERIODS] [SIZES...]: a period's persistence cost against the
 # state's size and the share of it changed a period, full snapshots against
-# deltas (bench/DeltaBench.cs), stop-the-world, store on tmpfs, one run side
-# by side.  SHARES (environment, parts per million, default "1000 10000 100000
+# deltas (bench/DeltaBench.cs), store on tmpfs, one run side by side, in each
+# of MODES (environment, default "stw incremental"; incremental with the
+# default --sp-pause and --sp-period, --sp-busy=wait).  SHARES (environment, parts per million, default "1000 10000 100000
 # 1000000": 0.1%, 1%, 10%, 100%) are the shares changed a period; sizes of
 # 10,000,000 objects and more also run 100 ppm (1,000 objects of 10,000,000).  The first snapshot of each run (the base)
 # is not counted; a delta chain's periodic new base is (it is part of what a
@@ -22,38 +23,43 @@ work=$(mktemp -d /dev/shm/spdelta.XXXXXX); trap 'rm -rf "$work"' EXIT
 mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/DeltaBench.exe" "$here/DeltaBench.cs"
 cp "$build/lib/SPersistence.dll" "$work/"
 csv=$out/delta.csv
-echo "mode,n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns" > "$csv"
+modes=(${MODES:-stw incremental})
+echo "spmode,mode,n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns" > "$csv"
+for spmode in "${modes[@]}"; do
 for n in "${sizes[@]}"; do
 	these=("${shares[@]}"); [ "$n" -ge 10000000 ] && these=(100 "${shares[@]}")
 	for pm in "${these[@]}"; do
 		for mode in full delta; do
 			rm -rf "$work/store"
 			flag=off; [ $mode = delta ] && flag=on
-			"$build/bin/spmono" --sp-store="$work/store" --sp-delta=$flag "$work/DeltaBench.exe" "$n" "$pm" "$periods" \
-				| sed "s/^/$mode,/" >> "$csv"
+			"$build/bin/spmono" --sp-store="$work/store" --sp-mode=$spmode --sp-busy=wait --sp-delta=$flag \
+				"$work/DeltaBench.exe" "$n" "$pm" "$periods" | sed "s/^/$spmode,$mode,/" >> "$csv"
 			# The figures count only if a restart finds the last period's state.
 			"$build/bin/spmono" --sp-store="$work/store" --sp-delta=$flag "$work/DeltaBench.exe" check "$n" "$pm" "$periods" \
-				|| { echo "run-delta: $mode, $n objects, $pm ppm: the restored state is not the last period's" >&2; exit 1; }
+				|| { echo "run-delta: $spmode, $mode, $n objects, $pm ppm: the restored state is not the last period's" >&2; exit 1; }
 		done
 	done
+done
 done
 python3 - "$csv" <<'PY'
 import csv, statistics, sys
 from collections import defaultdict
 rows = defaultdict(list)
 for r in csv.DictReader(open(sys.argv[1])):
-    rows[(int(r['n']), int(r['ppm']), r['mode'])].append(r)
-print(f"{'objects':>10} {'changed':>8} | {'full: send med/max ms':>22} {'bytes':>11} | {'delta: send med/max ms':>23} {'serialize med':>13} {'bytes':>10} | {'speed-up':>8} | {'stores: full':>8} {'delta':>8}")
-for n, pm in sorted({(k[0], k[1]) for k in rows}):
+    rows[(r['spmode'], int(r['n']), int(r['ppm']), r['mode'])].append(r)
+for spmode in sorted({k[0] for k in rows}, key=lambda m: m != 'stw'):
+  print(f"--sp-mode={spmode}" + ("" if spmode == 'stw' else ": send = SendPData until durable; work = the cycle's increments"))
+  print(f"{'objects':>10} {'changed':>8} | {'full: send med/max ms':>22} {'work med':>9} {'bytes':>11} | {'delta: send med/max ms':>23} {'work med':>9} {'bytes':>10} | {'speed-up':>8} {'work':>7} | {'stores: full':>8} {'delta':>8}")
+  for n, pm in sorted({(k[1], k[2]) for k in rows if k[0] == spmode}):
     def fig(mode):
-        rs = rows[(n, pm, mode)]
+        rs = rows[(spmode, n, pm, mode)]
         send = [int(r['send_ns']) / 1e6 for r in rs]
         ser = [int(r['serialize_ns']) / 1e6 for r in rs]
         b = [int(r['bytes']) for r in rs]
         st = [int(r['store_ns']) / 1e6 for r in rs]
         return statistics.median(send), max(send), statistics.median(ser), statistics.median(b), statistics.mean(send), statistics.median(st)
     f, d = fig('full'), fig('delta')
-    print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>10.3f} / {f[1]:>9.3f} {f[3]:>11} | {d[0]:>10.3f} / {d[1]:>10.3f} {d[2]:>13.3f} {d[3]:>10} | {f[4] / d[4]:>7.1f}x | {f[5]:>8.3f} {d[5]:>8.3f}")
-print("speed-up: mean SendPData time with full snapshots over that with deltas (new bases included)")
+    print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>10.3f} / {f[1]:>9.3f} {f[2]:>9.3f} {f[3]:>11} | {d[0]:>10.3f} / {d[1]:>10.3f} {d[2]:>9.3f} {d[3]:>10} | {f[4] / d[4]:>7.1f}x {f[2] / d[2]:>6.1f}x | {f[5]:>8.3f} {d[5]:>8.3f}")
+print("speed-up: mean send time with full snapshots over that with deltas (new bases included); work: of the medians")
 print("last columns: the period's stores themselves, median ms, without barriers (full) and with deltas' barrier")
 PY

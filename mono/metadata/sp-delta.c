@@ -14,9 +14,10 @@
  *     set, once: the thread then remembers the object (sp_unseen's ways) and
  *     its next stores into it stay on the barrier's short path;
  *   - SendPData takes the changed set at one instant for every thread
- *     (sp_delta_take: the world stopped, as an incremental cycle's start) and
- *     starts a new one; every thread's remembered objects expire then (the
- *     generation of sp_unseen), so the next store into one adds it again;
+ *     (sp_delta_take_stopped, with the world stopped: stop-the-world mode's
+ *     sp_delta_take, or an incremental cycle's start) and starts a new one;
+ *     every thread's remembered objects expire then (the generation of
+ *     sp_unseen), so the next store into one adds it again;
  *   - an object with no LID is new: the delta reaches it through a changed
  *     object or a root, and writes it whole.
  *
@@ -29,7 +30,9 @@
  * arguments it may write when a snapshot is taken, a snapshot that failed
  * (its changed set was consumed).  A full snapshot is also taken
  * first, and whenever the chain's deltas add up to --sp-delta-ratio percent
- * of its base: restore time and storage stay proportional to the state.
+ * of its base and cannot be folded (sp-fold-task.c): restore time and
+ * storage stay proportional to the state.  Incremental mode's delta cycles
+ * are at the end of this file.
  *
  * Objects the chain's snapshots named stay in the LID table, and so alive,
  * until the next base: a program that drops many objects keeps them at most
