@@ -982,8 +982,14 @@ sp_cycle_start (gboolean delta, SpError *err)
 			sp_mono_class_map (sp_class_map_needed, &ignored);
 		}
 	} while (rc == SP_START_RETRY);
-	if (rc < 0)
+	if (rc < 0) {
+		/* A root that cannot be persisted, say: LIDs may have been handed out half, so the chain ends here. */
+		if (delta) {
+			sp_delta_forget ();
+			sp_delta_force_full ("a delta could not start");
+		}
 		return -1;
+	}
 	sp_cycle.seq = sp_cycle.next_seq++;
 	sp_cycle.running = TRUE;
 	uint64_t stop_ns = sp_cycle.stats.stop_ns;

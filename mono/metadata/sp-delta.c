@@ -260,12 +260,19 @@ sp_delta_barrier (MonoObject *obj)
  */
 #define SP_DELTA_SORT_MIN 32768
 
+/* More than half of the state changed (a set of a few objects in a small state does not count: cheap either way). */
+static gboolean
+sp_delta_most_changed (guint changed)
+{
+	return changed >= SP_DELTA_SORT_MIN && (uint64_t)changed * 2 > sp_ser.nobjects;
+}
+
 static gboolean
 sp_delta_next_is_delta (guint changed)
 {
 	if (!sp_delta_on () || !sp_delta.chained || sp_delta.full_due)
 		return FALSE;
-	if (changed >= SP_DELTA_SORT_MIN && (uint64_t)changed * 2 > sp_ser.nobjects)
+	if (sp_delta_most_changed (changed))
 		return FALSE;
 	/* Folding ends a chain's growth off the program's path; a full snapshot only if folds fall behind. */
 	if (sp_fold_usable ()) {
@@ -576,8 +583,11 @@ sp_delta_cycle_kind (void)
 	/* A store log that overflowed cannot be attributed at the instant: known now, the cycle is full. */
 	if (sp_unseen.log.overflowed)
 		sp_delta_force_full ("more stores through pointers than the log holds, which no barrier saw");
-	/* The changed count is not known until the instant: the end of the cycle before judged it (sp_delta_keep_after_cycle). */
-	gboolean delta = sp_delta_next_is_delta (0);
+	/* So far (stores go on until the instant): more than half the state makes it full, as in stop-the-world mode. */
+	mono_os_mutex_lock (&sp_delta.set_lock);
+	guint changed = sp_delta.changed->len;
+	mono_os_mutex_unlock (&sp_delta.set_lock);
+	gboolean delta = sp_delta_next_is_delta (changed);
 	sp_fold_store_unlock ();
 	if (delta)
 		return SP_DELTA_CYCLE_DELTA;
@@ -619,9 +629,12 @@ sp_delta_cycle_closed (gboolean failed)
 /*
  * At a cycle's end, under sp_lock: may the next snapshot be a delta on this
  * one?  Then the serializer keeps its LIDs.  Not when a full one is due
- * already, nor when most of the state changed during this cycle: the next
- * snapshot would be about as large as a full one, and cost more (the
- * changed objects met one by one, not in the graph's order).
+ * already, nor when most of the state changed, during this cycle or before
+ * its instant: the next snapshot would be about as large as a full one, and
+ * cost more (the changed objects met one by one, not in the graph's
+ * order); a program that changes most of its state every period then
+ * writes full snapshots, as without deltas (letting the LIDs go here, in
+ * the hand-over, rather than at its next SendPData, which would skip it).
  */
 static gboolean
 sp_delta_keep_after_cycle (void)
@@ -636,7 +649,7 @@ sp_delta_keep_after_cycle (void)
 	 */
 	if (sp_ser.npoison)
 		sp_delta_force_full ("a barrier met objects that could not be written (they held what cannot be persisted)");
-	gboolean keep = !sp_delta.full_due && !(changed >= SP_DELTA_SORT_MIN && (uint64_t)changed * 2 > sp_ser.nobjects);
+	gboolean keep = !sp_delta.full_due && !sp_delta_most_changed (changed) && !sp_delta_most_changed (sp_delta.taken->len);
 	if (!keep)
 		sp_delta_forget ();
 	return keep;

@@ -14,6 +14,29 @@ source "$SRCDIR/lib.sh"
 compile delta.exe "$SRCDIR/Delta.cs"
 DELTA=(--sp-store=store --sp-delta=on --sp-verbose)
 
+# kill_trials PREV LABEL SLEEP_MS OPTS...: kill -9 a run of delta.exe at random instants, KILL_TRIALS times, every
+# other trial with folds (--sp-delta-ratio=5, SLEEP_MS between periods); every restore must be exact and not older
+# than the last period the trial before saw durable (PREV for the first).
+kill_trials () {
+	local prev=$1 label=$2 sleep_ms=$3; shift 3
+	local t opts pid restored last
+	for t in $(seq "${KILL_TRIALS:-12}"); do
+		opts=("$@")
+		[ $((t % 2)) -eq 1 ] && opts+=(--sp-delta-ratio=5)
+		"$SPMONO" "${opts[@]}" delta.exe run 1000000 $((t % 2 * sleep_ms)) > kill.$t 2>&1 &
+		pid=$!
+		for i in $(seq 300); do grep -q "^durable" kill.$t && break; sleep 0.05; done
+		sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+		kill -9 $pid; wait $pid 2>/dev/null || true
+		grep -q "CHECK FAILED" kill.$t && fail "${label}trial $t: inconsistent restore: $(grep -m3 CHECK kill.$t)"
+		restored=$(sed -n 's/^restored //p' kill.$t)
+		[ -n "$restored" ] || fail "${label}trial $t: not restored: $(head -c 3000 kill.$t)"
+		[ "$restored" -ge "$prev" ] || fail "${label}trial $t restored $restored, but $prev was durable"
+		last=$(sed -n 's/^durable //p' kill.$t | tail -1)
+		prev=${last:-$restored}
+	done
+}
+
 # 1. A chain: the first snapshot full, then deltas far smaller than it.
 "$SPMONO" "${DELTA[@]}" delta.exe run 20 > run1.out 2>&1 || fail "run: $(tail -5 run1.out)"
 grep -q "^spmono: snapshot 1:" run1.out || fail "the first snapshot is not full: $(head -5 run1.out)"
@@ -90,22 +113,7 @@ rm -rf store
 
 # 6. kill -9 at random instants (every other trial while folds run): every restore is consistent
 #    and not older than the last durable period.
-prev=90
-for t in $(seq "${KILL_TRIALS:-12}"); do
-	opts=("${DELTA[@]}")
-	[ $((t % 2)) -eq 1 ] && opts=("${FOLDING[@]}")
-	"$SPMONO" "${opts[@]}" delta.exe run 1000000 $((t % 2 * 5)) > kill.$t 2>&1 &
-	pid=$!
-	for i in $(seq 300); do grep -q "^durable" kill.$t && break; sleep 0.05; done
-	sleep "0.$(printf '%03d' $((RANDOM % 300)))"
-	kill -9 $pid; wait $pid 2>/dev/null || true
-	grep -q "CHECK FAILED" kill.$t && fail "trial $t: inconsistent restore: $(grep -m3 CHECK kill.$t)"
-	restored=$(sed -n 's/^restored //p' kill.$t)
-	[ -n "$restored" ] || fail "trial $t: not restored: $(head -c 3000 kill.$t)"
-	[ "$restored" -ge "$prev" ] || fail "trial $t restored $restored, but $prev was durable"
-	last=$(sed -n 's/^durable //p' kill.$t | tail -1)
-	prev=${last:-$restored}
-done
+kill_trials 90 "" 5 "${DELTA[@]}"
 "$SPMONO" "${DELTA[@]}" delta.exe check > final.out 2>&1 || fail "final check: $(tail -5 final.out)"
 echo "kill -9 ${KILL_TRIALS:-12} times: every restore exact, none older than the last durable period"
 
@@ -159,22 +167,7 @@ done
 "$SPMONO" "${INC[@]}" delta.exe check > check.out 2>&1 || fail "check after collections: $(tail -5 check.out)"
 grep -q "^restored 80$" check.out || fail "check after collections did not restore 80: $(cat check.out)"
 # kill -9 during delta cycles (and folds, every other trial)
-prev=80
-for t in $(seq "${KILL_TRIALS:-12}"); do
-	opts=("${INC[@]}")
-	[ $((t % 2)) -eq 1 ] && opts+=(--sp-delta-ratio=5)
-	"$SPMONO" "${opts[@]}" delta.exe run 1000000 $((t % 2 * 3)) > ikill.$t 2>&1 &
-	pid=$!
-	for i in $(seq 300); do grep -q "^durable" ikill.$t && break; sleep 0.05; done
-	sleep "0.$(printf '%03d' $((RANDOM % 300)))"
-	kill -9 $pid; wait $pid 2>/dev/null || true
-	grep -q "CHECK FAILED" ikill.$t && fail "incremental trial $t: inconsistent restore: $(grep -m3 CHECK ikill.$t)"
-	restored=$(sed -n 's/^restored //p' ikill.$t)
-	[ -n "$restored" ] || fail "incremental trial $t: not restored: $(head -c 3000 ikill.$t)"
-	[ "$restored" -ge "$prev" ] || fail "incremental trial $t restored $restored, but $prev was durable"
-	last=$(sed -n 's/^durable //p' ikill.$t | tail -1)
-	prev=${last:-$restored}
-done
+kill_trials 80 "incremental " 3 "${INC[@]}"
 "$SPMONO" "${INC[@]}" delta.exe check > final.out 2>&1 || fail "incremental final check: $(tail -5 final.out)"
 echo "incremental: restart, folds and kill -9 ${KILL_TRIALS:-12} times: every restore exact"
 
