@@ -171,6 +171,19 @@ kill_trials 80 "incremental " 3 "${INC[@]}"
 "$SPMONO" "${INC[@]}" delta.exe check > final.out 2>&1 || fail "incremental final check: $(tail -5 final.out)"
 echo "incremental: restart, folds and kill -9 ${KILL_TRIALS:-12} times: every restore exact"
 
+# 11. Most of the state changed every period (bench/DeltaBench.cs: 100,000 cells, every one drawn a
+#     period): each snapshot is full, in either mode, since a delta would cost more; the state restores.
+compile deltabench.exe "$SRCDIR/../../bench/DeltaBench.cs"
+for mode in stw incremental; do
+	rm -rf store
+	"$SPMONO" --sp-store=store --sp-mode=$mode --sp-busy=wait --sp-delta=on --sp-verbose deltabench.exe 100000 1000000 4 \
+		> churn.out 2>&1 || fail "$mode, most of the state changed: $(tail -5 churn.out)"
+	full=$(grep -c "^spmono: snapshot " churn.out || true)
+	deltas=$(grep -c "^spmono: delta " churn.out || true)
+	[ "$full" -eq 5 ] && [ "$deltas" -eq 0 ] || fail "$mode, most of the state changed: $full full snapshots and $deltas deltas, not 5 and 0"
+	"$SPMONO" --sp-store=store --sp-delta=on deltabench.exe check 100000 1000000 4 || fail "$mode, most changed: not restored"
+done
+
 # 9. Bad combinations are refused by name.
 expect_fail "needs a file store" "$SPMONO" --sp-store=pmem:$PWD/p.pmem --sp-delta=on delta.exe run 1
 expect_fail "sp-delta takes on or off" "$SPMONO" --sp-delta=yes delta.exe run 1
