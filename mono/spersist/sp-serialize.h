@@ -168,14 +168,18 @@ sp_ser_is_written (const SpSerializer *s, uint32_t lid)
  * or finish it when it is being written in pieces; its children are queued as
  * usual.  Which objects it writes:
  *   - marking complete (mark_done): only objects with a LID (the snapshot's);
- *   - before that (marking underway, or a snapshot without marking): any
- *     object whose class can be persisted, since it may be reachable through
- *     objects marking has not reached yet.  One that is not ends up in the
+ *   - before that (marking underway, or a snapshot without marking, as a
+ *     delta): any object whose class can be persisted, but a string, since
+ *     it may be reachable through objects marking has not reached yet (a
+ *     string is stored into only while it is built, before anything refers
+ *     to it).  One that is not ends up in the
  *     snapshot unreferenced (counted in unreached_written; a reader creates
  *     it and the GC collects it), as the paper's "false-serialized" objects.
  *     One that cannot be written (a reference to an object that cannot be
  *     persisted) is poisoned, not written: if the snapshot reaches it after
- *     all, that is the snapshot's error, as if the steps had met it.
+ *     all, that is the snapshot's error, as if the steps had met it; if not,
+ *     sp_ser_close gives it a placeholder record (every reference null), so
+ *     that every LID handed out is defined.
  * Returns 1 when it wrote the record, 0 when there was nothing to do, -1 on error.
  *
  * Copy before write, outside the lock.  With `ticket` (not NULL), a long
