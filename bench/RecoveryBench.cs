@@ -5,7 +5,7 @@
 //       build N objects (a ring of accounts, each with a balance and a link);
 //       then serve periods of 1 ms: move money between two accounts and
 //       persist (SP: SendPData; bf: serialize into FILE), printing "served K"
-//       after the first one.  Money is conserved, so a restored state that is
+//       once the first one is durable (SP incremental: WaitPersisted).  Money is conserved, so a restored state that is
 //       torn shows in the total.  The first line says how it started:
 //       "start cold|warm restore_ns".
 //   RecoveryBench.exe check MECH N FILE   the persisted state is whole: N
@@ -99,8 +99,12 @@ static class RecoveryBench
 			to.Balance += amount;
 			b.Period++;
 			Persist (mech, b, file, bf);
-			if (k == 1)
+			if (k == 1) {
+				// Served once the first period is durable (incremental mode: its cycle written and committed).
+				if (mech == "sp")
+					SPC.WaitPersisted ();
 				Console.WriteLine ("served {0}", b.Period);
+			}
 			System.Threading.Thread.Sleep (1);
 		}
 	}

@@ -8,7 +8,9 @@
 # BinaryFormatter: reading and deserializing its file).  Then it is killed
 # again and the persisted state checked whole (money conserved).  SP stop-the-
 # world with full snapshots (sp) and with deltas (sp-delta: --sp-delta=on, the
-# first period after the restart persists a delta on the restored chain), and
+# first period after the restart persists a delta on the restored chain), SP
+# incremental without and with deltas (sp-incremental, sp-incremental-delta;
+# not in the default MECHS; served once the first period is durable), and
 # BinaryFormatter (up to BF_MAX objects, 1,000,000 unless set: at
 # 10,000,000 its first persist alone had not finished after 11.5 minutes),
 # store and file on tmpfs.
@@ -29,7 +31,14 @@ echo "mechanism,n,rep,restore_ns,serve_ns" > "$csv"
 mechs=(${MECHS:-sp sp-delta bf})
 # The program's mechanism (sp or bf) and spmono's options for MECH.
 program_mech () { [ "$1" = bf ] && echo bf || echo sp; }
-options () { [ "$1" = sp-delta ] && echo "--sp-delta=on" || echo "--sp-delta=off"; }
+options () {
+	case $1 in
+	sp-delta) echo "--sp-delta=on" ;;
+	sp-incremental) echo "--sp-mode=incremental --sp-delta=off" ;;
+	sp-incremental-delta) echo "--sp-mode=incremental --sp-delta=on" ;;
+	*) echo "--sp-delta=off" ;;
+	esac
+}
 # serve MECH N: start the application in the background (stdout on fd 3); sets pid.
 serve () {
 	rm -f "$work/out.fifo"; mkfifo "$work/out.fifo"
@@ -72,6 +81,7 @@ print("Recovery after SIGKILL, ms (min / median / max)")
 print("| objects | mechanism | restore | restart to first served period |")
 print("|---:|---|---:|---:|")
 for (n, mech), rs in sorted(runs.items()):
-    name = {'sp': 'SP', 'sp-delta': 'SP, deltas', 'bf': 'BinaryFormatter'}[mech]
+    name = {'sp': 'SP', 'sp-delta': 'SP, deltas', 'sp-incremental': 'SP incremental',
+            'sp-incremental-delta': 'SP incremental, deltas', 'bf': 'BinaryFormatter'}.get(mech, mech)
     print(f"| {n} | {name} | {spread([r[0] for r in rs])} | {spread([r[1] for r in rs])} |")
 PY
