@@ -1647,8 +1647,15 @@ sp_cycle_request (SpError *err)
 		return -1;
 	sp_cycle_check_schedule ();
 	int rc;
+	/*
+	 * After a failed snapshot the next SendPData takes one, waiting for what
+	 * its failure left to do (the hand-over that lets its objects go; with
+	 * deltas, the chain's LIDs let go before a full snapshot): skipped, it
+	 * would take none, and WaitPersisted would report the old failure again.
+	 */
+	gboolean after_failure = sp_cycle.requested_seq && sp_cycle.failed_seq >= sp_cycle.requested_seq;
 	for (;;) {
-		if (sp_cycle_busy () && !sp_options.busy_wait) {
+		if (sp_cycle_busy () && !sp_options.busy_wait && !after_failure) {
 			sp_stats [SP_STAT_SEND_SKIPS]++;
 			return 0;
 		}

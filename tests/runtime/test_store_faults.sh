@@ -8,17 +8,21 @@ compile faults.exe "$SRCDIR/Faults.cs"
 [ -f "$SPFAULTS" ] || fail "no fault library at $SPFAULTS"
 pm=$(mktemp -u /dev/shm/sp-faults.XXXXXX); trap 'rm -f "$pm"*' EXIT
 faulty () { LD_PRELOAD="$SPFAULTS" SPFAULTS_CONTROL="$PWD/control" "$SPMONO" "$@"; }
+# With deltas too: a failed delta ends its chain, the next snapshot is full, and the chain restores.
+for delta in off on; do
 for mode in stw incremental; do
 	rm -rf store
-	faulty --sp-store=store --sp-mode=$mode faults.exe run "$PWD/control" enospc,eio,short,fsync > out.txt 2>&1 \
-		|| fail "$mode: $(cat out.txt)"
-	grep -q "faults ok" out.txt || fail "$mode: $(cat out.txt)"
-	expect_out "value 7" spm --sp-store=store faults.exe check
+	faulty --sp-store=store --sp-mode=$mode --sp-delta=$delta faults.exe run "$PWD/control" enospc,eio,short,fsync > out.txt 2>&1 \
+		|| fail "$mode, deltas $delta: $(cat out.txt)"
+	grep -q "faults ok" out.txt || fail "$mode, deltas $delta: $(cat out.txt)"
+	expect_out "value 7" spm --sp-store=store --sp-delta=$delta faults.exe check
 	# A fault at the last commit: the snapshot before it is what restarts.
 	rm -rf store
-	faulty --sp-store=store --sp-mode=$mode faults.exe fail "$PWD/control" eio > out.txt 2>&1 || fail "$mode fail: $(cat out.txt)"
-	expect_out "value 1" spm --sp-store=store faults.exe check
-	[ -z "$(ls store | grep '\.tmp$')" ] || fail "$mode: a failed commit left its temporary file"
+	faulty --sp-store=store --sp-mode=$mode --sp-delta=$delta faults.exe fail "$PWD/control" eio > out.txt 2>&1 \
+		|| fail "$mode fail, deltas $delta: $(cat out.txt)"
+	expect_out "value 1" spm --sp-store=store --sp-delta=$delta faults.exe check
+	[ -z "$(ls store | grep '\.tmp$')" ] || fail "$mode, deltas $delta: a failed commit left its temporary file"
+done
 done
 # The program ends while the writer commits on a slow disk: the end waits for
 # that commit (the runtime must not tear down under the SP and writer tasks),
