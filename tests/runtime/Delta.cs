@@ -150,6 +150,7 @@ static class Program
 			SPC.SendPData ();
 			slot = 4242;                  // after the snapshot, through a ref no barrier can tie to p.Small
 			SPC.SendPData ();
+			SPC.WaitPersisted ();         // incremental mode: the last cycle written before the program ends
 			Console.WriteLine ("small[5] " + p.Small [5]);
 			return 0;
 		}

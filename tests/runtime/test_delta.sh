@@ -125,13 +125,15 @@ printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
 grep -q "skipping damaged snapshot" damaged.out || fail "no warning for the damaged snapshot: $(cat damaged.out)"
 grep -q "^restored $((n - 1))$" damaged.out || fail "expected period $((n - 1)) after damaging $newest: $(cat damaged.out)"
 
-# 8. A store through a ref taken before SendPData lands in the next snapshot.
-rm -rf store
-"$SPMONO" "${DELTA[@]}" delta.exe run 3 > /dev/null 2>&1 || fail "run before unseen"
-"$SPMONO" "${DELTA[@]}" delta.exe unseen > unseen.out 2>&1 || fail "unseen: $(tail -5 unseen.out)"
-grep -q "^small\[5\] 4242$" unseen.out || fail "the store did not happen: $(cat unseen.out)"
-"$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "peek: $(tail -5 peek.out)"
-grep -q "^small\[5\] 4242$" peek.out || fail "the store through a ref was lost: $(cat peek.out unseen.out)"
+# 8. A store through a ref taken before SendPData lands in the next snapshot (in either mode).
+for m in stw incremental; do
+	rm -rf store
+	"$SPMONO" "${DELTA[@]}" --sp-mode=$m --sp-busy=wait delta.exe run 3 > /dev/null 2>&1 || fail "$m: run before unseen"
+	"$SPMONO" "${DELTA[@]}" --sp-mode=$m --sp-busy=wait delta.exe unseen > unseen.out 2>&1 || fail "$m: unseen: $(tail -5 unseen.out)"
+	grep -q "^small\[5\] 4242$" unseen.out || fail "$m: the store did not happen: $(cat unseen.out)"
+	"$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "$m: peek: $(tail -5 peek.out)"
+	grep -q "^small\[5\] 4242$" peek.out || fail "$m: the store through a ref was lost: $(cat peek.out unseen.out)"
+done
 
 # 10. Incremental mode: delta cycles, each period's changes made while the cycle before is written
 #     (its barriers write what the delta holds first, and record every store for the next delta).
