@@ -37,23 +37,30 @@ kill_trials () {
 	done
 }
 
-# 1. A chain: the first snapshot full, then deltas far smaller than it.
-"$SPMONO" "${DELTA[@]}" delta.exe run 20 > run1.out 2>&1 || fail "run: $(tail -5 run1.out)"
-grep -q "^spmono: snapshot 1:" run1.out || fail "the first snapshot is not full: $(head -5 run1.out)"
-deltas=$(grep -c "^spmono: delta " run1.out || true)
-[ "$deltas" -ge 10 ] || fail "only $deltas of 20 snapshots were deltas: $(grep '^spmono: ' run1.out)"
-full=$(sed -n 's/^spmono: snapshot 1: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' run1.out)
-biggest=$(sed -n 's/^spmono: delta [0-9]*: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' run1.out | sort -n | tail -1)
-[ "$biggest" -lt $((full / 10)) ] || fail "a delta of $biggest bytes against a full snapshot of $full"
-echo "20 periods: $deltas deltas, the largest $biggest bytes, the full snapshot $full"
+# chain_and_restart LABEL PERIODS MIN_DELTAS MORE OPTS...: (1) a chain of PERIODS snapshots from an
+# empty store, the first full, at least MIN_DELTAS deltas, each far smaller than it; (2) a restart
+# restores it exactly, and its first snapshot is a delta on it; MORE periods later the chain restores.
+chain_and_restart () {
+	local label=$1 periods=$2 min_deltas=$3 more=$4; shift 4
+	"$SPMONO" "$@" delta.exe run "$periods" > run1.out 2>&1 || fail "${label}run: $(tail -5 run1.out)"
+	grep -q "^spmono: snapshot 1:" run1.out || fail "${label}the first snapshot is not full: $(grep '^spmono: ' run1.out | head -5)"
+	local deltas full biggest first
+	deltas=$(grep -c "^spmono: delta " run1.out || true)
+	[ "$deltas" -ge "$min_deltas" ] || fail "${label}only $deltas of $periods snapshots were deltas: $(grep '^spmono: [ds]' run1.out)"
+	full=$(sed -n 's/^spmono: snapshot 1: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' run1.out)
+	biggest=$(sed -n 's/^spmono: delta [0-9]*: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' run1.out | sort -n | tail -1)
+	[ "$biggest" -lt $((full / 10)) ] || fail "${label}a delta of $biggest bytes against a full snapshot of $full"
+	echo "${label}$periods periods: $deltas deltas, the largest $biggest bytes, the full snapshot $full"
+	"$SPMONO" "$@" delta.exe run $((periods + more)) > run2.out 2>&1 || fail "${label}second run: $(tail -5 run2.out)"
+	grep -q "^restored $periods$" run2.out || fail "${label}not restored at $periods: $(head -5 run2.out)"
+	first=$(grep -m1 "^spmono: \(delta\|snapshot\) " run2.out)
+	case "$first" in "spmono: delta $((periods + 1)):"*) ;; *) fail "${label}the first snapshot after the restart is not a delta: $first" ;; esac
+	"$SPMONO" "$@" delta.exe check > check.out 2>&1 || fail "${label}check: $(tail -5 check.out)"
+	grep -q "^restored $((periods + more))$" check.out || fail "${label}check did not restore $((periods + more)): $(cat check.out)"
+}
 
-# 2. A restart restores the chain exactly, and its first snapshot is a delta on it.
-"$SPMONO" "${DELTA[@]}" delta.exe run 25 > run2.out 2>&1 || fail "second run: $(tail -5 run2.out)"
-grep -q "^restored 20$" run2.out || fail "not restored at 20: $(head -5 run2.out)"
-first=$(grep -m1 "^spmono: \(delta\|snapshot\) " run2.out)
-case "$first" in "spmono: delta 21:"*) ;; *) fail "the first snapshot after the restart is not a delta: $first" ;; esac
-"$SPMONO" "${DELTA[@]}" delta.exe check > check.out 2>&1 || fail "check: $(tail -5 check.out)"
-grep -q "^restored 25$" check.out || fail "check did not restore 25: $(cat check.out)"
+# 1-2. A chain, and a restart on it.
+chain_and_restart "" 20 10 5 "${DELTA[@]}"
 
 # 3. Folding: with the ratio at 5%, the fold task gives the chain new bases; the program writes none.
 #    (SPMONO_TEST_FOLD_SYNC: SendPData waits for a fold under way, so that a loaded machine, which
@@ -139,19 +146,11 @@ done
 #     (its barriers write what the delta holds first, and record every store for the next delta).
 rm -rf store
 INC=(--sp-store=store --sp-delta=on --sp-verbose --sp-mode=incremental --sp-busy=wait --sp-pause=200 --sp-period=1000)
-"$SPMONO" "${INC[@]}" --sp-stats delta.exe run 30 > inc1.out 2>&1 || fail "incremental run: $(tail -5 inc1.out)"
-grep -q "^spmono: snapshot 1:" inc1.out || fail "incremental: the first snapshot is not full: $(grep '^spmono: ' inc1.out | head -5)"
-deltas=$(grep -c "^spmono: delta " inc1.out || true)
-[ "$deltas" -ge 20 ] || fail "incremental: only $deltas of 30 snapshots were deltas: $(grep '^spmono: [ds]' inc1.out)"
-full=$(sed -n 's/^spmono: snapshot 1: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' inc1.out)
-biggest=$(sed -n 's/^spmono: delta [0-9]*: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' inc1.out | sort -n | tail -1)
-[ "$biggest" -lt $((full / 10)) ] || fail "incremental: a delta of $biggest bytes against a full snapshot of $full"
-by_barriers=$(sed -n 's/.* objects (\([0-9]*\) by barriers.*/\1/p' inc1.out | awk '{ s += $1 } END { print s + 0 }')
-echo "incremental, 30 periods: $deltas deltas, the largest $biggest bytes, the full snapshot $full; $by_barriers objects written by barriers"
-"$SPMONO" "${INC[@]}" delta.exe run 40 > inc2.out 2>&1 || fail "incremental second run: $(tail -5 inc2.out)"
-grep -q "^restored 30$" inc2.out || fail "incremental: not restored at 30: $(head -5 inc2.out)"
-first=$(grep -m1 "^spmono: \(delta\|snapshot\) " inc2.out)
-case "$first" in "spmono: delta 31:"*) ;; *) fail "incremental: the first snapshot after the restart is not a delta: $first" ;; esac
+chain_and_restart "incremental: " 30 20 10 "${INC[@]}" --sp-stats
+# The stores made while cycles ran met them: barriers wrote what the deltas held before those stores.
+by_barriers=$(sed -n 's/.* objects (\([0-9]*\) by barriers.*/\1/p' run1.out | awk '{ s += $1 } END { print s + 0 }')
+[ "$by_barriers" -gt 0 ] || fail "incremental: no barrier wrote an object of a delta: $(grep 'spmono: cycle' run1.out | head -3)"
+echo "incremental: $by_barriers objects written by barriers before the program's stores"
 "$SPMONO" "${INC[@]}" --sp-delta-ratio=5 delta.exe run 70 > inc3.out 2>&1 || fail "incremental folding run: $(tail -5 inc3.out)"
 grep -q "^restored 40$" inc3.out || fail "incremental folding run did not restore 40: $(head -5 inc3.out)"
 folds=$(sed -n 's/^full snapshots 0, folds \([0-9]*\)$/\1/p' inc3.out)
