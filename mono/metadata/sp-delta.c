@@ -556,8 +556,9 @@ sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const Sp
  *             a full snapshot when it holds none; when it holds them but a
  *             full snapshot is due, they are let go first, in the SP task's
  *             increments (that SendPData takes no snapshot, as during a
- *             cycle).  A cycle starts only once the one before is
- *             committed: a delta names its predecessor's checksum.
+ *             cycle, unless the last one failed: then it waits, and takes
+ *             one).  A cycle starts only once the one before is committed:
+ *             a delta names its predecessor's checksum.
  *   instant   with the world stopped (sp_delta_cycle_stopped): the changed
  *             set is taken and, in a delta, each taken object is due again
  *             (sp_ser_changed); no marking: a delta's objects are the taken
