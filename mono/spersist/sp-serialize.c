@@ -139,8 +139,13 @@ sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err)
 {
 	if (lid == 0 || lid > s->prior)
 		return sp_error_set (err, "internal error: object %u changed, but the chain has %u", lid, s->prior);
-	/* Written in an earlier snapshot of the chain: its record is due again, and it is part of the state. */
-	s->state [lid] = SP_SER_REACHED;
+	/*
+	 * Written in an earlier snapshot of the chain: its record is due again.
+	 * Reached or not, as then: one a barrier wrote in case it was part of
+	 * the state, and was not, may hold by now what cannot be persisted
+	 * (sp_ser_claim_writable).
+	 */
+	s->state [lid] &= SP_SER_REACHED;
 	return sp_queue_push (&s->queue, lid) < 0 ? sp_ser_oom (err) : 0;
 }
 
@@ -882,6 +887,27 @@ sp_ser_claim (SpSerializer *s, uint32_t lid)
  * of them in pieces.  `bytes` holds the array's elements from byte `offset`
  * on (a card's start): the array itself, or a barrier's copy of its rest.
  */
+static bool sp_ser_children_persistable (const SpClass *c, void *obj, SpError *err);
+
+/*
+ * Claim object lid (obj, of class c) for writing: 1, or 0 when it is not to
+ * be written (poisoned now), or -1.  An object of the chain that was never
+ * reached (a barrier wrote it in case it was part of the state, and it was
+ * not), changed since and now holding something that cannot be persisted,
+ * is poisoned, as the barrier would have poisoned it: an error only if this
+ * snapshot reaches it.  Its earlier record stands meanwhile.
+ */
+static int
+sp_ser_claim_writable (SpSerializer *s, uint32_t lid, void *obj, const SpClass *c, SpError *err)
+{
+	if (lid <= s->prior && !(s->state [lid] & SP_SER_REACHED)) {
+		SpError why = { 0 };
+		if (!sp_ser_children_persistable (c, obj, &why))
+			return sp_ser_poison (s, lid, &why, err) < 0 ? -1 : 0;
+	}
+	return sp_ser_claim (s, lid);
+}
+
 static int
 sp_ser_patch_card_range (SpSerializer *s, const SpClass *c, uint32_t lid, SpCards *cards, const uint8_t *bytes,
 			 uint64_t offset, uint32_t k, uint32_t end, SpError *err)
@@ -1200,12 +1226,18 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
 		sp_ser_prefetch_ahead (far_lid, near_lid);
 		/* Written by a barrier already, or met only by one and not writable (not in the snapshot). */
-		if ((s->state [lid] & SP_SER_POISONED) || !sp_ser_claim (s, lid))
+		if (s->state [lid] & (SP_SER_POISONED | SP_SER_WRITTEN))
 			continue;
 		void *obj = sp_client_lid_object (lid);
 		SpClass *c = sp_client_class_of (obj, err);   /* known persistable: checked when queued */
 		if (!c)
 			return sp_error_set (err, "internal error: queued object %u lost its class", lid);
+		int claimed = sp_ser_claim_writable (s, lid, obj, c, err);
+		if (claimed <= 0) {
+			if (claimed < 0)
+				return -1;
+			continue;
+		}
 		if (sp_ser_write (s, obj, c, lid, false, err) < 0)
 			return -1;
 		if (s->partial_lid != lid)
@@ -1428,11 +1460,14 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpError 
 				return -1;
 		return 1;
 	}
-	if ((s->state [lid] & SP_SER_POISONED) || !sp_ser_claim (s, lid))
+	if (s->state [lid] & (SP_SER_POISONED | SP_SER_WRITTEN))
 		return 0;
 	SpClass *c = sp_client_class_of (obj, err);
 	if (!c)
 		return -1;
+	int claimed = sp_ser_claim_writable (s, lid, obj, c, err);
+	if (claimed <= 0)
+		return claimed;
 	if (ticket && sp_ser_preservable (s, obj, c, 0))
 		return sp_ser_preserve_new (s, obj, c, lid, ticket, err);
 	return sp_ser_write (s, obj, c, lid, true, err) < 0 ? -1 : 1;
@@ -1500,8 +1535,10 @@ sp_ser_close (SpSerializer *s, SpError *err)
 	if (sp_queue_count (&s->queue) || s->partial_lid || s->npreserved)
 		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued",
 				     sp_queue_count (&s->queue) + (s->partial_lid != 0) + s->npreserved);
+	/* A poisoned object of the chain keeps its earlier record: only new LIDs need one. */
 	for (size_t i = 0; i < s->npoison; i++)
-		if (!(s->state [s->poison [i].lid] & SP_SER_WRITTEN) && sp_ser_placeholder (s, s->poison [i].lid, err) < 0)
+		if (s->poison [i].lid > s->prior && !(s->state [s->poison [i].lid] & SP_SER_WRITTEN) &&
+		    sp_ser_placeholder (s, s->poison [i].lid, err) < 0)
 			return -1;
 	SpSnapTrailer t = { .nclasses = s->nclasses, .nobjects = s->nobjects, .nroots = s->nroots };
 	uint8_t *dst = sp_buf_reserve (s->out, SP_FORMAT_TRAILER_SIZE);

@@ -9,6 +9,8 @@
 //                           changes (in incremental mode, while the cycle
 //                           writes p), WaitPersisted, print "durable p"; then
 //                           "full snapshots F, folds N" (this process's)
+//   Delta.exe run P MS threads   the same, each period's stores made by two
+//                           threads at once (a new store only: the kind is kept)
 //   Delta.exe check         restore, check, print "restored p", exit
 //   Delta.exe unseen        restore, then a store through a ref taken before
 //                           SendPData into an ordinary (small) array, which no
@@ -35,6 +37,7 @@ class Cell
 class Plant
 {
 	[SPersistentField] public int Period;
+	[SPersistentField] public bool Threaded;     // periods changed by two threads (run P MS threads)
 	[SPersistentField] public Cell [] Cells;
 	[SPersistentField] public long [] Samples;   // a large object
 	[SPersistentField] public int [] Small;      // an ordinary one
@@ -80,11 +83,46 @@ static class Program
 		p.Period = period;
 	}
 
-	static Plant Expected (int period)
+	// Period p's stores made by two threads at once, each in its half of the cells and of the samples
+	// (a cell links only within its half): the state after them does not depend on how they interleave.
+	static void MutateHalf (Plant p, int period, int half)
+	{
+		var r = new Random (period * 2 + half);
+		int cells = CellCount / 2, samples = SampleCount / 2;
+		for (int k = 0; k < 20; k++) {
+			int i = half * cells + r.Next (cells);
+			switch (r.Next (4)) {
+			case 0: p.Cells [i].Value = period * 1000L + k; break;
+			case 1: p.Cells [i].Next = p.Cells [half * cells + r.Next (cells)]; break;
+			case 2: p.Cells [i] = new Cell { Value = -period, Label = "new " + period + "." + half + "." + k,
+							 Next = p.Cells [half * cells + r.Next (cells)] }; break;
+			default: p.Samples [half * samples + r.Next (samples)] = period * 7L + k; break;
+			}
+		}
+	}
+
+	static void MutateThreaded (Plant p, int period)
+	{
+		var other = new System.Threading.Thread (() => MutateHalf (p, period, 1));
+		other.Start ();
+		MutateHalf (p, period, 0);
+		other.Join ();
+		p.Period = period;
+	}
+
+	static Plant Expected (int period, bool threaded)
 	{
 		Plant p = Initial ();
-		for (int q = 1; q <= period; q++)
-			Mutate (p, q);
+		p.Threaded = threaded;
+		for (int q = 1; q <= period; q++) {
+			if (threaded) {
+				MutateHalf (p, q, 0);
+				MutateHalf (p, q, 1);
+				p.Period = q;
+			} else {
+				Mutate (p, q);
+			}
+		}
 		return p;
 	}
 
@@ -121,7 +159,7 @@ static class Program
 			return p;
 		}
 		var got = (Plant)SPC.RecvPData (1);
-		Check (got, Expected (got.Period));
+		Check (got, Expected (got.Period, got.Threaded));
 		Console.WriteLine ("restored " + got.Period);
 		return got;
 	}
@@ -156,14 +194,17 @@ static class Program
 		}
 		int last = int.Parse (args [1]);
 		int sleepMs = args.Length > 2 ? int.Parse (args [2]) : 0;
+		if (args.Length > 3 && args [3] == "threads" && p.Period == 0)
+			p.Threaded = true;
+		Action<Plant, int> mutate = p.Threaded ? (Action<Plant, int>)MutateThreaded : Mutate;
 		// Each period's changes are made before its SendPData; the next period's right after it, while an
 		// incremental cycle writes this one (its barriers keep the snapshot at the SendPData instant).
 		if (p.Period < last)
-			Mutate (p, p.Period + 1);
+			mutate (p, p.Period + 1);
 		for (int period = p.Period; period <= last && period > 0; period++) {
 			SPC.SendPData ();
 			if (period < last)
-				Mutate (p, period + 1);
+				mutate (p, period + 1);
 			SPC.WaitPersisted ();
 			Console.WriteLine ("durable " + period);
 			if (sleepMs > 0)

@@ -832,6 +832,89 @@ test_delta_on_a_restored_snapshot (void **state)
 	free (w);
 }
 
+/*
+ * An object a barrier wrote in case it was part of the state (incremental
+ * mode, a delta cycle), which the chain never reached, stored into since
+ * and holding by the next delta something that cannot be persisted: that
+ * delta does not fail for it (it is poisoned, its earlier record stands),
+ * unless the delta reaches it.
+ */
+static int
+junk_changed (bool reached, size_t *poisoned, SpError *err)
+{
+	FakeClass *plant = fake_class_object ("App", "Plant");
+	fake_class_add_field (plant, "next", SP_KIND_REF, "Plant");
+	fake_class_add_field (plant, "valve", SP_KIND_REF, "System.Object");
+	FakeClass *stream = fake_class_unpersistable ("System.IO.FileStream");
+	void *root = fake_new_object (plant), *junk = fake_new_object (plant);
+	SpSerializer s;
+	Part part [3];
+	SpChainPart parts [3];
+	assert_int_equal (sp_ser_init (&s), 0);
+	int rc = 0;
+	for (int k = 0; k < 3 && rc == 0; k++) {
+		sp_buf_init (&part [k].b);
+		part [k].h = (SpSnapHeader){ .sequence = 1 + k, .base_sequence = k ? 1 : 0, .prev_sequence = k,
+					     .prev_crc = k ? part [k - 1].crc : 0 };
+		rc = k ? sp_ser_begin_delta (&s, &part [k].b, &part [k].h, err) : sp_ser_begin (&s, &part [k].b, &part [k].h, err);
+		if (rc == 0 && k == 2) {
+			/* Since delta 1: junk's valve set, and (reached) the root made to refer to it. */
+			fake_set_ref (junk, "valve", fake_new_object (stream));
+			rc = sp_ser_changed (&s, sp_ser_lid_if_known (&s, junk), err);
+			if (rc == 0 && reached) {
+				fake_set_ref (root, "next", junk);
+				rc = sp_ser_changed (&s, sp_ser_lid_if_known (&s, root), err);
+			}
+		}
+		if (rc == 0)
+			rc = sp_ser_root (&s, 1, root, err);
+		/* Delta 1: the barrier meets junk (no LID yet) and writes it, unreached. */
+		if (rc == 0 && k == 1)
+			rc = sp_ser_write_now (&s, junk, NULL, err) < 0 ? -1 : 0;
+		int more = 1;
+		while (rc == 0 && (more = sp_ser_step (&s, 1, err)) == 1)
+			;
+		if (rc == 0 && more < 0)
+			rc = -1;
+		if (rc == 0)
+			rc = sp_ser_finish (&s, err);
+		if (rc == 0) {
+			part [k].crc = (uint32_t)sp_get_le (part [k].b.data + part [k].b.len - 4, 4);
+			parts [k] = (SpChainPart){ part [k].b.data, part [k].b.len };
+		}
+	}
+	*poisoned = s.npoison;
+	if (rc == 0) {
+		/* The chain restores: the root, alone, as written. */
+		SpSnapshot last;
+		void **o;
+		size_t failed;
+		assert_ok (fake_decode_chain (parts, 3, &last, &o, &failed, err), err);
+		void *back = fake_restored_root (&last, o, 1, NULL);
+		assert_non_null (back);
+		assert_null (fake_get_ref (back, "next"));
+		free (o);
+		sp_snapshot_free (&last);
+	}
+	for (int k = 0; k < 3; k++)
+		sp_buf_free (&part [k].b);
+	sp_ser_free (&s);
+	return rc;
+}
+
+static void
+test_unreached_junk_that_cannot_be_persisted (void **state)
+{
+	(void)state;
+	SpError err = { 0 };
+	size_t poisoned;
+	assert_ok (junk_changed (false, &poisoned, &err), &err);
+	assert_int_equal (poisoned, 1);
+	fake_reset ();
+	assert_fails (junk_changed (true, &poisoned, &err), &err);
+	assert_contains (err.msg, "System.IO.FileStream");
+}
+
 int
 main (void)
 {
@@ -848,6 +931,7 @@ main (void)
 		cmocka_unit_test_teardown (test_writer_chains_with_cards, fake_teardown),
 		cmocka_unit_test_teardown (test_barrier_copies_patch_changed_cards, fake_teardown),
 		cmocka_unit_test_teardown (test_barrier_copies_patch_whole_arrays, fake_teardown),
+		cmocka_unit_test_teardown (test_unreached_junk_that_cannot_be_persisted, fake_teardown),
 		cmocka_unit_test_teardown (test_empty_delta, fake_teardown),
 		cmocka_unit_test_teardown (test_delta_on_a_restored_snapshot, fake_teardown),
 	};
