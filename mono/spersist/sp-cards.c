@@ -39,33 +39,11 @@ sp_cards_feed (SpCards *c, uint64_t offset, const uint8_t *bytes, size_t n)
 	}
 }
 
-/* Does card k of data differ from the chain's? */
+/* Does card k differ from the chain's?  `card`: its first byte now, in the array or a copy of it. */
 bool
 sp_cards_card_differs (const SpCards *c, uint32_t k, const uint8_t *card)
 {
 	uint64_t at = (uint64_t)k * SP_CARD_BYTES;
 	size_t len = c->bytes - at < SP_CARD_BYTES ? (size_t)(c->bytes - at) : SP_CARD_BYTES;
 	return sp_cards_crc (0, card, len) != c->crc [k];
-}
-
-static bool
-sp_cards_differs (const SpCards *c, const uint8_t *data, uint32_t k)
-{
-	return sp_cards_card_differs (c, k, data + (uint64_t)k * SP_CARD_BYTES);
-}
-
-uint32_t
-sp_cards_next_changed (const SpCards *c, const uint8_t *data, uint32_t from)
-{
-	while (from < c->ncards && !sp_cards_differs (c, data, from))
-		from++;
-	return from;
-}
-
-uint32_t
-sp_cards_next_unchanged (const SpCards *c, const uint8_t *data, uint32_t from)
-{
-	while (from < c->ncards && sp_cards_differs (c, data, from))
-		from++;
-	return from;
 }

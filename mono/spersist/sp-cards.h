@@ -48,9 +48,5 @@ SpCards *sp_cards_new (uint64_t bytes);
 void sp_cards_feed (SpCards *c, uint64_t offset, const uint8_t *bytes, size_t n);
 /* Do card k's bytes now (`card`: its first byte, in the array or a copy) differ from the chain's? */
 bool sp_cards_card_differs (const SpCards *c, uint32_t k, const uint8_t *card);
-/* The first card from `from` on whose bytes in `data` (the array's elements now) differ from the chain's; ncards when none. */
-uint32_t sp_cards_next_changed (const SpCards *c, const uint8_t *data, uint32_t from);
-/* The first card from `from` on that is unchanged; ncards when none. */
-uint32_t sp_cards_next_unchanged (const SpCards *c, const uint8_t *data, uint32_t from);
 
 #endif
