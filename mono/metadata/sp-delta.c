@@ -574,6 +574,16 @@ sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const Sp
  *   commit    the chain goes on from the snapshot (sp_delta_cycle_committed).
  */
 
+/* Objects recorded as changed so far (barriers add to the set meanwhile). */
+static guint
+sp_delta_changed_count (void)
+{
+	mono_os_mutex_lock (&sp_delta.set_lock);
+	guint changed = sp_delta.changed->len;
+	mono_os_mutex_unlock (&sp_delta.set_lock);
+	return changed;
+}
+
 /* Under sp_lock, the cycle before committed (or failed): what the next cycle is. */
 static SpDeltaCycleKind
 sp_delta_cycle_kind (void)
@@ -585,9 +595,7 @@ sp_delta_cycle_kind (void)
 	if (sp_unseen.log.overflowed)
 		sp_delta_force_full ("more stores through pointers than the log holds, which no barrier saw");
 	/* So far (stores go on until the instant): more than half the state makes it full, as in stop-the-world mode. */
-	mono_os_mutex_lock (&sp_delta.set_lock);
-	guint changed = sp_delta.changed->len;
-	mono_os_mutex_unlock (&sp_delta.set_lock);
+	guint changed = sp_delta_changed_count ();
 	gboolean delta = sp_delta_next_is_delta (changed);
 	sp_fold_store_unlock ();
 	if (delta)
@@ -640,9 +648,7 @@ sp_delta_cycle_closed (gboolean failed)
 static gboolean
 sp_delta_keep_after_cycle (void)
 {
-	mono_os_mutex_lock (&sp_delta.set_lock);
-	guint changed = sp_delta.changed->len;
-	mono_os_mutex_unlock (&sp_delta.set_lock);
+	guint changed = sp_delta_changed_count ();
 	/*
 	 * A barrier met objects it could not write (holding something that
 	 * cannot be persisted; the snapshot did not reach them): the snapshot
