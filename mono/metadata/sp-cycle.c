@@ -1298,20 +1298,28 @@ sp_timespec_of_ns (uint64_t ns)
 }
 
 /*
+ * The most a switch into the SP task takes from the program's CPU: measured
+ * from the program's side as 20-60 us a wake-up on this VM (the timer's or
+ * the call's interrupt and the switch), which had made gaps of 577-580 us at
+ * a 500 us target when a cycle started.  A longer latency is not the
+ * program's CPU (sp_model_due): charged in full, it left a 1 kHz loop on two
+ * CPUs, whose SP task woke 100-185 us after SendPData on an idle CPU, an
+ * increment of 3 us (measured, session 20), and a fifth of its delta cycles
+ * ran a period late.
+ */
+#define SP_WAKE_SWITCH_MAX_NS 60000
+
+/*
  * When the SP task, asleep since `slept_ns`, was due to run: at `until_ns`
  * (its release), or when a starting cycle called it if that came first and
- * the sleep was one such a call ends (`callable`).
- * The time from then to now is the wake-up's latency (the timer's or the
- * wake-up call's interrupt, the switch, the lock): the program's CPU was
- * taken for it, so it is charged to the period's budget with the run
- * (measured from the program's side: 20-60 us a run on this VM, which had
- * made gaps of 577-580 us at a 500 us target when a cycle started).
+ * the sleep was one such a call ends (`callable`).  The time from then to
+ * now, a switch's at most, is charged to the period's budget with the run.
  */
 static uint64_t
 sp_task_due_since (uint64_t slept_ns, uint64_t until_ns, gboolean callable)
 {
 	uint64_t called = callable ? __atomic_load_n (&sp_budget.called_ns, __ATOMIC_ACQUIRE) : 0;
-	return sp_model_due (slept_ns, until_ns, called, sp_mono_monotonic_ns ());
+	return sp_model_due (slept_ns, until_ns, called, sp_mono_monotonic_ns (), SP_WAKE_SWITCH_MAX_NS);
 }
 
 /*

@@ -136,10 +136,12 @@ sp_model_duration_add (SpModelDuration *d, uint64_t ns)
 }
 
 uint64_t
-sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now)
+sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now, uint64_t switch_max)
 {
 	uint64_t due = called > slept && called < until ? called : until;
-	return due >= slept && due <= now ? due : now;
+	if (due < slept || due > now)
+		return now;
+	return now - due > switch_max ? now - switch_max : due;
 }
 
 void

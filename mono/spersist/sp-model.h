@@ -162,10 +162,14 @@ void sp_model_duration_add (SpModelDuration *d, uint64_t ns);
  * When a server asleep since `slept` and woken at `now` was due to run: at
  * `until` (its release; UINT64_MAX: none), or at `called` (a wake-up call,
  * 0: none) if that came during the sleep and first.  Never before the sleep
- * began nor after now.  The time from it to now is the wake-up's latency,
- * charged to the budget with the run (sp-cycle.c).
+ * began nor after now, nor more than `switch_max` before now.  The time from
+ * it to now is the wake-up's latency, charged to the budget with the run
+ * (sp-cycle.c): the program's CPU taken by the switch into the server.  A
+ * latency longer than a switch was not the program's CPU: the server waited
+ * for a thread that outranks it (the program's own work) or for an idle CPU
+ * to wake (the program runs on another).
  */
-uint64_t sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now);
+uint64_t sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now, uint64_t switch_max);
 
 /*
  * The SP task's wake-up as the model sees it (SpModelCosts.wake_ns): a moving
