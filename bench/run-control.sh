@@ -33,7 +33,7 @@ for cpus in ${CPUS:-0 0,1}; do
 			for rep in $(seq "$reps"); do
 				opts=(--sp-store="$work/store" --sp-keep=1)
 				case $mech in
-				sp-incremental*) opts+=(--sp-mode=incremental --sp-pause=200 --sp-period=1000 --sp-priority=50) ;;
+				sp-incremental*) opts+=(--sp-mode=incremental --sp-pause=${SP_PAUSE:-200} --sp-period=1000 --sp-priority=50) ;;
 				esac
 				case $mech in *delta*) opts+=(--sp-delta=on) ;; esac     # sp-delta: stop-the-world, each period a delta
 				case $mech in *-null) opts[0]=--sp-store=null: ;; esac

@@ -2,7 +2,8 @@
  * sp-restore.c: a snapshot into live objects (part of the client, see
  * sp-mono-state.h).  The core validates and walks the records
  * (sp_snapshot_decode); this file gives it Mono's side: resolve each class of
- * the class cache to a live class whose layout matches, allocate every object
+ * the class cache to a live class by name (the core matches their fields, or
+ * plans the change: sp-evolve.h), allocate every object
  * without running a constructor (construction), store references checked for
  * type (fix-up), and make the snapshot's roots the registered ones.
  */
@@ -12,6 +13,8 @@
 typedef struct SpRestore {
 	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
 	guint32 handle;
+	gboolean announce;           /* the program's restore (not a diagnostic decode): say what changed */
+	guint32 evolved;             /* classes restored across a change of their fields */
 } SpRestore;
 
 /*
@@ -158,6 +161,20 @@ sp_mono_restore_reuse (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t 
 	return sp_mono_restore_base (ctx, lid, sc->kind);
 }
 
+/*
+ * A class of the snapshot restores into a changed class of the program (an
+ * upgrade, or a downgrade): said on stderr, once a class, so that the user
+ * sees what the new version made of the old state.
+ */
+static void
+sp_mono_restore_evolved (void *ctx, const SpSnapClass *c)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	r->evolved++;
+	if (r->announce)
+		fprintf (stderr, "spmono: class %s changed since the snapshot: %s\n", c->name, c->evolution);
+}
+
 static const SpDecodeOps sp_mono_restore_ops = {
 	.begin = sp_mono_restore_begin,
 	.resolve = sp_mono_restore_resolve,
@@ -165,6 +182,7 @@ static const SpDecodeOps sp_mono_restore_ops = {
 	.base = sp_mono_restore_base,
 	.store_ref = sp_mono_store_ref,
 	.reuse = sp_mono_restore_reuse,
+	.evolved = sp_mono_restore_evolved,
 };
 
 static int
@@ -201,7 +219,7 @@ sp_mono_restore_roots (SpRestore *r, const SpSnapshot *snap)
 static int
 sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, size_t *failed, SpError *err)
 {
-	SpRestore r = { 0 };
+	SpRestore r = { .announce = restore_roots };
 	SpSnapshot snap;
 	uint64_t t0 = sp_mono_monotonic_ns ();
 	size_t size = 0;
@@ -220,8 +238,12 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, size
 			 n, n == 1 ? "" : "s", snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6,
 			 ru1.ru_minflt - ru0.ru_minflt);
 	}
-	/* A delta chain goes on from what was restored: its objects keep their LIDs (sp-delta.c). */
-	if (rc == 0 && restore_roots && sp_delta_adopt (r.objects, parts, n, &snap, err) < 0)
+	/*
+	 * A delta chain goes on from what was restored: its objects keep their
+	 * LIDs (sp-delta.c).  Not across a class change: a chain holds one layout
+	 * of a class (a fold could not merge two), so the next snapshot is full.
+	 */
+	if (rc == 0 && restore_roots && !r.evolved && sp_delta_adopt (r.objects, parts, n, &snap, err) < 0)
 		rc = SP_DECODE_UNFIT;
 	if (rc == 0) {
 		if (restore_roots)

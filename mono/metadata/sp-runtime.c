@@ -23,6 +23,7 @@
 #include "../spersist/sp-cards.c"
 #include "../spersist/sp-serialize.c"
 #include "../spersist/sp-snapshot.c"
+#include "../spersist/sp-evolve.c"
 #include "../spersist/sp-decode.c"
 #include "../spersist/sp-options.c"
 #include "../spersist/sp-store.c"

@@ -55,8 +55,10 @@ sp_decode_class (void *ctx, SpSnapClass *c, SpError *err)
 	const SpClass *live = c->resolved;
 	if (live->kind != c->kind)
 		return sp_error_set (err, "class %s is not of the kind the snapshot says", c->name);
-	if (sp_snapshot_class_matches (c, live, err) < 0 || sp_snapshot_plan_primitives (c, live, err) < 0)
+	if (sp_snapshot_plan (c, live, err) < 0)
 		return -1;
+	if (c->evolution && d->ops->evolved)
+		d->ops->evolved (d->ctx, c);
 	if (c->wire_size == 0)
 		d->any_references = true;
 	d->unfit = false;
@@ -121,7 +123,7 @@ sp_decode_elements (const SpSnapClass *c, uint8_t *base, uint64_t start, uint64_
 	if (c->nprims == 0)
 		return;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (sp_class_is_primitive_array (live) && live->fields [0].kind != SP_KIND_BOOL) {
+	if (!c->prim_live_kinds && sp_class_is_primitive_array (live) && live->fields [0].kind != SP_KIND_BOOL) {
 		memcpy (dst, elems, (size_t)count * live->elem_size);
 		return;
 	}

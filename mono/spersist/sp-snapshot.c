@@ -742,6 +742,8 @@ sp_snapshot_free (SpSnapshot *snap)
 			free (c->prim_kinds);
 			free (c->prim_offsets);
 			free (c->ref_fields);
+			free (c->prim_live_kinds);
+			free (c->evolution);
 			free (c->assembly);
 			free (c->name);
 		}

@@ -6,8 +6,9 @@
  * then checks every invariant listed in sp-format.h and hands each record to
  * one of two readers:
  *
- *   sp_snapshot_parse   indexes the records (tools, tests: random access by LID
- *                       through sp_snapshot_fill);
+ *   sp_snapshot_parse   indexes the records (tools, tests, the folder: random
+ *                       access by LID, through sp_snapshot_fill for a class
+ *                       the program has unchanged);
  *   sp_snapshot_decode  restores as it goes: each object is created and its
  *                       primitives stored while its record is in cache
  *                       (construction phase), then a second pass over the
@@ -44,8 +45,10 @@ typedef struct SpSnapClass {
 	uint8_t *prim_kinds;     /* decode: kind of each primitive leaf in wire order ... */
 	uint32_t *prim_offsets;  /* ... and its offset in the live object/element */
 	uint32_t nprims;
-	const SpField **ref_fields; /* decode: the live reference leaves, in wire order (fix-up skips the rest) */
+	const SpField **ref_fields; /* decode: the live reference leaves, in wire order (fix-up skips the rest; NULL: dropped) */
 	uint32_t nrefs;
+	uint8_t *prim_live_kinds; /* decode, a class that changed (sp-evolve.h): each primitive's live kind, 0 = dropped; NULL: exact */
+	char *evolution;         /* what changed against the live class, for the log; NULL: nothing */
 } SpSnapClass;
 
 typedef struct SpSnapObject {
@@ -134,9 +137,11 @@ typedef struct SpDecodeOps {
 	int (*begin) (void *ctx, const SpSnapTrailer *t, SpError *err);
 	/*
 	 * Each CLASS record, in id order: set c->resolved to the live class map
-	 * (the decoder then checks that its kind and leaves equal the snapshot's).
+	 * (the decoder then checks its kind and plans its leaves: sp-evolve.h).
 	 */
 	int (*resolve) (void *ctx, SpSnapClass *c, SpError *err);
+	/* Optional: class c restores across a change of its leaves (c->evolution says which). */
+	void (*evolved) (void *ctx, const SpSnapClass *c);
 	/*
 	 * Object `lid`, zeroed, of class c (NULL: a string of `length` UTF-16
 	 * units; for arrays `length` elements); returns base(lid), or NULL with
@@ -145,7 +150,11 @@ typedef struct SpDecodeOps {
 	void *(*create) (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t length, SpError *err);
 	/* Where the values of created object lid go: the object, its first element, its first unit. */
 	void *(*base) (void *ctx, uint32_t lid, uint8_t kind);
-	/* Fix-up of one reference, as for sp_snapshot_fill. */
+	/*
+	 * Fix-up of one reference: `slot` is where the live field `field` of the
+	 * object is, `lid` the object it refers to (0: null); the client checks
+	 * the target against the field's declared type and stores it.
+	 */
 	SpStoreRefFn store_ref;
 	/*
 	 * Deltas (sp_chain_decode; NULL: this restorer takes full snapshots only):
@@ -210,7 +219,8 @@ void sp_snapshot_pieces (const SpSnapshot *snap, uint32_t lid, SpPieceFn fn, voi
 int sp_snapshot_class_matches (const SpSnapClass *snap_class, const SpClass *live, SpError *err);
 
 /*
- * Fix-up of one OBJECT or ARRAY: primitive leaves are stored into memory at
+ * Fix-up of one OBJECT or ARRAY whose class the program has unchanged
+ * (sp_snapshot_class_matches): primitive leaves are stored into memory at
  * `base` (the object, or the first array element) at the offsets of `live`;
  * each reference leaf is handed to store_ref with the address of its slot and
  * the LID it refers to (0: null), which decides and performs the store.

@@ -13,6 +13,7 @@
 #define SP_WALK_H
 
 #include "sp-buf.h"
+#include "sp-evolve.h"
 #include "sp-snapshot.h"
 
 typedef struct SpWalkSink {
@@ -115,6 +116,10 @@ sp_trusted_varint (const uint8_t **pp)
 static inline void
 sp_trusted_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst)
 {
+	if (c->prim_live_kinds) {
+		sp_evolved_primitives (c, src, dst);
+		return;
+	}
 	for (uint32_t i = 0; i < c->nprims; i++) {
 		unsigned kind = c->prim_kinds [i];
 		sp_kind_copy (dst + c->prim_offsets [i], src, kind);
@@ -142,7 +147,12 @@ sp_trusted_references (const SpClass *live, const uint8_t *p, uint8_t *dst,
 	return p;
 }
 
-/* sp_trusted_references with the class's plan (sp_snapshot_plan_primitives): its reference leaves only. */
+/*
+ * sp_trusted_references by the class's plan (sp_snapshot_plan): each handed
+ * to store_ref with its live slot (by the class's plan: a leaf the
+ * program no longer has is skipped); stops at the first failure (*rc).
+ * Returns the position after them.
+ */
 static inline const uint8_t *
 sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst,
 		       SpStoreRefFn store_ref, void *ctx, int *rc, SpError *err)
@@ -150,7 +160,7 @@ sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst,
 	for (uint32_t i = 0; i < c->nrefs; i++) {
 		const SpField *f = c->ref_fields [i];
 		uint32_t lid = (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
-		if ((*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
+		if (f && (*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
 			break;
 	}
 	return p;
@@ -169,7 +179,7 @@ sp_trusted_units (uint16_t *dst, uint8_t enc, const uint8_t *src, uint64_t count
 	}
 }
 
-/* The primitive copy plan of a class against its live map (the leaves matched). */
+/* The primitive copy plan of a class against its live map, when the leaves are the same (sp_snapshot_plan). */
 int sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err);
 
 #endif

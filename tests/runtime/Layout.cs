@@ -1,5 +1,7 @@
 // Layout: the same class persisted by one build of a program and restored by a
-// build in which its persistent fields changed; the restore must refuse clearly.
+// build in which a persistent field changed in a way that cannot restore (a
+// narrowing: double -> int); the restore must refuse clearly.  The changes that
+// do restore are test_class_evolution's.
 using System;
 using SPersistence;
 
@@ -7,9 +9,9 @@ using SPersistence;
 class Plant
 {
 #if V2
-	[SPersistentField] public double Level;     // was int
+	[SPersistentField] public int Level;        // was double
 #else
-	[SPersistentField] public int Level;
+	[SPersistentField] public double Level;
 #endif
 }
 
@@ -22,7 +24,7 @@ static class Program
 			SPC.SendPData ();
 			return 0;
 		}
-		T.Throws<SPersistenceException> (() => SPC.IsWarmRestart (), "layout changed", "restore with a changed class");
+		T.Throws<SPersistenceException> (() => SPC.IsWarmRestart (), "'Level' is double in the snapshot but int in the loaded class: int cannot hold every double value", "restore with a narrowed field");
 		return 0;
 	}
 }

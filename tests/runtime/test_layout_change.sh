@@ -1,4 +1,4 @@
-# A snapshot whose class layout no longer matches the program is refused, by name.
+# A snapshot whose class changed in a way that cannot restore (a narrowing) is refused, by name.
 source "$SRCDIR/lib.sh"
 compile v1.exe "$SRCDIR/Layout.cs"
 # The changed build has the same assembly name (v1), as a rebuilt program would.

@@ -187,6 +187,14 @@ fake_class_struct_array (const char *name, uint32_t elem_size)
 	return c;
 }
 
+void
+fake_class_rename (FakeClass *c, const char *name)
+{
+	free ((char *)c->sp.name);
+	c->sp.name = strdup (name);
+	assert_non_null (c->sp.name);
+}
+
 FakeClass *
 fake_class_find (const char *name)
 {

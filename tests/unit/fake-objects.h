@@ -71,6 +71,8 @@ FakeClass *fake_class_prim_array (SpKind kind);
 FakeClass *fake_class_ref_array (const char *name, const char *elem_type_name);
 /* Array of structs; leaves are added with fake_class_add_field_at (offsets within the element). */
 FakeClass *fake_class_struct_array (const char *name, uint32_t elem_size);
+/* Another name for c (its objects are of it still): a test's way to make an old version of a class. */
+void fake_class_rename (FakeClass *c, const char *name);
 /* The class registered under `name` (restore-time resolution), or NULL. */
 FakeClass *fake_class_find (const char *name);
 const SpField *fake_class_field (const FakeClass *c, const char *name);

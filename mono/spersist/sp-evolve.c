@@ -1,0 +1,234 @@
+/* sp-evolve.c: see sp-evolve.h. */
+#include "sp-evolve.h"
+#include "sp-walk.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the rules ----------------------------------------------------------------- */
+
+#define K(k) (1u << SP_KIND_##k)
+
+/* [from]: the kinds that hold every value of it (C#'s lossless implicit conversions; not long -> double). */
+static const uint16_t sp_evolve_wider [SP_KIND_LAST + 1] = {
+	[SP_KIND_CHAR] = K (U2) | K (I4) | K (U4) | K (I8) | K (U8) | K (R4) | K (R8),
+	[SP_KIND_I1] = K (I2) | K (I4) | K (I8) | K (R4) | K (R8),
+	[SP_KIND_U1] = K (I2) | K (U2) | K (I4) | K (U4) | K (I8) | K (U8) | K (R4) | K (R8),
+	[SP_KIND_I2] = K (I4) | K (I8) | K (R4) | K (R8),
+	[SP_KIND_U2] = K (I4) | K (U4) | K (I8) | K (U8) | K (R4) | K (R8),
+	[SP_KIND_I4] = K (I8) | K (R8),
+	[SP_KIND_U4] = K (I8) | K (U8) | K (R8),
+	[SP_KIND_R4] = K (R8),
+};
+
+#undef K
+
+bool
+sp_evolve_widens (unsigned from, unsigned to)
+{
+	if (!sp_kind_valid (from) || !sp_kind_valid (to))
+		return false;
+	return from == to || (sp_evolve_wider [from] >> to & 1);
+}
+
+static bool
+sp_kind_is_signed (unsigned k)
+{
+	return k == SP_KIND_I1 || k == SP_KIND_I2 || k == SP_KIND_I4 || k == SP_KIND_I8;
+}
+
+/* One value of kind `from` (wire order) stored as kind `to` (host order); sp_evolve_widens (from, to) holds. */
+static void
+sp_evolve_convert (uint8_t *dst, unsigned to, const uint8_t *src, unsigned from)
+{
+	uint8_t host [8] = { 0 };
+	sp_kind_copy (host, src, from);
+	double d = 0;
+	int64_t s = 0;
+	uint64_t u = 0;
+	switch (from) {
+	case SP_KIND_I1: { int8_t v; memcpy (&v, host, 1); s = v; break; }
+	case SP_KIND_I2: { int16_t v; memcpy (&v, host, 2); s = v; break; }
+	case SP_KIND_I4: { int32_t v; memcpy (&v, host, 4); s = v; break; }
+	case SP_KIND_U1: { uint8_t v; memcpy (&v, host, 1); u = v; break; }
+	case SP_KIND_CHAR:
+	case SP_KIND_U2: { uint16_t v; memcpy (&v, host, 2); u = v; break; }
+	case SP_KIND_U4: { uint32_t v; memcpy (&v, host, 4); u = v; break; }
+	case SP_KIND_R4: { float v; memcpy (&v, host, 4); d = v; break; }
+	default: return;        /* nothing wider than the rest (sp_evolve_wider) */
+	}
+	bool is_float = from == SP_KIND_R4;
+	if (!is_float && !sp_kind_is_signed (from))
+		s = (int64_t)u;     /* unsigned sources fit int64 (at most 32 bits) */
+	double as_double = is_float ? d : (double)s;
+	switch (to) {
+	case SP_KIND_R4: { float v = (float)as_double; memcpy (dst, &v, 4); break; }
+	case SP_KIND_R8: memcpy (dst, &as_double, 8); break;
+	case SP_KIND_I2: case SP_KIND_U2: case SP_KIND_CHAR: { uint16_t v = (uint16_t)s; memcpy (dst, &v, 2); break; }
+	case SP_KIND_I4: case SP_KIND_U4: { uint32_t v = (uint32_t)s; memcpy (dst, &v, 4); break; }
+	case SP_KIND_I8: case SP_KIND_U8: memcpy (dst, &s, 8); break;
+	default: break;
+	}
+}
+
+void
+sp_evolved_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst)
+{
+	for (uint32_t i = 0; i < c->nprims; i++) {
+		unsigned from = c->prim_kinds [i], to = c->prim_live_kinds [i];
+		if (to == from)
+			sp_kind_copy (dst + c->prim_offsets [i], src, from);
+		else if (to)
+			sp_evolve_convert (dst + c->prim_offsets [i], to, src, from);
+		src += sp_kind_size (from);
+	}
+}
+
+/* ---- the plan ------------------------------------------------------------------ */
+
+/* The same leaves in the same order, each of the same kind (and declared type): the plain plan. */
+static bool
+sp_evolve_exact (const SpSnapClass *sc, const SpClass *live)
+{
+	SpError unused = { 0 };
+	return sp_snapshot_class_matches (sc, live, &unused) == 0;
+}
+
+static const SpField *
+sp_evolve_find (const SpField *fields, uint32_t n, const char *name)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp (fields [i].name, name) == 0)
+			return &fields [i];
+	return NULL;
+}
+
+/* What the plan says changed, for the program's log and spdump (a growing string; NULL once out of memory). */
+typedef struct SpEvolveLog {
+	char *text;
+	size_t len;
+	bool oom;
+} SpEvolveLog;
+
+static void
+sp_evolve_note (SpEvolveLog *log, const char *fmt, ...)
+{
+	char line [512];
+	va_list ap;
+	va_start (ap, fmt);
+	int n = vsnprintf (line, sizeof line, fmt, ap);
+	va_end (ap);
+	if (n < 0 || log->oom)
+		return;
+	size_t add = strlen (line) + (log->len ? 2 : 0);
+	char *grown = realloc (log->text, log->len + add + 1);
+	if (!grown) {
+		log->oom = true;
+		return;
+	}
+	snprintf (grown + log->len, add + 1, "%s%s", log->len ? "; " : "", line);
+	log->text = grown;
+	log->len += add;
+}
+
+static const char *
+sp_evolve_kind_name (const SpField *f)
+{
+	return f->kind == SP_KIND_REF ? (f->type_name ? f->type_name : "a reference") : sp_kind_name (f->kind);
+}
+
+/* Leaf a of the snapshot against b, the live leaf of the same name: refused unless the rules allow. */
+static int
+sp_evolve_check_leaf (const SpSnapClass *sc, const SpField *a, const SpField *b, SpError *err)
+{
+	const char *was = sp_evolve_kind_name (a), *is = sp_evolve_kind_name (b);
+	if (a->kind == SP_KIND_REF && b->kind == SP_KIND_REF) {
+		if (strcmp (a->type_name, b->type_name ? b->type_name : "") == 0)
+			return 0;
+		return sp_error_set (err, "class %s: field '%s' refers to %s in the snapshot but to %s in the loaded class: "
+				     "a reference field keeps its declared type from version to version; declare it %s again, "
+				     "or give the new field another name (it then starts null)", sc->name, a->name, was, is, was);
+	}
+	if ((a->kind == SP_KIND_REF) != (b->kind == SP_KIND_REF))
+		return sp_error_set (err, "class %s: field '%s' is %s in the snapshot but %s in the loaded class: "
+				     "a field cannot change between a value and a reference; declare it %s again, "
+				     "or give the new field another name (it then starts at its default)", sc->name, a->name,
+				     was, is, was);
+	if (sp_evolve_widens (a->kind, b->kind))
+		return 0;
+	return sp_error_set (err, "class %s: field '%s' is %s in the snapshot but %s in the loaded class: "
+			     "%s cannot hold every %s value (only widening restores: sbyte -> short -> int -> long, "
+			     "byte -> ushort -> uint -> ulong, float -> double, and the like); declare it %s again, "
+			     "or give the new field another name (it then starts at its default)",
+			     sc->name, a->name, was, is, is, was, was);
+}
+
+/* A snapshot class naming one leaf twice is not one this program wrote (the class map has unique names). */
+static int
+sp_evolve_unique (const SpSnapClass *sc, SpError *err)
+{
+	for (uint32_t i = 0; i < sc->nfields; i++)
+		if (sp_evolve_find (sc->fields, i, sc->fields [i].name))
+			return sp_error_set (err, "the snapshot's class %s names field '%s' twice", sc->name, sc->fields [i].name);
+	return 0;
+}
+
+/* The plan by name: every snapshot leaf in wire order (its primitives, then its references), each kept or dropped. */
+static int
+sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, SpError *err)
+{
+	c->prim_kinds = malloc (c->nfields + 1);
+	c->prim_live_kinds = malloc (c->nfields + 1);
+	c->prim_offsets = malloc ((c->nfields + 1) * sizeof *c->prim_offsets);
+	c->ref_fields = malloc ((c->nfields + 1) * sizeof *c->ref_fields);
+	if (!c->prim_kinds || !c->prim_live_kinds || !c->prim_offsets || !c->ref_fields)
+		return sp_error_set (err, "out of memory planning class %s", c->name);
+	c->nprims = c->nrefs = 0;
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		const SpField *a = &c->fields [i];
+		const SpField *b = sp_evolve_find (live->fields, live->nfields, a->name);
+		if (b && sp_evolve_check_leaf (c, a, b, err) < 0)
+			return -1;
+		if (!b)
+			sp_evolve_note (log, "field '%s' (%s) is gone: its value is dropped", a->name, sp_evolve_kind_name (a));
+		else if (a->kind != b->kind)
+			sp_evolve_note (log, "field '%s' %s -> %s", a->name, sp_kind_name (a->kind), sp_kind_name (b->kind));
+		if (a->kind == SP_KIND_REF) {
+			c->ref_fields [c->nrefs++] = b;
+			continue;
+		}
+		c->prim_kinds [c->nprims] = a->kind;
+		c->prim_live_kinds [c->nprims] = b ? b->kind : 0;
+		c->prim_offsets [c->nprims++] = b ? b->offset : 0;
+	}
+	for (uint32_t i = 0; i < live->nfields; i++)
+		if (!sp_evolve_find (c->fields, c->nfields, live->fields [i].name))
+			sp_evolve_note (log, "field '%s' (%s) is new: %s", live->fields [i].name,
+					sp_evolve_kind_name (&live->fields [i]), live->fields [i].kind == SP_KIND_REF ? "null" : "0");
+	return 0;
+}
+
+int
+sp_snapshot_plan (SpSnapClass *c, const SpClass *live, SpError *err)
+{
+	if (sp_evolve_exact (c, live))
+		return sp_snapshot_plan_primitives (c, live, err);
+	if (sp_evolve_unique (c, err) < 0)
+		return -1;
+	SpEvolveLog log = { 0 };
+	if (sp_evolve_plan_leaves (c, live, &log, err) < 0) {
+		free (log.text);
+		return -1;
+	}
+	if (log.oom || !log.text) {
+		free (log.text);
+		/* Reordered leaves only, or no memory for the words: the plan stands either way. */
+		log.text = strdup (log.oom ? "changed" : "fields reordered");
+		if (!log.text)
+			return sp_error_set (err, "out of memory planning class %s", c->name);
+	}
+	c->evolution = log.text;
+	return 0;
+}

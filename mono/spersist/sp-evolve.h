@@ -1,0 +1,53 @@
+/*
+ * sp-evolve.h: restoring a snapshot into a newer (or older) version of its
+ * classes (class evolution, docs/FORMAT.md "Class evolution").
+ *
+ * A snapshot's class records name every persistent leaf with its kind (and a
+ * reference leaf's declared type), so the restorer can match the snapshot's
+ * leaves to the running program's by name, whatever changed in between:
+ *
+ *   same name, same kind         the value is copied (a reference: the same
+ *                                declared type, and each target is still
+ *                                checked against it at fix-up);
+ *   same name, a wider kind      the value is converted, when no value of the
+ *                                old kind can change on the way (sp_evolve_widens:
+ *                                sbyte -> short -> int -> long, float -> double...);
+ *   a leaf only the snapshot has the value is dropped;
+ *   a leaf only the program has  the field keeps the value an object made
+ *                                without its constructor has (0, false, null).
+ *
+ * Anything else (a narrowing, a primitive that became a reference or back, a
+ * reference whose declared type changed) is refused before any object is
+ * made, naming the class, the field, the rule and what to do.
+ *
+ * Safety against a hostile snapshot: the bytes are read by the snapshot's own
+ * class record (as the validating walk checked them) and written by the live
+ * class map, so a class record that lies about its leaves can make values
+ * wrong but never make a read or a write leave its object.  A class whose
+ * plan is not exact never takes the bulk copy of a primitive array.
+ */
+#ifndef SP_EVOLVE_H
+#define SP_EVOLVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sp-error.h"
+#include "sp-snapshot.h"
+
+/* Can every value of kind `from` be stored in kind `to` unchanged (a widening, or the same kind)? */
+bool sp_evolve_widens (unsigned from, unsigned to);
+
+/*
+ * The decode plan of snapshot class c against its live class map entry:
+ * exact when the leaves are the same (c->evolution stays NULL), else by
+ * name under the rules above (c->prim_live_kinds set, c->evolution says what
+ * changed, e.g. "field 'added' (int) is new: 0; field 'count' int -> long").
+ * Fails, naming the rule, for a change that cannot restore.
+ */
+int sp_snapshot_plan (SpSnapClass *c, const SpClass *live, SpError *err);
+
+/* sp_trusted_primitives for a class whose plan is not exact: drops and conversions. */
+void sp_evolved_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst);
+
+#endif

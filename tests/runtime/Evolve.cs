@@ -1,0 +1,229 @@
+// Evolve: one program in several versions (mcs -define), each restoring what
+// another wrote (class evolution, docs/FORMAT.md "Class evolution").
+//
+//   (no define)  the first version.
+//   ADD          fields added (Added, Spare, Pos.Z), one removed (Removed),
+//                the rest declared in another order: restores both ways.
+//   WIDEN        fields widened (Level int -> long, Gain float -> double,
+//                Count short -> int, Pos.X float -> double, in Trail's
+//                elements too): restores forward; back, narrowing is refused.
+//   REFTYPE      Main's declared type changes (Valve -> Pump): refused.
+//   TOREF        Count becomes a string: refused.
+//
+//   Evolve.exe write P           the state of period P, persisted.
+//   Evolve.exe check P [other]   the restored state is period P's ("other":
+//                                written by a version with other added fields).
+//   Evolve.exe rewrite P [other] the restored state (period P - 1) checked,
+//                                updated to period P, persisted by this version.
+//   Evolve.exe loop              periods 1, 2, ... persisted until killed (kill -9).
+//   Evolve.exe check-any other   the restored state is one whole period's.
+//   Evolve.exe refused TEXT      the restore is refused with TEXT in the message.
+using System;
+using SPersistence;
+
+[SPersistent]
+public struct Point
+{
+#if WIDEN
+	[SPersistentField] public double X;
+#else
+	[SPersistentField] public float X;
+#endif
+	[SPersistentField] public int Y;
+#if ADD
+	[SPersistentField] public int Z;
+#endif
+}
+
+[SPersistent]
+public class Valve
+{
+	[SPersistentField] public int Opening;
+}
+
+[SPersistent]
+public class Pump
+{
+	[SPersistentField] public int Opening;
+}
+
+[SPersistent]
+public class Plant
+{
+#if ADD
+	[SPersistentField] public string Name;
+	[SPersistentField] public Valve Spare;
+	[SPersistentField] public int Added;
+#else
+	[SPersistentField] public int Removed;
+#endif
+#if WIDEN
+	[SPersistentField] public long Level;
+	[SPersistentField] public double Gain;
+	[SPersistentField] public int Count;
+#elif TOREF
+	[SPersistentField] public int Level;
+	[SPersistentField] public float Gain;
+	[SPersistentField] public string Count;
+#else
+	[SPersistentField] public int Level;
+	[SPersistentField] public float Gain;
+	[SPersistentField] public short Count;
+#endif
+#if REFTYPE
+	[SPersistentField] public Pump Main;
+#else
+	[SPersistentField] public Valve Main;
+#endif
+	[SPersistentField] public Point Pos;
+	[SPersistentField] public Point [] Trail;
+#if !ADD
+	[SPersistentField] public string Name;
+#endif
+}
+
+static class Program
+{
+#if ADD
+	const string Version = "ADD";
+#elif WIDEN
+	const string Version = "WIDEN";
+#else
+	const string Version = "V1";
+#endif
+
+	// Period p's values; the wider types hold them all, negative ones included (sign extension).
+	static int LevelOf (int p) { return -100000 * p - 7; }
+	static float GainOf (int p) { return 0.5f * p + 0.25f; }
+	static short CountOf (int p) { return (short)(-3 * p); }
+
+#if !TOREF && !REFTYPE
+	static Plant Make (int p)
+	{
+		var plant = new Plant ();
+		plant.Level = LevelOf (p);
+		plant.Gain = GainOf (p);
+		plant.Count = CountOf (p);
+		plant.Main = new Valve { Opening = p };
+		plant.Pos.X = GainOf (p);
+		plant.Pos.Y = p;
+		plant.Trail = new Point [3];
+		for (int i = 0; i < 3; i++) {
+			plant.Trail [i].X = GainOf (p + i);
+			plant.Trail [i].Y = p + i;
+		}
+		plant.Name = "period " + p;
+#if ADD
+		plant.Added = 1000 + p;
+		plant.Spare = new Valve { Opening = -p };
+		plant.Pos.Z = 7;
+#else
+		plant.Removed = 42;
+#endif
+		return plant;
+	}
+
+	static void Update (Plant plant, int p)
+	{
+		plant.Level = LevelOf (p);
+		plant.Gain = GainOf (p);
+		plant.Count = CountOf (p);
+		plant.Main.Opening = p;
+		plant.Pos.X = GainOf (p);
+		plant.Pos.Y = p;
+		for (int i = 0; i < 3; i++) {
+			plant.Trail [i].X = GainOf (p + i);
+			plant.Trail [i].Y = p + i;
+		}
+		plant.Name = "period " + p;
+	}
+
+	// The state of one period, whole; `fromOther`: written by the other version.
+	static void CheckPeriod (Plant plant, int p, bool fromOther)
+	{
+		string at = Version + " reading period " + p;
+		T.Eq ((long)LevelOf (p), (long)plant.Level, at + ": Level");
+		T.Eq ((double)GainOf (p), (double)plant.Gain, at + ": Gain");
+		T.Eq ((int)CountOf (p), (int)plant.Count, at + ": Count");
+		T.Eq (p, plant.Main.Opening, at + ": Main");
+		T.Eq ((double)GainOf (p), (double)plant.Pos.X, at + ": Pos.X");
+		T.Eq (p, plant.Pos.Y, at + ": Pos.Y");
+		T.Eq (3, plant.Trail.Length, at + ": Trail");
+		for (int i = 0; i < 3; i++) {
+			T.Eq ((double)GainOf (p + i), (double)plant.Trail [i].X, at + ": Trail.X");
+			T.Eq (p + i, plant.Trail [i].Y, at + ": Trail.Y");
+		}
+		T.Eq ("period " + p, plant.Name, at + ": Name");
+#if ADD
+		// Fields the old version did not have start at the default of an object made without its constructor.
+		T.Eq (fromOther ? 0 : 1000 + p, plant.Added, at + ": Added");
+		T.Check (fromOther ? plant.Spare == null : plant.Spare.Opening == -p, at + ": Spare");
+		T.Eq (fromOther ? 0 : 7, plant.Pos.Z, at + ": Pos.Z");
+#else
+		T.Eq (fromOther ? 0 : 42, plant.Removed, at + ": Removed");
+#endif
+	}
+
+	static Plant Restored ()
+	{
+		T.Check (SPC.IsWarmRestart (), "a warm restart");
+		return (Plant)SPC.RecvPData (1);
+	}
+#endif
+
+	static int Main (string[] args)
+	{
+		switch (args [0]) {
+#if !TOREF && !REFTYPE
+		case "write": {
+			int p = int.Parse (args [1]);
+			SPC.AddRoot (Make (p));
+			T.Check (T.Persist (null), "persisted");
+			return 0;
+		}
+		case "check": {
+			// check P [other]: "other": the snapshot is the other version's.
+			CheckPeriod (Restored (), int.Parse (args [1]), args.Length > 2);
+			return 0;
+		}
+		case "rewrite": {
+			// The restored state, checked, then persisted again as period P by this version.
+			Plant plant = Restored ();
+			int p = int.Parse (args [1]);
+			CheckPeriod (plant, p - 1, args.Length > 2);
+			Update (plant, p);
+#if ADD
+			plant.Added = 1000 + p;
+			plant.Spare = new Valve { Opening = -p };
+			plant.Pos.Z = 7;
+#else
+			plant.Removed = 42;
+#endif
+			T.Check (T.Persist (null), "persisted again");
+			return 0;
+		}
+		case "loop": {
+			var plant = Make (1);
+			SPC.AddRoot (plant);
+			for (int p = 1; ; p++) {
+				Update (plant, p);
+				SPC.SendPData ();
+				SPC.WaitPersisted ();
+				if (p == 1)
+					Console.WriteLine ("persisting");
+			}
+		}
+		case "check-any": {
+			Plant plant = Restored ();
+			CheckPeriod (plant, plant.Pos.Y, args.Length > 1);
+			Console.WriteLine ("period " + plant.Pos.Y);
+			return 0;
+		}
+#endif
+		case "refused":
+			T.Throws<SPersistenceException> (() => SPC.IsWarmRestart (), args [1], "restore refused");
+			return 0;
+		}
+		return 2;
+	}
+}

@@ -1,0 +1,66 @@
+# Class evolution (docs/FORMAT.md "Class evolution"): a new version of the
+# program restores the old version's state, and back where the rules allow;
+# what cannot restore is refused by name before anything is used, the store
+# untouched.  Both modes, deltas, and after kill -9.
+source "$SRCDIR/lib.sh"
+version () {   # version NAME [DEFINE]: Evolve.cs built as NAME/evolve.exe, the same assembly name each time
+	mkdir -p "$1"
+	"$MCS" -nologo -warnaserror ${2:+-define:$2} -r:"$SPLIB/SPersistence.dll" -out:"$1/evolve.exe" \
+		"$SRCDIR/TestUtil.cs" "$SRCDIR/Evolve.cs" || fail "compiling version $1"
+}
+version v1; version add ADD; version widen WIDEN; version reftype REFTYPE; version toref TOREF
+
+for mode in stw incremental; do
+	opts=(); [ $mode = incremental ] && opts=(--sp-mode=incremental)
+	s=store-$mode
+	# Added, removed and reordered fields, both ways: v1 writes, add reads and writes, v1 reads again.
+	rm -rf "$s"
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe write 5 || fail "$mode: v1 write"
+	expect_out "class Plant changed since the snapshot: .*'Removed' \(int\) is gone.*'Added' \(int\) is new: 0" \
+		spm "${opts[@]}" --sp-store="$s" add/evolve.exe check 5 other
+	spm "${opts[@]}" --sp-store="$s" add/evolve.exe rewrite 6 other || fail "$mode: add rewrites v1's state"
+	spm "${opts[@]}" --sp-store="$s" add/evolve.exe check 6 || fail "$mode: add reads its own"
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe check 6 other || fail "$mode: v1 reads add's state again"
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe rewrite 7 other || fail "$mode: v1 rewrites add's state"
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe check 7 || fail "$mode: v1 reads its own again"
+
+	# Widened fields: forward only.  Back, the narrowing is refused by name and the store is left as it was.
+	rm -rf "$s"
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe write 3 || fail "$mode: v1 write"
+	expect_out "'Level' int -> long" spm "${opts[@]}" --sp-store="$s" widen/evolve.exe check 3
+	spm "${opts[@]}" --sp-store="$s" widen/evolve.exe rewrite 4 || fail "$mode: widen rewrites v1's state"
+	before=$(cd "$s" && ls snap-* && cat snap-* | md5sum)
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe refused "'Level' is long in the snapshot but int in the loaded class: int cannot hold every long value" \
+		|| fail "$mode: narrowing not refused by name"
+	[ "$before" = "$(cd "$s" && ls snap-* && cat snap-* | md5sum)" ] || fail "$mode: a refused restore changed the store"
+	spm "${opts[@]}" --sp-store="$s" widen/evolve.exe check 4 || fail "$mode: widen reads its state after the refusal"
+done
+
+# What cannot restore, refused with the rule and what to do.
+rm -rf store; spm --sp-store=store v1/evolve.exe write 2 || fail "v1 write"
+spm --sp-store=store reftype/evolve.exe refused "'Main' refers to Valve in the snapshot but to Pump in the loaded class: a reference field keeps its declared type" \
+	|| fail "a reference's new declared type was not refused by name"
+spm --sp-store=store toref/evolve.exe refused "'Count' is short in the snapshot but System.String in the loaded class: a field cannot change between a value and a reference" \
+	|| fail "a value that became a reference was not refused by name"
+
+# Deltas: v1's chain (a full snapshot and deltas) restores into the new
+# version, whose next snapshot is full (a chain holds one layout of a class).
+rm -rf store
+spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store v1/evolve.exe write 1 || fail "v1 write, deltas"
+spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store v1/evolve.exe rewrite 2 || fail "v1 delta"
+expect_out "delta" "$SPDUMP" list store
+spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store add/evolve.exe rewrite 3 other || fail "add rewrites v1's chain"
+newest=$("$SPDUMP" list store | sed -n 2p)
+echo "$newest" | grep -q "full" || fail "the first snapshot after a class change is not full: $newest"
+spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store add/evolve.exe check 3 || fail "add reads its own after the chain"
+
+# kill -9 of the old version at any instant: the new version restores one whole period.
+for trial in 1 2 3; do
+	rm -rf store
+	"$SPMONO" --sp-mode=incremental --sp-store=store v1/evolve.exe loop > loop.out 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
+	sleep "0.$((RANDOM % 5))"
+	kill -9 $pid; wait $pid 2>/dev/null || true
+	expect_out "period [0-9]+" spm --sp-store=store add/evolve.exe check-any other
+done

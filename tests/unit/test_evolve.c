@@ -1,0 +1,229 @@
+/*
+ * test_evolve.c: restoring into changed classes (sp-evolve.h): the widening
+ * rules, a class restored across added, removed, reordered and widened
+ * leaves, the refusals, and a hostile class record that claims a widening.
+ */
+#include "unit.h"
+
+#include "fake-objects.h"
+#include "sp-evolve.h"
+
+static void
+test_widening_rules (void **state)
+{
+	(void)state;
+	assert_true (sp_evolve_widens (SP_KIND_I1, SP_KIND_I8));
+	assert_true (sp_evolve_widens (SP_KIND_I2, SP_KIND_I4));
+	assert_true (sp_evolve_widens (SP_KIND_U1, SP_KIND_U4));
+	assert_true (sp_evolve_widens (SP_KIND_I4, SP_KIND_R8));
+	assert_true (sp_evolve_widens (SP_KIND_R4, SP_KIND_R8));
+	assert_true (sp_evolve_widens (SP_KIND_CHAR, SP_KIND_I4));
+	assert_true (sp_evolve_widens (SP_KIND_I4, SP_KIND_I4));
+	/* Narrowing, sign changes and lossy conversions (int -> float, long -> double) are not widenings. */
+	assert_false (sp_evolve_widens (SP_KIND_I8, SP_KIND_I4));
+	assert_false (sp_evolve_widens (SP_KIND_R8, SP_KIND_R4));
+	assert_false (sp_evolve_widens (SP_KIND_I4, SP_KIND_U4));
+	assert_false (sp_evolve_widens (SP_KIND_U4, SP_KIND_I4));
+	assert_false (sp_evolve_widens (SP_KIND_I1, SP_KIND_U8));
+	assert_false (sp_evolve_widens (SP_KIND_I4, SP_KIND_R4));
+	assert_false (sp_evolve_widens (SP_KIND_I8, SP_KIND_R8));
+	assert_false (sp_evolve_widens (SP_KIND_BOOL, SP_KIND_I4));
+	assert_false (sp_evolve_widens (SP_KIND_I4, SP_KIND_REF));
+	assert_false (sp_evolve_widens (0, SP_KIND_I4));
+}
+
+/* Version 1 of App.Tank: a node with a count, a level, a gain, a flag, a leaf that goes, and a link. */
+static FakeClass *
+tank_v1 (void)
+{
+	FakeClass *c = fake_class_object ("App", "App.Tank");
+	fake_class_add_field (c, "count", SP_KIND_I2, NULL);
+	fake_class_add_field (c, "level", SP_KIND_I4, NULL);
+	fake_class_add_field (c, "gain", SP_KIND_R4, NULL);
+	fake_class_add_field (c, "removed", SP_KIND_I4, NULL);
+	fake_class_add_field (c, "flag", SP_KIND_BOOL, NULL);
+	fake_class_add_field (c, "next", SP_KIND_REF, "App.Tank");
+	fake_class_add_field (c, "gone", SP_KIND_REF, "App.Tank");
+	return c;
+}
+
+/* Serialize two linked v1 tanks (negative values: widening must sign-extend), then hide v1 from restore. */
+static void
+write_v1_tanks (SpBuf *b)
+{
+	FakeClass *v1 = tank_v1 ();
+	void *t [2];
+	for (int i = 0; i < 2; i++) {
+		t [i] = fake_new_object (v1);
+		FAKE_SET (t [i], "count", int16_t, (int16_t)(-5 - i));
+		FAKE_SET (t [i], "level", int32_t, -123456 - i);
+		FAKE_SET (t [i], "gain", float, 1.5f + (float)i);
+		FAKE_SET (t [i], "removed", int32_t, 77);
+		FAKE_SET (t [i], "flag", uint8_t, 1);
+	}
+	fake_set_ref (t [0], "next", t [1]);
+	fake_set_ref (t [0], "gone", t [0]);
+	SpError err = { 0 };
+	sp_buf_init (b);
+	uint32_t id = 1;
+	assert_ok (fake_serialize (&id, &t [0], 1, 1, 1, b, &err), &err);
+	fake_class_rename (v1, "App.Tank (v1, no longer loaded)");
+}
+
+static void
+test_restore_across_compatible_changes (void **state)
+{
+	(void)state;
+	SpBuf b;
+	write_v1_tanks (&b);
+	/* Version 2: another order, count and level widened, gain to double, removed and gone dropped, two leaves new. */
+	FakeClass *v2 = fake_class_object ("App", "App.Tank");
+	fake_class_add_field (v2, "next", SP_KIND_REF, "App.Tank");
+	fake_class_add_field (v2, "added", SP_KIND_I4, NULL);
+	fake_class_add_field (v2, "level", SP_KIND_I8, NULL);
+	fake_class_add_field (v2, "gain", SP_KIND_R8, NULL);
+	fake_class_add_field (v2, "flag", SP_KIND_BOOL, NULL);
+	fake_class_add_field (v2, "count", SP_KIND_I4, NULL);
+	fake_class_add_field (v2, "spare", SP_KIND_REF, "App.Tank");
+	SpSnapshot snap;
+	void **objs = NULL;
+	SpError err = { 0 };
+	assert_int_equal (fake_decode (b.data, b.len, &snap, &objs, &err), 0);
+	const char *what = snap.classes [1].evolution;
+	assert_contains (what, "'level' int -> long");
+	assert_contains (what, "'gain' float -> double");
+	assert_contains (what, "'count' short -> int");
+	assert_contains (what, "'removed' (int) is gone");
+	assert_contains (what, "'gone' (App.Tank) is gone");
+	assert_contains (what, "'added' (int) is new: 0");
+	assert_contains (what, "'spare' (App.Tank) is new: null");
+	for (int i = 0; i < 2; i++) {
+		void *t = objs [1 + i];
+		int64_t level;
+		int32_t count, added;
+		double gain;
+		uint8_t flag;
+		fake_get (t, "level", &level, sizeof level);
+		fake_get (t, "count", &count, sizeof count);
+		fake_get (t, "added", &added, sizeof added);
+		fake_get (t, "gain", &gain, sizeof gain);
+		fake_get (t, "flag", &flag, sizeof flag);
+		assert_true (level == -123456 - i);
+		assert_int_equal (count, -5 - i);
+		assert_int_equal (added, 0);
+		assert_true (gain == 1.5 + i);
+		assert_int_equal (flag, 1);
+		assert_null (fake_get_ref (t, "spare"));
+	}
+	assert_ptr_equal (fake_get_ref (objs [1], "next"), objs [2]);
+	assert_null (fake_get_ref (objs [2], "next"));
+	sp_snapshot_free (&snap);
+	free (objs);
+	sp_buf_free (&b);
+}
+
+/* The v1 tanks into a v2 whose one leaf breaks a rule: refused (the program's misfit), naming the rule. */
+static void
+refused_into (SpKind kind, const char *type_name, const char *name, const char *says)
+{
+	SpBuf b;
+	write_v1_tanks (&b);
+	FakeClass *v2 = fake_class_object ("App", "App.Tank");
+	fake_class_add_field (v2, name, kind, type_name);
+	SpSnapshot snap;
+	void **objs = NULL;
+	SpError err = { 0 };
+	assert_int_equal (fake_decode (b.data, b.len, &snap, &objs, &err), SP_DECODE_UNFIT);
+	assert_contains (err.msg, says);
+	sp_snapshot_free (&snap);
+	free (objs);
+	sp_buf_free (&b);
+	fake_reset ();
+}
+
+static void
+test_incompatible_changes_are_refused (void **state)
+{
+	(void)state;
+	refused_into (SP_KIND_I2, NULL, "level", "field 'level' is int in the snapshot but short in the loaded class: short cannot hold every int value");
+	refused_into (SP_KIND_U4, NULL, "level", "uint cannot hold every int value");
+	refused_into (SP_KIND_R4, NULL, "level", "float cannot hold every int value");
+	refused_into (SP_KIND_REF, "App.Tank", "level", "a field cannot change between a value and a reference");
+	refused_into (SP_KIND_I4, NULL, "next", "a field cannot change between a value and a reference");
+	refused_into (SP_KIND_REF, "App.Pump", "next", "field 'next' refers to App.Tank in the snapshot but to App.Pump in the loaded class");
+}
+
+/*
+ * A hostile class record: "System.Int32[]" claiming 2-byte elements, a
+ * widening the rules allow.  The elements must be read as the record says
+ * (2 bytes each, sign-extended), never bulk-copied as the live array's
+ * 4-byte elements: that would read past the piece and restore garbage.
+ */
+static void
+test_hostile_widening_of_a_primitive_array (void **state)
+{
+	(void)state;
+	FakeClass *liar = fake_class_prim_array (SP_KIND_I2);
+	fake_class_rename (liar, "System.Int32[]");
+	void *arr = fake_new_array (liar, 6);
+	for (int16_t i = 0; i < 6; i++)
+		memcpy (fake_elem (arr, (uint64_t)i), &(int16_t){ (int16_t)(-1000 * i - 1) }, 2);
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	uint32_t id = 1;
+	assert_ok (fake_serialize (&id, &arr, 1, 1, 1, &b, &err), &err);
+	fake_class_rename (liar, "System.Int16[] (the liar)");
+	fake_class_prim_array (SP_KIND_I4);
+	SpSnapshot snap;
+	void **objs = NULL;
+	assert_int_equal (fake_decode (b.data, b.len, &snap, &objs, &err), 0);
+	assert_int_equal (fake_length (objs [1]), 6);
+	for (int i = 0; i < 6; i++) {
+		int32_t v;
+		memcpy (&v, fake_elem (objs [1], (uint64_t)i), 4);
+		assert_int_equal (v, -1000 * i - 1);
+	}
+	sp_snapshot_free (&snap);
+	free (objs);
+	sp_buf_free (&b);
+}
+
+/* A class record naming one leaf twice is refused, not planned (either copy could win). */
+static void
+test_a_leaf_named_twice_is_refused (void **state)
+{
+	(void)state;
+	FakeClass *twice = fake_class_object ("App", "App.Twice");
+	fake_class_add_field (twice, "x", SP_KIND_I4, NULL);
+	fake_class_add_field (twice, "x", SP_KIND_I2, NULL);
+	void *o = fake_new_object (twice);
+	SpBuf b;
+	SpError err = { 0 };
+	sp_buf_init (&b);
+	uint32_t id = 1;
+	assert_ok (fake_serialize (&id, &o, 1, 1, 1, &b, &err), &err);
+	fake_class_rename (twice, "App.Twice (as written)");
+	FakeClass *live = fake_class_object ("App", "App.Twice");
+	fake_class_add_field (live, "x", SP_KIND_I8, NULL);
+	SpSnapshot snap;
+	void **objs = NULL;
+	assert_int_equal (fake_decode (b.data, b.len, &snap, &objs, &err), SP_DECODE_UNFIT);
+	assert_contains (err.msg, "names field 'x' twice");
+	sp_snapshot_free (&snap);
+	free (objs);
+	sp_buf_free (&b);
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test (test_widening_rules),
+		cmocka_unit_test_teardown (test_restore_across_compatible_changes, fake_teardown),
+		cmocka_unit_test_teardown (test_incompatible_changes_are_refused, fake_teardown),
+		cmocka_unit_test_teardown (test_hostile_widening_of_a_primitive_array, fake_teardown),
+		cmocka_unit_test_teardown (test_a_leaf_named_twice_is_refused, fake_teardown),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}
