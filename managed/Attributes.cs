@@ -19,6 +19,12 @@ namespace SPersistence
 	[AttributeUsage (AttributeTargets.Class | AttributeTargets.Struct, Inherited = true, AllowMultiple = false)]
 	public sealed class SPersistentAttribute : Attribute
 	{
+		/// <summary>
+		/// The full names ("Namespace.Outer+Inner") this class had in earlier versions
+		/// of the program, in any assembly: a snapshot that names one of them restores
+		/// into this class (and so do arrays of it and generic types over it).
+		/// </summary>
+		public string[] FormerNames { get; set; }
 	}
 
 	/// <summary>
@@ -29,6 +35,12 @@ namespace SPersistence
 	[AttributeUsage (AttributeTargets.Field, Inherited = true, AllowMultiple = false)]
 	public sealed class SPersistentFieldAttribute : Attribute
 	{
+		/// <summary>
+		/// The names this field had in earlier versions of the program: a snapshot's
+		/// value under one of them restores into this field (with the usual rules:
+		/// the same kind, or a widening). On a struct's field too.
+		/// </summary>
+		public string[] FormerNames { get; set; }
 	}
 
 	/// <summary>

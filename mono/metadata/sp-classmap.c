@@ -53,6 +53,44 @@ sp_mono_attrs_have (MonoCustomAttrInfo *attrs, MonoError *error, const char *nam
 	return found;
 }
 
+/*
+ * The FormerNames of SPersistence.`name` in `attrs` ('\n'-joined, g_free it;
+ * NULL: none), read from the attribute's blob (sp-cattr.h: nothing managed
+ * is made).  Consumes attrs (and the lookup's error).
+ */
+static int
+sp_mono_attrs_former_names (MonoCustomAttrInfo *attrs, MonoError *error, const char *name, char **out, SpError *err)
+{
+	mono_error_cleanup (error);
+	*out = NULL;
+	int rc = 0;
+	for (int i = 0; attrs && i < attrs->num_attrs; i++) {
+		MonoClass *k = attrs->attrs [i].ctor->klass;
+		if (strcmp (m_class_get_name (k), name) != 0 || strcmp (m_class_get_name_space (k), "SPersistence") != 0)
+			continue;
+		char **names = NULL;
+		int n = sp_cattr_strings (attrs->attrs [i].data, attrs->attrs [i].data_size, "FormerNames", &names, err);
+		if (n < 0)
+			rc = sp_error_prefix (err, "its [%s]", name);
+		else if (n > 0)
+			*out = g_strjoinv ("\n", names);
+		sp_cattr_strings_free (names);
+		break;
+	}
+	if (attrs && !attrs->cached)
+		mono_custom_attrs_free (attrs);
+	return rc;
+}
+
+static int
+sp_mono_field_former_names (MonoClass *klass, MonoClassField *field, char **out, SpError *err)
+{
+	ERROR_DECL (error);
+	int rc = sp_mono_attrs_former_names (mono_custom_attrs_from_field_checked (klass, field, error), error,
+					     "SPersistentFieldAttribute", out, err);
+	return rc < 0 ? sp_error_prefix (err, "field %s", mono_field_get_name (field)) : 0;
+}
+
 static gboolean
 sp_mono_class_has_attr (MonoClass *klass, const char *name)
 {
@@ -196,11 +234,46 @@ sp_mono_class_ref_allowed (MonoClass *klass, SpError *err)
 	return -1;
 }
 
-static int sp_mono_add_leaves (GArray *leaves, MonoType *type, const char *name, guint32 offset, SpError *err);
+static int sp_mono_add_leaves (GArray *leaves, MonoType *type, const char *name, const char *alts, guint32 offset, SpError *err);
 
-/* Flatten the instance fields of a struct embedded at `offset`. */
+/* "a.b": a leaf's path; "b" at the top. */
+static char *
+sp_mono_leaf_path (const char *prefix, const char *member)
+{
+	return *prefix ? g_strdup_printf ("%s.%s", prefix, member) : g_strdup (member);
+}
+
+/*
+ * The former full names of member `member` of the struct at `name` (whose
+ * own former names are `alts`), the member's own being `member_alts`: every
+ * combination of a name the struct had and a name the member had, but the
+ * present one.  NULL: none.
+ */
+static char *
+sp_mono_member_alts (const char *name, const char *alts, const char *member, const char *member_alts)
+{
+	if (!alts && !member_alts)
+		return NULL;
+	/* The present name first, then the former ones ("" at the top of an array's element is a name too). */
+	char **ps = g_strsplit (alts ? alts : "", "\n", -1), **ms = g_strsplit (member_alts ? member_alts : "", "\n", -1);
+	char *present = sp_mono_leaf_path (name, member);
+	GString *out = g_string_new (NULL);
+	for (int i = -1; i < 0 || ps [i]; i++) {
+		for (int j = -1; j < 0 || ms [j]; j++) {
+			char *path = sp_mono_leaf_path (i < 0 ? name : ps [i], j < 0 ? member : ms [j]);
+			if (strcmp (path, present) != 0)
+				g_string_append_printf (out, "%s%s", out->len ? "\n" : "", path);
+			g_free (path);
+		}
+	}
+	g_free (present);
+	g_strfreev (ps), g_strfreev (ms);
+	return g_string_free (out, out->len == 0);
+}
+
+/* Flatten the instance fields of a struct embedded at `offset` (its former names: alts). */
 static int
-sp_mono_add_struct_leaves (GArray *leaves, MonoClass *klass, const char *name, guint32 offset, SpError *err)
+sp_mono_add_struct_leaves (GArray *leaves, MonoClass *klass, const char *name, const char *alts, guint32 offset, SpError *err)
 {
 	mono_class_init_internal (klass);
 	gpointer iter = NULL;
@@ -208,11 +281,15 @@ sp_mono_add_struct_leaves (GArray *leaves, MonoClass *klass, const char *name, g
 	while ((f = mono_class_get_fields_internal (klass, &iter))) {
 		if (!sp_mono_is_instance_field (f))
 			continue;
-		char *leaf = *name ? g_strdup_printf ("%s.%s", name, mono_field_get_name (f)) : g_strdup (mono_field_get_name (f));
+		char *member_alts;
+		if (sp_mono_field_former_names (klass, f, &member_alts, err) < 0)
+			return -1;
+		char *leaf = sp_mono_leaf_path (name, mono_field_get_name (f));
+		char *leaf_alts = sp_mono_member_alts (name, alts, mono_field_get_name (f), member_alts);
 		/* A struct's field offsets count the object header it has when boxed. */
 		guint32 at = offset + (guint32)mono_field_get_offset (f) - (guint32)sizeof (MonoObject);
-		int rc = sp_mono_add_leaves (leaves, f->type, leaf, at, err);
-		g_free (leaf);
+		int rc = sp_mono_add_leaves (leaves, f->type, leaf, leaf_alts, at, err);
+		g_free (leaf), g_free (leaf_alts), g_free (member_alts);
 		if (rc < 0)
 			return -1;
 	}
@@ -220,9 +297,9 @@ sp_mono_add_struct_leaves (GArray *leaves, MonoClass *klass, const char *name, g
 }
 
 static int
-sp_mono_add_leaf (GArray *leaves, const char *name, unsigned kind, guint32 offset, MonoType *ref_type)
+sp_mono_add_leaf (GArray *leaves, const char *name, const char *alts, unsigned kind, guint32 offset, MonoType *ref_type)
 {
-	SpField leaf = { .name = g_strdup (name), .kind = (uint8_t)kind, .offset = offset };
+	SpField leaf = { .name = g_strdup (name), .kind = (uint8_t)kind, .offset = offset, .former_names = g_strdup (alts) };
 	if (ref_type) {
 		leaf.type_name = sp_mono_type_name (ref_type);
 		leaf.type_client = mono_class_from_mono_type_internal (ref_type);
@@ -233,7 +310,7 @@ sp_mono_add_leaf (GArray *leaves, const char *name, unsigned kind, guint32 offse
 
 /* The leaves of a value of `type` stored at `offset` (a field, or an array element). */
 static int
-sp_mono_add_leaves (GArray *leaves, MonoType *type, const char *name, guint32 offset, SpError *err)
+sp_mono_add_leaves (GArray *leaves, MonoType *type, const char *name, const char *alts, guint32 offset, SpError *err)
 {
 	static const uint8_t kinds [] = {
 		[MONO_TYPE_BOOLEAN] = SP_KIND_BOOL, [MONO_TYPE_CHAR] = SP_KIND_CHAR,
@@ -246,23 +323,23 @@ sp_mono_add_leaves (GArray *leaves, MonoType *type, const char *name, guint32 of
 	if (type->byref)
 		goto unsupported;
 	if (type->type < G_N_ELEMENTS (kinds) && kinds [type->type])
-		return sp_mono_add_leaf (leaves, name, kinds [type->type], offset, NULL);
+		return sp_mono_add_leaf (leaves, name, alts, kinds [type->type], offset, NULL);
 	switch (type->type) {
 	case MONO_TYPE_STRING:
 	case MONO_TYPE_CLASS:
 	case MONO_TYPE_OBJECT:
 	case MONO_TYPE_SZARRAY:
-		return sp_mono_add_leaf (leaves, name, SP_KIND_REF, offset, type);
+		return sp_mono_add_leaf (leaves, name, alts, SP_KIND_REF, offset, type);
 	case MONO_TYPE_GENERICINST:
 		if (!mono_type_generic_inst_is_valuetype (type))
-			return sp_mono_add_leaf (leaves, name, SP_KIND_REF, offset, type);
+			return sp_mono_add_leaf (leaves, name, alts, SP_KIND_REF, offset, type);
 		/* a generic struct */
 		/* FALLTHROUGH */
 	case MONO_TYPE_VALUETYPE: {
 		MonoClass *klass = mono_class_from_mono_type_internal (type);
 		if (m_class_is_enumtype (klass))
-			return sp_mono_add_leaves (leaves, mono_class_enum_basetype_internal (klass), name, offset, err);
-		return sp_mono_add_struct_leaves (leaves, klass, name, offset, err);
+			return sp_mono_add_leaves (leaves, mono_class_enum_basetype_internal (klass), name, alts, offset, err);
+		return sp_mono_add_struct_leaves (leaves, klass, name, alts, offset, err);
 	}
 	default:
 		break;
@@ -308,6 +385,7 @@ sp_mono_leaves_free (GArray *leaves)
 		SpField *f = &g_array_index (leaves, SpField, i);
 		g_free ((char *)f->name);
 		g_free ((char *)f->type_name);
+		g_free ((char *)f->former_names);
 	}
 	g_array_free (leaves, TRUE);
 }
@@ -324,7 +402,12 @@ sp_mono_object_leaves (GArray *leaves, MonoClass *klass, SpError *err)
 	while ((f = mono_class_get_fields_internal (klass, &iter))) {
 		if (!sp_mono_is_instance_field (f) || !sp_mono_field_has_attr (klass, f, "SPersistentFieldAttribute"))
 			continue;
-		if (sp_mono_add_leaves (leaves, f->type, mono_field_get_name (f), (guint32)mono_field_get_offset (f), err) < 0)
+		char *alts;
+		int rc = sp_mono_field_former_names (klass, f, &alts, err);
+		if (rc == 0)
+			rc = sp_mono_add_leaves (leaves, f->type, mono_field_get_name (f), alts, (guint32)mono_field_get_offset (f), err);
+		g_free (alts);
+		if (rc < 0)
 			return sp_error_prefix (err, "class %s", m_class_get_name (klass));
 	}
 	return 0;
@@ -343,7 +426,7 @@ sp_mono_collection_leaves (GArray *leaves, MonoClass *klass, SpError *err)
 		if (!sp_mono_is_instance_field (f) || (f->type->attrs & FIELD_ATTRIBUTE_NOT_SERIALIZED) ||
 		    strcmp (fname, "_keys") == 0 || strcmp (fname, "_values") == 0 || strcmp (fname, "_syncRoot") == 0)
 			continue;
-		if (sp_mono_add_leaves (leaves, f->type, mono_field_get_name (f), (guint32)mono_field_get_offset (f), err) < 0)
+		if (sp_mono_add_leaves (leaves, f->type, mono_field_get_name (f), NULL, (guint32)mono_field_get_offset (f), err) < 0)
 			return sp_error_prefix (err, "class %s", m_class_get_name (klass));
 	}
 	return 0;
@@ -362,7 +445,7 @@ sp_mono_class_map_build (MonoClass *klass, SpError *err)
 		if (m_class_get_byval_arg (klass)->type != MONO_TYPE_SZARRAY)
 			rc = sp_error_set (err, "type %s is a multi-dimensional array, which cannot be persisted", name);
 		else if ((rc = sp_mono_class_ref_allowed (klass, err)) == 0)
-			rc = sp_mono_add_leaves (leaves, m_class_get_byval_arg (m_class_get_element_class (klass)), "", 0, err);
+			rc = sp_mono_add_leaves (leaves, m_class_get_byval_arg (m_class_get_element_class (klass)), "", NULL, 0, err);
 	} else if (m_class_is_valuetype (klass)) {
 		kind = SP_CLASS_OBJECT;
 		rc = sp_error_set (err, "a boxed %s cannot be persisted; store it in a field of its own type", name);

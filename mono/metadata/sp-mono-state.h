@@ -12,6 +12,7 @@
  *   sp-identity.c   the core's object model (sp-client.h): classes of objects,
  *                   strings and arrays, identity across a moving GC, the LID
  *                   table (a GC root), the GC epoch
+ *   sp-renames.c    classes under their former names ([SPersistent (FormerNames)])
  *   sp-restore.c    a snapshot into live objects: construction, fix-up, roots
  *   sp-unseen.c     stores through pointers no barrier saw; native code in flight
  *   sp-cycle.c      incremental mode: the cycle, the SP and writer tasks, the
@@ -46,6 +47,7 @@
 #include <mono/metadata/profiler.h>
 #include <mono/metadata/reflection-internals.h>
 #include <mono/metadata/tabledefs.h>
+#include <mono/metadata/tokentype.h>
 #include <mono/utils/mono-coop-mutex.h>
 #include <mono/utils/mono-threads-coop.h>
 

@@ -49,24 +49,62 @@ sp_mono_restore_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
  * The live class map and vtable of a class of the snapshot's class cache (the
  * decoder then checks kind and leaves against the snapshot's).
  */
+/* Type `name` in `assembly` ("Name, Version=...": the version is informative; the layout check decides), or NULL. */
+static MonoType *
+sp_mono_restore_type (const char *name, const char *assembly, MonoImage *image)
+{
+	char *qualified = NULL;
+	if (assembly) {
+		const char *comma = strchr (assembly, ',');
+		qualified = g_strdup_printf ("%s, %.*s", name, (int)(comma ? comma - assembly : (long)strlen (assembly)), assembly);
+	}
+	/* Assemblies are looked for where the program is (Mono needs an image for that). */
+	MonoAssembly *main_assembly = mono_assembly_get_main ();
+	MonoImage *context = image ? image : main_assembly ? main_assembly->image : mono_defaults.corlib;
+	ERROR_DECL (error);
+	MonoType *type = mono_reflection_type_from_name_checked (qualified ? qualified : (char *)name, context, error);
+	g_free (qualified);
+	if (!is_ok (error))
+		type = NULL;
+	mono_error_cleanup (error);
+	return type;
+}
+
+/*
+ * The type a snapshot's class is now, under a name the program declares as
+ * its former one (sp-renames.c), or NULL.  Said on stderr when it restores.
+ */
+static MonoType *
+sp_mono_restore_renamed_type (SpRestore *r, const SpSnapClass *sc)
+{
+	MonoClass *top;
+	char *now = sp_renames_rewrite (sc->name, &top);
+	if (!now)
+		return NULL;
+	/* The renamed class's name alone in its own image; a generic type or array of it where the snapshot's class lives. */
+	MonoType *type = top ? sp_mono_restore_type (now, NULL, m_class_get_image (top)) : sp_mono_restore_type (now, sc->assembly, NULL);
+	if (type && r->announce)
+		fprintf (stderr, "spmono: class %s is now %s (its FormerNames say so)\n", sc->name, now);
+	g_free (now);
+	return type;
+}
+
 static int
 sp_mono_restore_resolve (void *ctx, SpSnapClass *sc, SpError *err)
 {
-	(void)ctx;
-	/* "Type, Assembly": the version is informative; the layout check decides. */
-	char *comma = strchr (sc->assembly, ',');
-	char *qualified = g_strdup_printf ("%s, %.*s", sc->name, (int)(comma ? comma - sc->assembly : (long)strlen (sc->assembly)), sc->assembly);
-	/* Assemblies are looked for where the program is (Mono needs an image for that). */
-	MonoAssembly *main_assembly = mono_assembly_get_main ();
-	MonoImage *context = main_assembly ? main_assembly->image : mono_defaults.corlib;
-	ERROR_DECL (error);
-	MonoType *type = mono_reflection_type_from_name_checked (qualified, context, error);
-	g_free (qualified);
-	if (!is_ok (error) || !type) {
-		mono_error_cleanup (error);
-		return sp_error_set (err, "class %s from assembly %s cannot be found", sc->name, sc->assembly);
-	}
+	SpRestore *r = (SpRestore *)ctx;
+	/* A class of the snapshot's name wins over one that declares it a former name. */
+	MonoType *type = sp_mono_restore_type (sc->name, sc->assembly, NULL);
+	gboolean renamed = !type && (type = sp_mono_restore_renamed_type (r, sc)) != NULL;
+	if (!type)
+		return sp_error_set (err, "class %s from assembly %s cannot be found (a class that was renamed or moved "
+				     "restores when it declares [SPersistent (FormerNames = new [] { \"%s\" })])",
+				     sc->name, sc->assembly, sc->name);
+	/* A chain holds one name of a class: after a rename the next snapshot is full, as after any change (sp_mono_decode). */
+	if (sp_renames_field_types (sc) || renamed)
+		r->evolved++;
 	MonoClass *klass = mono_class_from_mono_type_internal (type);
+	ERROR_DECL (error);
 	SpClass *live = sp_mono_class_map (klass, err);
 	if (!live)
 		return -1;

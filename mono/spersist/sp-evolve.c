@@ -105,6 +105,42 @@ sp_evolve_find (const SpField *fields, uint32_t n, const char *name)
 	return NULL;
 }
 
+/* Is `name` one of f's former names (a '\n'-separated list)? */
+static bool
+sp_evolve_was_named (const SpField *f, const char *name)
+{
+	size_t n = strlen (name);
+	for (const char *p = f->former_names; p && *p; p += strcspn (p, "\n") + (p [strcspn (p, "\n")] != 0))
+		if (strcspn (p, "\n") == n && strncmp (p, name, n) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The live leaf a snapshot leaf restores into: the one of its name, else one
+ * that declares it a former name, unless the snapshot also has a leaf of
+ * that one's present name (which then restores into it).
+ */
+static const SpField *
+sp_evolve_match (const SpSnapClass *sc, const SpClass *live, const char *name)
+{
+	const SpField *b = sp_evolve_find (live->fields, live->nfields, name);
+	for (uint32_t i = 0; !b && i < live->nfields; i++)
+		if (sp_evolve_was_named (&live->fields [i], name) && !sp_evolve_find (sc->fields, sc->nfields, live->fields [i].name))
+			b = &live->fields [i];
+	return b;
+}
+
+/* Does some leaf of the snapshot restore into live leaf b? */
+static bool
+sp_evolve_matched (const SpSnapClass *sc, const SpClass *live, const SpField *b)
+{
+	for (uint32_t i = 0; i < sc->nfields; i++)
+		if (sp_evolve_match (sc, live, sc->fields [i].name) == b)
+			return true;
+	return false;
+}
+
 /* What the plan says changed, for the program's log and spdump (a growing string; NULL once out of memory). */
 typedef struct SpEvolveLog {
 	char *text;
@@ -188,13 +224,15 @@ sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, Sp
 	c->nprims = c->nrefs = 0;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *a = &c->fields [i];
-		const SpField *b = sp_evolve_find (live->fields, live->nfields, a->name);
+		const SpField *b = sp_evolve_match (c, live, a->name);
 		if (b && sp_evolve_check_leaf (c, a, b, err) < 0)
 			return -1;
 		if (!b)
 			sp_evolve_note (log, "field '%s' (%s) is gone: its value is dropped", a->name, sp_evolve_kind_name (a));
-		else if (a->kind != b->kind)
-			sp_evolve_note (log, "field '%s' %s -> %s", a->name, sp_kind_name (a->kind), sp_kind_name (b->kind));
+		if (b && strcmp (a->name, b->name) != 0)
+			sp_evolve_note (log, "field '%s' is now '%s'", a->name, b->name);
+		if (b && a->kind != b->kind)
+			sp_evolve_note (log, "field '%s' %s -> %s", b->name, sp_kind_name (a->kind), sp_kind_name (b->kind));
 		if (a->kind == SP_KIND_REF) {
 			c->ref_fields [c->nrefs++] = b;
 			continue;
@@ -204,7 +242,7 @@ sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, Sp
 		c->prim_offsets [c->nprims++] = b ? b->offset : 0;
 	}
 	for (uint32_t i = 0; i < live->nfields; i++)
-		if (!sp_evolve_find (c->fields, c->nfields, live->fields [i].name))
+		if (!sp_evolve_matched (c, live, &live->fields [i]))
 			sp_evolve_note (log, "field '%s' (%s) is new: %s", live->fields [i].name,
 					sp_evolve_kind_name (&live->fields [i]), live->fields [i].kind == SP_KIND_REF ? "null" : "0");
 	return 0;

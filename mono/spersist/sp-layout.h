@@ -84,6 +84,10 @@ typedef struct SpField {
 	 * prefetches that line of the next child with the header's: a hint only
 	 * (an object's own slot is always read from its class). */
 	uint32_t slot_hint;
+	/* The full names this leaf had in earlier versions ([SPersistentField
+	 * (FormerNames)], "lvl" or "pos.x"), '\n'-separated; NULL: none.  A
+	 * snapshot's leaf of such a name restores into it (sp-evolve.h). */
+	const char *former_names;
 } SpField;
 
 typedef enum SpClassKind {

@@ -64,3 +64,16 @@ for trial in 1 2 3; do
 	kill -9 $pid; wait $pid 2>/dev/null || true
 	expect_out "period [0-9]+" spm --sp-store=store add/evolve.exe check-any other
 done
+
+# Renames declared with FormerNames: a class moved to a namespace, fields and
+# a struct's member renamed, and what names the renamed classes (a reference
+# field's declared type, a generic argument, an array's element) follows.
+mkdir -p rename renamed
+"$MCS" -nologo -warnaserror -r:"$SPLIB/SPersistence.dll" -out:rename/rename.exe "$SRCDIR/TestUtil.cs" "$SRCDIR/Rename.cs" \
+	|| fail "compiling Rename.cs"
+"$MCS" -nologo -warnaserror -define:RENAME -r:"$SPLIB/SPersistence.dll" -out:renamed/rename.exe "$SRCDIR/TestUtil.cs" "$SRCDIR/Rename.cs" \
+	|| fail "compiling Rename.cs, renamed"
+rm -rf store
+spm --sp-store=store rename/rename.exe write 4 || fail "write before the renames"
+expect_out "class Plant is now Site.Unit" spm --sp-store=store renamed/rename.exe check 4
+expect_out "'Level' is now 'Height'" spm --sp-store=store renamed/rename.exe check 4

@@ -189,6 +189,42 @@ test_hostile_widening_of_a_primitive_array (void **state)
 	sp_buf_free (&b);
 }
 
+/* A leaf under a former name: restored into the leaf that declares it, unless the snapshot has that leaf's own name too. */
+static void
+test_former_names (void **state)
+{
+	(void)state;
+	SpBuf b;
+	write_v1_tanks (&b);
+	FakeClass *v2 = fake_class_object ("App", "App.Tank");
+	fake_class_add_field (v2, "height", SP_KIND_I8, NULL);
+	fake_class_add_field (v2, "flag", SP_KIND_BOOL, NULL);
+	fake_class_add_field (v2, "count", SP_KIND_I4, NULL);
+	v2->sp.fields [0].former_names = "lvl\nlevel";
+	/* "flag" was once named "removed": but the snapshot has a "flag" of its own, which wins; its "removed" goes. */
+	v2->sp.fields [1].former_names = "removed";
+	SpSnapshot snap;
+	void **objs = NULL;
+	SpError err = { 0 };
+	assert_int_equal (fake_decode (b.data, b.len, &snap, &objs, &err), 0);
+	assert_contains (snap.classes [1].evolution, "field 'level' is now 'height'");
+	assert_contains (snap.classes [1].evolution, "field 'height' int -> long");
+	assert_contains (snap.classes [1].evolution, "field 'removed' (int) is gone");
+	int64_t height;
+	int32_t count;
+	uint8_t flag;
+	fake_get (objs [1], "height", &height, sizeof height);
+	fake_get (objs [1], "count", &count, sizeof count);
+	fake_get (objs [1], "flag", &flag, sizeof flag);
+	assert_true (height == -123456);
+	assert_int_equal (count, -5);
+	assert_int_equal (flag, 1);
+	v2->sp.fields [0].former_names = v2->sp.fields [1].former_names = NULL;   /* literals: not the class's to free */
+	sp_snapshot_free (&snap);
+	free (objs);
+	sp_buf_free (&b);
+}
+
 /* A class record naming one leaf twice is refused, not planned (either copy could win). */
 static void
 test_a_leaf_named_twice_is_refused (void **state)
@@ -224,6 +260,7 @@ main (void)
 		cmocka_unit_test_teardown (test_incompatible_changes_are_refused, fake_teardown),
 		cmocka_unit_test_teardown (test_hostile_widening_of_a_primitive_array, fake_teardown),
 		cmocka_unit_test_teardown (test_a_leaf_named_twice_is_refused, fake_teardown),
+		cmocka_unit_test_teardown (test_former_names, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
