@@ -170,6 +170,71 @@ sp_mono_send (SpError *err)
 	return 0;
 }
 
+/* ---- --sp-check: does the newest snapshot restore into this program? ------- */
+
+/*
+ * The dry run of an upgrade: once the program's assembly is loaded (its
+ * classes can be resolved), the newest snapshot is decoded as a restore
+ * would (every record validated, every object made, nothing kept as the
+ * state), each class change said with the rule applied, and spmono exits
+ * without running the program: 0 when it restores (or there is none), 1
+ * when not.  The store is opened read-only, so a running program keeps it.
+ */
+static int
+sp_mono_check_accept (void *ctx, const SpChainPart *parts, size_t n, size_t *failed, SpError *err)
+{
+	(void)ctx;
+	return sp_mono_decode (parts, n, FALSE, stdout, failed, err);
+}
+
+static void
+sp_mono_check_warn (void *ctx, const char *message)
+{
+	(void)ctx;
+	printf ("spmono: %s\n", message);
+}
+
+static int
+sp_mono_check (SpError *err)
+{
+	char *location = sp_options_store_location (&sp_options, sp_program);
+	SpStore *store;
+	int rc = sp_store_open_readonly (location, &store, err);
+	if (rc == 0) {
+		SpLoaded loaded;
+		rc = sp_store_load_newest (store, sp_mono_check_accept, NULL, sp_mono_check_warn, NULL, &loaded, err);
+		if (rc == 0 && loaded.n == 0)
+			printf ("spmono: %s holds no snapshot: the program would start cold\n", location);
+		else if (rc == 0)
+			printf ("spmono: snapshot %llu of %s restores into %s\n", (unsigned long long)loaded.sequence, location, sp_program);
+		if (rc == 0)
+			sp_store_release_loaded (store, &loaded);
+		sp_store_close (store);
+	}
+	free (location);
+	return rc;
+}
+
+static void
+sp_mono_check_on_load (MonoAssemblyLoadContext *alc, MonoAssembly *assembly, gpointer user_data, MonoError *error)
+{
+	(void)alc, (void)user_data, (void)error;
+	char *loaded = assembly->image ? realpath (assembly->image->name, NULL) : NULL;
+	char *program = realpath (sp_program, NULL);
+	gboolean ours = loaded && program && strcmp (loaded, program) == 0;
+	free (loaded);
+	free (program);
+	if (!ours)
+		return;
+	sp_renames.program = assembly->image;
+	SpError err = { 0 };
+	int rc = sp_mono_check (&err);
+	if (rc < 0)
+		printf ("spmono: %s does not restore: %s\n", sp_program, err.msg);
+	fflush (stdout);
+	exit (rc < 0 ? 1 : 0);
+}
+
 /* ---- internal calls -------------------------------------------------------- */
 
 /*
@@ -319,7 +384,7 @@ sp_icall_bench_decode (gint64 *ns)
 		rc = sp_store_load_newest (sp_store, NULL, NULL, NULL, NULL, &loaded, &err);
 	if (rc == 0 && !loaded.n)
 		rc = sp_error_set (&err, "the store holds no snapshot");
-	if (rc == 0 && (rc = sp_mono_decode (loaded.parts, loaded.n, FALSE, &failed, &err)) == 0)
+	if (rc == 0 && (rc = sp_mono_decode (loaded.parts, loaded.n, FALSE, NULL, &failed, &err)) == 0)
 		*ns = sp_stats [SP_STAT_RESTORE_DECODE_NS];
 	if (sp_store)
 		sp_store_release_loaded (sp_store, &loaded);
@@ -407,6 +472,8 @@ sp_mono_init (const char *program)
 	sp_ser_init (&sp_ser);
 	sp_buf_init (&sp_out);
 	mono_install_assembly_preload_hook_v2 (sp_mono_preload, NULL, FALSE);
+	if (sp_options.check)
+		mono_install_assembly_load_hook_v2 (sp_mono_check_on_load, NULL);
 	MonoProfilerHandle profiler = mono_profiler_create (NULL);
 	mono_profiler_set_gc_event_callback (profiler, sp_mono_gc_event);
 	mono_profiler_set_runtime_shutdown_begin_callback (profiler, sp_cycle_shutdown_begin);

@@ -14,6 +14,7 @@
 typedef struct SpRenames {
 	GHashTable *by_former;       /* former full name -> MonoClass * (the names owned) */
 	gboolean built;
+	MonoImage *program;          /* the program's image (--sp-check sets it before it is the main one) */
 } SpRenames;
 
 static SpRenames sp_renames;
@@ -70,12 +71,28 @@ sp_renames_add_assembly (gpointer data, gpointer user_data)
 	}
 }
 
-/* The map, read once a process (a restore runs once, after the program's assemblies are loaded). */
+/* The program's image: the main assembly's, or the one --sp-check is about before it is the main one. */
+static MonoImage *
+sp_renames_program (void)
+{
+	MonoAssembly *main_assembly = mono_assembly_get_main ();
+	return sp_renames.program ? sp_renames.program : main_assembly ? main_assembly->image : NULL;
+}
+
+/*
+ * The map, read once a process (a restore runs once): from the assemblies
+ * loaded, the program's references first loaded too, so that a class moved
+ * to another of the program's assemblies is found before it is first used.
+ */
 static GHashTable *
 sp_renames_map (void)
 {
 	if (!sp_renames.built) {
 		sp_renames.by_former = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+		MonoImage *program = sp_renames_program ();
+		int refs = program ? mono_image_get_table_rows (program, MONO_TABLE_ASSEMBLYREF) : 0;
+		for (int i = 0; i < refs; i++)
+			mono_assembly_load_reference (program, i);
 		mono_assembly_foreach (sp_renames_add_assembly, NULL);
 		sp_renames.built = TRUE;
 	}

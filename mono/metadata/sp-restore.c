@@ -13,7 +13,7 @@
 typedef struct SpRestore {
 	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
 	guint32 handle;
-	gboolean announce;           /* the program's restore (not a diagnostic decode): say what changed */
+	FILE *announce;              /* where to say what changed (the program's restore: stderr; --sp-check: stdout), or NULL */
 	guint32 evolved;             /* classes restored across a change of their fields */
 } SpRestore;
 
@@ -59,8 +59,8 @@ sp_mono_restore_type (const char *name, const char *assembly, MonoImage *image)
 		qualified = g_strdup_printf ("%s, %.*s", name, (int)(comma ? comma - assembly : (long)strlen (assembly)), assembly);
 	}
 	/* Assemblies are looked for where the program is (Mono needs an image for that). */
-	MonoAssembly *main_assembly = mono_assembly_get_main ();
-	MonoImage *context = image ? image : main_assembly ? main_assembly->image : mono_defaults.corlib;
+	MonoImage *program = sp_renames_program ();
+	MonoImage *context = image ? image : program ? program : mono_defaults.corlib;
 	ERROR_DECL (error);
 	MonoType *type = mono_reflection_type_from_name_checked (qualified ? qualified : (char *)name, context, error);
 	g_free (qualified);
@@ -84,7 +84,7 @@ sp_mono_restore_renamed_type (SpRestore *r, const SpSnapClass *sc)
 	/* The renamed class's name alone in its own image; a generic type or array of it where the snapshot's class lives. */
 	MonoType *type = top ? sp_mono_restore_type (now, NULL, m_class_get_image (top)) : sp_mono_restore_type (now, sc->assembly, NULL);
 	if (type && r->announce)
-		fprintf (stderr, "spmono: class %s is now %s (its FormerNames say so)\n", sc->name, now);
+		fprintf (r->announce, "spmono: class %s is now %s (its FormerNames say so)\n", sc->name, now);
 	g_free (now);
 	return type;
 }
@@ -210,7 +210,7 @@ sp_mono_restore_evolved (void *ctx, const SpSnapClass *c)
 	SpRestore *r = (SpRestore *)ctx;
 	r->evolved++;
 	if (r->announce)
-		fprintf (stderr, "spmono: class %s changed since the snapshot: %s\n", c->name, c->evolution);
+		fprintf (r->announce, "spmono: class %s changed since the snapshot: %s\n", c->name, c->evolution);
 }
 
 static const SpDecodeOps sp_mono_restore_ops = {
@@ -249,15 +249,16 @@ sp_mono_restore_roots (SpRestore *r, const SpSnapshot *snap)
 /*
  * Decode a chain (a full snapshot and the deltas on it) into live objects
  * (validate and construct, then fix up, part by part); with `restore_roots`,
- * they become the registered roots.  Returns 0, SP_ACCEPT_SKIP when part
+ * they become the registered roots.  What changed in the program's classes
+ * since the snapshot is said on `announce` (NULL: not said).  Returns 0, SP_ACCEPT_SKIP when part
  * *failed is damaged (a shorter chain, or an older one, may do) or
  * SP_ACCEPT_FATAL when the chain is intact but does not fit this program
  * (never fall back silently over that).
  */
 static int
-sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, size_t *failed, SpError *err)
+sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE *announce, size_t *failed, SpError *err)
 {
-	SpRestore r = { .announce = restore_roots };
+	SpRestore r = { .announce = announce };
 	SpSnapshot snap;
 	uint64_t t0 = sp_mono_monotonic_ns ();
 	size_t size = 0;
@@ -300,5 +301,5 @@ static int
 sp_mono_restore (void *ctx, const SpChainPart *parts, size_t n, size_t *failed, SpError *err)
 {
 	(void)ctx;
-	return sp_mono_decode (parts, n, TRUE, failed, err);
+	return sp_mono_decode (parts, n, TRUE, stderr, failed, err);
 }

@@ -129,6 +129,8 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 		return sp_parse_flag (&o->verbose, "--sp-verbose", value, err);
 	if (SP_IS ("--sp-stats"))
 		return sp_parse_flag (&o->stats, "--sp-stats", value, err);
+	if (SP_IS ("--sp-check"))
+		return sp_parse_flag (&o->check, "--sp-check", value, err);
 	if (SP_IS ("--sp-mode")) {
 		int m = sp_parse_choice (value, sp_mode_names, 2);
 		if (m < 0)
@@ -269,6 +271,10 @@ sp_options_usage (FILE *out)
 		"                           of its first file (default %d): folded from the chain's\n"
 		"                           files by a task of its own (file store), off the\n"
 		"                           program's path.\n"
+		"    --sp-check             Do not run the program: say whether the newest snapshot\n"
+		"                           restores into it (a new version of it: every class\n"
+		"                           change found, with the rule applied), exit 0 if it\n"
+		"                           does (or the store is empty), 1 if not.\n"
 		"    --sp-stats             One statistics line on stderr per cycle.\n"
 		"    --sp-verbose           Report each snapshot on stderr (objects, bytes, time).\n",
 		SP_DEFAULT_KEEP, SP_DEFAULT_PAUSE_US, SP_DEFAULT_PERIOD_US, SP_DEFAULT_DELTA_RATIO);

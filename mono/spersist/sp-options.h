@@ -56,6 +56,7 @@ typedef struct SpOptions {
 	SpWriter writer;
 	bool delta;             /* snapshots after the first are deltas on it (docs/FORMAT.md), while the chain is short */
 	unsigned delta_ratio;   /* percent: a new full snapshot once the chain's deltas pass this share of its base */
+	bool check;             /* --sp-check: say whether the newest snapshot restores into the program, and exit */
 } SpOptions;
 
 /* Defaults, usable as a static initializer (options are parsed before any init runs). */

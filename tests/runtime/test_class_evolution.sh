@@ -77,3 +77,24 @@ rm -rf store
 spm --sp-store=store rename/rename.exe write 4 || fail "write before the renames"
 expect_out "class Plant is now Site.Unit" spm --sp-store=store renamed/rename.exe check 4
 expect_out "'Level' is now 'Height'" spm --sp-store=store renamed/rename.exe check 4
+
+# The dry run: --sp-check says whether the newest snapshot restores into a
+# version, with every change and the rule applied, without running it (no
+# snapshot is written) and without touching the store.
+rm -rf store
+spm --sp-store=store v1/evolve.exe write 8 || fail "v1 write for the dry run"
+before=$(cd store && ls snap-* && cat snap-* | md5sum)
+out=$(spm --sp-check --sp-store=store add/evolve.exe write 9) || fail "--sp-check refused a version that restores: $out"
+echo "$out" | grep -q "'Removed' (int) is gone" || fail "--sp-check does not list the changes: $out"
+echo "$out" | grep -q "snapshot 1 of store restores into add/evolve.exe" || fail "--sp-check gives no verdict: $out"
+out=$(spm --sp-check --sp-store=store widen/evolve.exe write 9) || fail "--sp-check refused a widening: $out"
+echo "$out" | grep -q "'Level' int -> long" || fail "--sp-check does not list the widening: $out"
+spm --sp-store=store widen/evolve.exe rewrite 9 || fail "widen rewrites for the dry run"
+before=$(cd store && ls snap-* && cat snap-* | md5sum)
+rc=0; out=$(spm --sp-check --sp-store=store v1/evolve.exe write 10) || rc=$?
+[ $rc = 1 ] || fail "--sp-check of a narrowing exits $rc: $out"
+echo "$out" | grep -q "v1/evolve.exe does not restore: .*'Level' is long in the snapshot but int" || fail "--sp-check's refusal: $out"
+[ "$before" = "$(cd store && ls snap-* && cat snap-* | md5sum)" ] || fail "--sp-check changed the store or ran the program"
+mkdir -p empty-store
+expect_out "holds no snapshot: the program would start cold" spm --sp-check --sp-store=empty-store v1/evolve.exe write 1
+expect_fail "does not restore: store 'no-store': cannot open directory" spm --sp-check --sp-store=no-store v1/evolve.exe write 1

@@ -252,6 +252,11 @@ test_verbose_option (void **state)
 	assert_fails (sp_options_parse (&o, "--sp-verbose=yes", &err), &err);
 	assert_contains (err.msg, "--sp-verbose");
 	assert_false (o.verbose);
+	assert_false (o.check);
+	assert_ok (sp_options_parse (&o, "--sp-check", &err), &err);
+	assert_true (o.check);
+	assert_fails (sp_options_parse (&o, "--sp-check=now", &err), &err);
+	assert_contains (err.msg, "--sp-check takes no value");
 	sp_options_free (&o);
 }
 
