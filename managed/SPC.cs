@@ -100,6 +100,43 @@ namespace SPersistence
 		{
 			if (error != null)
 				throw new SPersistenceException (error);
+			if (!upgradesTaken)
+				RunUpgrades ();
+		}
+
+		static bool upgradesTaken;
+
+		/*
+		 * After the restore, which the first SPC call made: the upgrade hooks of
+		 * the restored objects whose class changed (ISPersistentUpgrade), once.
+		 * The runtime hands them over once (sp_take_upgrades): five entries an
+		 * object, the object, its former class name, what changed, the old
+		 * fields' names and their values.
+		 */
+		static void RunUpgrades ()
+		{
+			object [] pending;
+			upgradesTaken = true;
+			string error = sp_take_upgrades (out pending);
+			if (error != null)
+				throw new SPersistenceException (error);
+			Exception first = null;
+			string firstClass = null;
+			for (int i = 0; pending != null && i + 4 < pending.Length; i += 5) {
+				var context = new SPUpgradeContext ((string)pending [i + 1], (string)pending [i + 2],
+								   (string [])pending [i + 3], (object [])pending [i + 4]);
+				try {
+					((ISPersistentUpgrade)pending [i]).OnRestored (context);
+				} catch (Exception e) {
+					if (first == null) {
+						first = e;
+						firstClass = pending [i].GetType ().FullName;
+					}
+				}
+			}
+			if (first != null)
+				throw new SPersistenceException ("the upgrade of a restored " + firstClass + " failed (OnRestored threw): " +
+								 first.Message, first);
 		}
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
@@ -125,6 +162,9 @@ namespace SPersistence
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
 		static extern string sp_pause_histogram (long [] values, bool reset);
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_take_upgrades (out object [] pending);
 	}
 
 	/// <summary>Measurements for benchmarks; not needed by programs.</summary>
@@ -229,6 +269,10 @@ namespace SPersistence
 	public class SPersistenceException : Exception
 	{
 		public SPersistenceException (string message) : base (message)
+		{
+		}
+
+		public SPersistenceException (string message, Exception inner) : base (message, inner)
 		{
 		}
 	}

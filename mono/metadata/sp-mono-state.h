@@ -13,6 +13,7 @@
  *                   strings and arrays, identity across a moving GC, the LID
  *                   table (a GC root), the GC epoch
  *   sp-renames.c    classes under their former names ([SPersistent (FormerNames)])
+ *   sp-upgrade.c    the upgrade hook: old values of changed fields, for ISPersistentUpgrade
  *   sp-restore.c    a snapshot into live objects: construction, fix-up, roots
  *   sp-unseen.c     stores through pointers no barrier saw; native code in flight
  *   sp-cycle.c      incremental mode: the cycle, the SP and writer tasks, the

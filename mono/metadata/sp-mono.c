@@ -319,6 +319,21 @@ sp_icall_recv (gint32 id, MonoObject **root)
 	return sp_mono_leave (index >= 0 ? 0 : -1, &err);
 }
 
+/* SPC.sp_take_upgrades: the hooks the restore left, once (NULL: none). */
+static MonoString *
+sp_icall_take_upgrades (MonoArray **pending)
+{
+	SpError err = { 0 };
+	*pending = NULL;
+	int rc = sp_mono_enter (&err);
+	if (rc == 0 && sp_upgrades_handle) {
+		*pending = (MonoArray *)mono_gchandle_get_target_internal (sp_upgrades_handle);
+		mono_gchandle_free_internal (sp_upgrades_handle);
+		sp_upgrades_handle = 0;
+	}
+	return sp_mono_leave (rc, &err);
+}
+
 static MonoString *
 sp_icall_is_warm (MonoBoolean *warm)
 {
@@ -485,6 +500,7 @@ sp_mono_init (const char *program)
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_wait", sp_icall_wait);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_stats", sp_icall_stats);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_pause_histogram", sp_icall_pause_histogram);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_take_upgrades", sp_icall_take_upgrades);
 	mono_add_internal_call_internal ("SPersistence.SPDiagnostics::sp_bench_decode", sp_icall_bench_decode);
 	mono_add_internal_call_internal ("SPersistence.SPDiagnostics::sp_identity_slot", sp_icall_identity_slot);
 }

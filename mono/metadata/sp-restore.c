@@ -15,6 +15,8 @@ typedef struct SpRestore {
 	guint32 handle;
 	FILE *announce;              /* where to say what changed (the program's restore: stderr; --sp-check: stdout), or NULL */
 	guint32 evolved;             /* classes restored across a change of their fields */
+	gboolean for_program;        /* the program's restore: its upgrade hooks are kept */
+	SpUpgrades upgrades;
 } SpRestore;
 
 /*
@@ -105,6 +107,7 @@ sp_mono_restore_resolve (void *ctx, SpSnapClass *sc, SpError *err)
 		r->evolved++;
 	MonoClass *klass = mono_class_from_mono_type_internal (type);
 	ERROR_DECL (error);
+	sc->keep_old = r->for_program && sc->kind == SP_CLASS_OBJECT && sp_upgrades_wanted (klass);
 	SpClass *live = sp_mono_class_map (klass, err);
 	if (!live)
 		return -1;
@@ -213,6 +216,12 @@ sp_mono_restore_evolved (void *ctx, const SpSnapClass *c)
 		fprintf (r->announce, "spmono: class %s changed since the snapshot: %s\n", c->name, c->evolution);
 }
 
+static void
+sp_mono_restore_old_values (void *ctx, uint32_t lid, const SpSnapClass *c, const uint8_t *values)
+{
+	sp_upgrades_note (&((SpRestore *)ctx)->upgrades, lid, c, values);
+}
+
 static const SpDecodeOps sp_mono_restore_ops = {
 	.begin = sp_mono_restore_begin,
 	.resolve = sp_mono_restore_resolve,
@@ -221,6 +230,7 @@ static const SpDecodeOps sp_mono_restore_ops = {
 	.store_ref = sp_mono_store_ref,
 	.reuse = sp_mono_restore_reuse,
 	.evolved = sp_mono_restore_evolved,
+	.old_values = sp_mono_restore_old_values,
 };
 
 static int
@@ -258,7 +268,7 @@ sp_mono_restore_roots (SpRestore *r, const SpSnapshot *snap)
 static int
 sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE *announce, size_t *failed, SpError *err)
 {
-	SpRestore r = { .announce = announce };
+	SpRestore r = { .announce = announce, .for_program = restore_roots };
 	SpSnapshot snap;
 	uint64_t t0 = sp_mono_monotonic_ns ();
 	size_t size = 0;
@@ -284,6 +294,9 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 	 */
 	if (rc == 0 && restore_roots && !r.evolved && sp_delta_adopt (r.objects, parts, n, &snap, err) < 0)
 		rc = SP_DECODE_UNFIT;
+	if (rc == 0 && restore_roots && sp_upgrades_publish (&r.upgrades, r.objects, err) < 0)
+		rc = SP_DECODE_UNFIT;
+	sp_upgrades_free (&r.upgrades);
 	if (rc == 0) {
 		if (restore_roots)
 			sp_mono_restore_roots (&r, &snap);

@@ -42,6 +42,7 @@
 #include "sp-classmap.c"
 #include "sp-identity.c"
 #include "sp-renames.c"
+#include "sp-upgrade.c"
 #include "sp-restore.c"
 #include "sp-unseen.c"
 #include "sp-cycle.c"

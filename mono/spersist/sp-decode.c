@@ -86,18 +86,18 @@ sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *val
 {
 	SpDecode *d = ctx;
 	const SpSnapClass *c = &d->snap->classes [class_id];
+	uint8_t *base;
 	if (lid <= d->snap->header.prior_objects) {
-		uint8_t *base = sp_decode_reuse (d, lid, c, 0, err);
-		if (base)
-			sp_trusted_primitives (c, values, base);
-		return base ? 0 : -1;
-	}
-	uint8_t *base = d->ops->create (d->ctx, lid, c, 0, err);
-	if (!base) {
+		base = sp_decode_reuse (d, lid, c, 0, err);
+		if (!base)
+			return -1;
+	} else if (!(base = d->ops->create (d->ctx, lid, c, 0, err))) {
 		d->unfit = true;
 		return -1;
 	}
 	sp_trusted_primitives (c, values, base);
+	if (c->keep_old && c->evolution && d->ops->old_values)
+		d->ops->old_values (d->ctx, lid, c, values);
 	return 0;
 }
 

@@ -86,6 +86,24 @@ sp_evolved_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst)
 	}
 }
 
+void
+sp_evolve_old_leaves (const SpSnapClass *c, const uint8_t *values, SpOldLeafFn fn, void *ctx)
+{
+	const uint8_t *p = values, *refs = values + c->prim_bytes;
+	for (uint32_t i = 0; c->leaf_changed && i < c->nfields; i++) {
+		const SpField *f = &c->fields [i];
+		if (f->kind == SP_KIND_REF) {
+			uint32_t lid = (uint32_t)sp_trusted_varint (&refs);
+			if (c->leaf_changed [i])
+				fn (ctx, f, NULL, lid);
+			continue;
+		}
+		if (c->leaf_changed [i])
+			fn (ctx, f, p, 0);
+		p += sp_kind_size (f->kind);
+	}
+}
+
 /* ---- the plan ------------------------------------------------------------------ */
 
 /* The same leaves in the same order, each of the same kind (and declared type): the plain plan. */
@@ -219,7 +237,8 @@ sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, Sp
 	c->prim_live_kinds = malloc (c->nfields + 1);
 	c->prim_offsets = malloc ((c->nfields + 1) * sizeof *c->prim_offsets);
 	c->ref_fields = malloc ((c->nfields + 1) * sizeof *c->ref_fields);
-	if (!c->prim_kinds || !c->prim_live_kinds || !c->prim_offsets || !c->ref_fields)
+	c->leaf_changed = calloc (c->nfields + 1, 1);
+	if (!c->prim_kinds || !c->prim_live_kinds || !c->prim_offsets || !c->ref_fields || !c->leaf_changed)
 		return sp_error_set (err, "out of memory planning class %s", c->name);
 	c->nprims = c->nrefs = 0;
 	for (uint32_t i = 0; i < c->nfields; i++) {
@@ -233,6 +252,7 @@ sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, Sp
 			sp_evolve_note (log, "field '%s' is now '%s'", a->name, b->name);
 		if (b && a->kind != b->kind)
 			sp_evolve_note (log, "field '%s' %s -> %s", b->name, sp_kind_name (a->kind), sp_kind_name (b->kind));
+		c->leaf_changed [i] = !b || a->kind != b->kind || strcmp (a->name, b->name) != 0;
 		if (a->kind == SP_KIND_REF) {
 			c->ref_fields [c->nrefs++] = b;
 			continue;

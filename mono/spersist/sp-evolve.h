@@ -47,6 +47,15 @@ bool sp_evolve_widens (unsigned from, unsigned to);
  */
 int sp_snapshot_plan (SpSnapClass *c, const SpClass *live, SpError *err);
 
+/*
+ * The old values of the leaves of one record of class c (validated bytes at
+ * `values`) that did not restore as they were (dropped, renamed, widened),
+ * in the snapshot's order: fn gets each leaf as the snapshot describes it,
+ * and its value's bytes (wire order) or, for a reference, the LID (0: null).
+ */
+typedef void (*SpOldLeafFn) (void *ctx, const SpField *leaf, const uint8_t *value, uint32_t lid);
+void sp_evolve_old_leaves (const SpSnapClass *c, const uint8_t *values, SpOldLeafFn fn, void *ctx);
+
 /* sp_trusted_primitives for a class whose plan is not exact: drops and conversions. */
 void sp_evolved_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst);
 

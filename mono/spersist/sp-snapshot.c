@@ -744,6 +744,7 @@ sp_snapshot_free (SpSnapshot *snap)
 			free (c->ref_fields);
 			free (c->prim_live_kinds);
 			free (c->evolution);
+			free (c->leaf_changed);
 			free (c->assembly);
 			free (c->name);
 		}

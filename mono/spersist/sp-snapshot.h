@@ -49,6 +49,8 @@ typedef struct SpSnapClass {
 	uint32_t nrefs;
 	uint8_t *prim_live_kinds; /* decode, a class that changed (sp-evolve.h): each primitive's live kind, 0 = dropped; NULL: exact */
 	char *evolution;         /* what changed against the live class, for the log; NULL: nothing */
+	uint8_t *leaf_changed;   /* [nfields], with evolution: 1 for a leaf dropped, renamed or widened */
+	bool keep_old;           /* the restorer wants those leaves' old values (SpDecodeOps.old_values) */
 } SpSnapClass;
 
 typedef struct SpSnapObject {
@@ -142,6 +144,12 @@ typedef struct SpDecodeOps {
 	int (*resolve) (void *ctx, SpSnapClass *c, SpError *err);
 	/* Optional: class c restores across a change of its leaves (c->evolution says which). */
 	void (*evolved) (void *ctx, const SpSnapClass *c);
+	/*
+	 * Optional: the record of object lid, of a changed class the restorer set
+	 * keep_old on, whose old leaves it may read (sp_evolve_old_leaves) before
+	 * the call returns.
+	 */
+	void (*old_values) (void *ctx, uint32_t lid, const SpSnapClass *c, const uint8_t *values);
 	/*
 	 * Object `lid`, zeroed, of class c (NULL: a string of `length` UTF-16
 	 * units; for arrays `length` elements); returns base(lid), or NULL with

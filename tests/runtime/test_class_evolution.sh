@@ -98,3 +98,19 @@ echo "$out" | grep -q "v1/evolve.exe does not restore: .*'Level' is long in the 
 mkdir -p empty-store
 expect_out "holds no snapshot: the program would start cold" spm --sp-check --sp-store=empty-store v1/evolve.exe write 1
 expect_fail "does not restore: store 'no-store': cannot open directory" spm --sp-check --sp-store=no-store v1/evolve.exe write 1
+
+# The upgrade hook: ISPersistentUpgrade.OnRestored on each restored object of
+# a changed class, with the old values of its removed, renamed and widened
+# fields, before the first SPC call returns; a hook that throws makes that call
+# throw, after the others ran.  Unchanged classes are not called.
+for v in "" UPGRADE THROW; do
+	mkdir -p "upgrade$v"
+	"$MCS" -nologo -warnaserror ${v:+-define:$v} -r:"$SPLIB/SPersistence.dll" -out:"upgrade$v/upgrade.exe" \
+		"$SRCDIR/TestUtil.cs" "$SRCDIR/Upgrade.cs" || fail "compiling Upgrade.cs $v"
+done
+for mode in stw incremental; do
+	rm -rf store
+	spm --sp-mode=$mode --sp-store=store upgrade/upgrade.exe write || fail "$mode: write before the upgrade"
+	spm --sp-mode=$mode --sp-store=store upgradeUPGRADE/upgrade.exe check || fail "$mode: the upgrade hooks"
+	spm --sp-mode=$mode --sp-store=store upgradeTHROW/upgrade.exe check || fail "$mode: a hook that throws"
+done
