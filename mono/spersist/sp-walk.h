@@ -112,14 +112,10 @@ sp_trusted_varint (const uint8_t **pp)
 	return v;
 }
 
-/* Store the primitive leaves of one instance/element (wire order) at their live offsets. */
+/* Store the primitive leaves of one instance/element (wire order) at their live offsets: a class the program has unchanged. */
 static inline void
 sp_trusted_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst)
 {
-	if (c->prim_live_kinds) {
-		sp_evolved_primitives (c, src, dst);
-		return;
-	}
 	for (uint32_t i = 0; i < c->nprims; i++) {
 		unsigned kind = c->prim_kinds [i];
 		sp_kind_copy (dst + c->prim_offsets [i], src, kind);
@@ -160,7 +156,7 @@ sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst,
 	for (uint32_t i = 0; i < c->nrefs; i++) {
 		const SpField *f = c->ref_fields [i];
 		uint32_t lid = (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
-		if (f && (*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
+		if (__builtin_expect (f != NULL, 1) && (*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
 			break;
 	}
 	return p;
