@@ -20,13 +20,21 @@
  * rewritten to name that snapshot, so that mutations reach the rules of
  * deltas (prior objects given again, patches, new objects).  Properties: a
  * delta that does not parse alone never applies, and a chain that applies
- * has made exactly its objects.  Such a chain is also folded (sp-fold.h): the
+ * has made exactly its objects.
+ *
+ * The checksum-fixed input is also restored into a program whose classes
+ * changed (sp-evolve.h): each live class is the snapshot's with every
+ * primitive leaf widened as far as the rules allow, its first leaf renamed
+ * (the old name declared former), its last dropped and one leaf added; only
+ * memory safety and the object count are checked there (a hostile class
+ * record may be refused by the rules).  Such a chain is also folded (sp-fold.h): the
  * fold must succeed, be a valid full snapshot, and restore alone to the very
  * objects the chain made (the same classes, lengths and values, references
  * compared as LIDs, which is what this restorer stores).
  */
 #include "sp-chain.h"
 #include "sp-crc32c.h"
+#include "sp-evolve.h"
 #include "sp-fold.h"
 #include "sp-snapshot.h"
 
@@ -64,6 +72,7 @@ typedef struct Restore {
 	uint32_t created;
 	SpClass *live [FUZZ_MAX_CLASSES]; /* made from the snapshots' classes, one per name and layout */
 	uint32_t nlive;
+	bool evolve;             /* each live class a changed version of the snapshot's (fuzz_evolve) */
 } Restore;
 
 static int
@@ -101,11 +110,40 @@ fuzz_find_live (Restore *r, const SpSnapClass *c)
 	return NULL;
 }
 
+/* The widest kind leaf kind k may become (itself when none is wider). */
+static uint8_t
+fuzz_widest (uint8_t k)
+{
+	static const uint8_t wide [] = { SP_KIND_R8, SP_KIND_I8, SP_KIND_U8 };
+	for (size_t i = 0; k != SP_KIND_REF && i < sizeof wide; i++)
+		if (sp_evolve_widens (k, wide [i]))
+			return wide [i];
+	return k;
+}
+
+/* A later version of live (a copy of the snapshot's class): leaves widened, the first renamed, the last dropped, one added. */
+static void
+fuzz_evolve (SpClass *live)
+{
+	for (uint32_t i = 0; i < live->nfields; i++)
+		live->fields [i].kind = fuzz_widest (live->fields [i].kind);
+	if (live->nfields > 2) {
+		uint32_t last = live->nfields - 1;         /* dropped: the new leaf takes its place */
+		free ((char *)live->fields [last].name);
+		free ((char *)live->fields [last].type_name);
+		live->fields [last] = (SpField){ .name = strdup ("fuzz.added"), .kind = SP_KIND_I4, .offset = 8 * last };
+	}
+	if (live->nfields > 0 && live->fields [0].name) {
+		live->fields [0].former_names = live->fields [0].name;
+		live->fields [0].name = strdup ("fuzz.renamed");
+	}
+}
+
 static int
 fuzz_resolve (void *ctx, SpSnapClass *c, SpError *err)
 {
 	Restore *r = ctx;
-	if ((c->resolved = fuzz_find_live (r, c)))
+	if (!r->evolve && (c->resolved = fuzz_find_live (r, c)))
 		return 0;
 	if (r->nlive == FUZZ_MAX_CLASSES)
 		return sp_error_set (err, "too many classes");
@@ -127,6 +165,8 @@ fuzz_resolve (void *ctx, SpSnapClass *c, SpError *err)
 		live->fields [i].offset = 8 * i;
 	}
 	live->elem_size = 8 * (c->nfields ? c->nfields : 1);
+	if (r->evolve)
+		fuzz_evolve (live);
 	c->resolved = live;
 	return 0;
 }
@@ -199,6 +239,7 @@ restore_free (Restore *r)
 		for (uint32_t f = 0; r->live [i]->fields && f < r->live [i]->nfields; f++) {
 			free ((char *)r->live [i]->fields [f].name);
 			free ((char *)r->live [i]->fields [f].type_name);
+			free ((char *)r->live [i]->fields [f].former_names);
 		}
 		free ((char *)r->live [i]->name);
 		free ((char *)r->live [i]->assembly);
@@ -230,6 +271,20 @@ read_twice (const uint8_t *data, size_t size)
 	if (delta ? decoded == 0 : (parsed == 0) != (decoded == 0))
 		abort ();
 	if (decoded == 0 && r.created != r.nobjects)
+		abort ();
+	restore_free (&r);
+}
+
+/* Restored into changed classes: memory safety, and never more objects than the trailer counts. */
+static void
+read_evolved (const uint8_t *data, size_t size)
+{
+	Restore r = { .evolve = true };
+	SpSnapshot snap;
+	SpError err = { 0 };
+	int decoded = sp_snapshot_decode (data, size, &fuzz_ops, &r, &snap, &err);
+	sp_snapshot_free (&snap);
+	if (r.created > r.nobjects || (decoded == 0 && r.created != r.nobjects))
 		abort ();
 	restore_free (&r);
 }
@@ -341,6 +396,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 		for (int i = 0; i < 4; i++)
 			fixed [size - 4 + i] = (uint8_t)(crc >> (8 * i));
 		read_twice (fixed, size);
+		read_evolved (fixed, size);
 		free (fixed);
 		read_as_delta (data, size);
 	}
