@@ -100,19 +100,15 @@ static class Program
 #if !TOREF && !REFTYPE
 	static Plant Make (int p)
 	{
-		var plant = new Plant ();
-		plant.Level = LevelOf (p);
-		plant.Gain = GainOf (p);
-		plant.Count = CountOf (p);
-		plant.Main = new Valve { Opening = p };
-		plant.Pos.X = GainOf (p);
-		plant.Pos.Y = p;
-		plant.Trail = new Point [3];
-		for (int i = 0; i < 3; i++) {
-			plant.Trail [i].X = GainOf (p + i);
-			plant.Trail [i].Y = p + i;
-		}
-		plant.Name = "period " + p;
+		var plant = new Plant { Main = new Valve (), Trail = new Point [3] };
+		Update (plant, p);
+		SetOwnFields (plant, p);
+		return plant;
+	}
+
+	// The fields only this version has, as period p has them.
+	static void SetOwnFields (Plant plant, int p)
+	{
 #if ADD
 		plant.Added = 1000 + p;
 		plant.Spare = new Valve { Opening = -p };
@@ -120,7 +116,6 @@ static class Program
 #else
 		plant.Removed = 42;
 #endif
-		return plant;
 	}
 
 	static void Update (Plant plant, int p)
@@ -192,13 +187,7 @@ static class Program
 			int p = int.Parse (args [1]);
 			CheckPeriod (plant, p - 1, args.Length > 2);
 			Update (plant, p);
-#if ADD
-			plant.Added = 1000 + p;
-			plant.Spare = new Valve { Opening = -p };
-			plant.Pos.Z = 7;
-#else
-			plant.Removed = 42;
-#endif
+			SetOwnFields (plant, p);
 			T.Check (T.Persist (null), "persisted again");
 			return 0;
 		}
