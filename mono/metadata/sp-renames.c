@@ -115,12 +115,16 @@ sp_renames_lookup (const char *former, size_t len)
 /*
  * `name` (a reflection type name) with every type in it that a class now
  * declares as a former name replaced by that class's name, and an assembly
- * qualifier after a replaced generic argument by the class's assembly.
+ * qualifier after a replaced generic argument by the class's assembly.  With
+ * `qualify`, a replaced generic argument that had no qualifier ("List`1[Valve]",
+ * found in the program's assembly) gets one ("List`1[[Site.Actuator, parts]]"),
+ * since the class may live elsewhere now; without, the name stays in the
+ * format the class map gives declared types (sp_mono_type_name).
  * *top: the class that replaced the whole name's first type, or NULL.
  * Returns NULL when nothing was replaced.
  */
 static char *
-sp_renames_rewrite (const char *name, MonoClass **top)
+sp_renames_rewrite (const char *name, gboolean qualify, MonoClass **top)
 {
 	GString *out = g_string_new (NULL);
 	gboolean changed = FALSE;
@@ -140,18 +144,22 @@ sp_renames_rewrite (const char *name, MonoClass **top)
 			continue;
 		}
 		char *now_name = sp_mono_type_name (m_class_get_byval_arg (now));
-		g_string_append (out, now_name);
-		g_free (now_name);
+		char *assembly = sp_mono_assembly_of (now);
+		gboolean qualified_arg = p [-1] == '[' && p - name >= 2 && (p [-2] == '[' || p [-2] == ',');
+		if (qualify && p != name && !qualified_arg)
+			g_string_append_printf (out, "[%s, %s]", now_name, assembly);
+		else
+			g_string_append (out, now_name);
 		changed = TRUE;
 		if (p == name)
 			*top = now;
 		p += len;
 		if (p [0] == ',' && p [1] == ' ') {    /* its assembly, up to the argument's "]" */
-			char *assembly = sp_mono_assembly_of (now);
 			g_string_append_printf (out, ", %s", assembly);
-			g_free (assembly);
 			p += strcspn (p, "]");
 		}
+		g_free (now_name);
+		g_free (assembly);
 	}
 	return g_string_free (out, !changed);
 }
@@ -167,7 +175,7 @@ sp_renames_field_types (SpSnapClass *sc)
 	for (uint32_t i = 0; i < sc->nfields; i++) {
 		SpField *f = &sc->fields [i];
 		MonoClass *top;
-		char *now = f->kind == SP_KIND_REF && f->type_name ? sp_renames_rewrite (f->type_name, &top) : NULL;
+		char *now = f->kind == SP_KIND_REF && f->type_name ? sp_renames_rewrite (f->type_name, FALSE, &top) : NULL;
 		if (!now)
 			continue;
 		char *copy = strdup (now);

@@ -80,7 +80,7 @@ static MonoType *
 sp_mono_restore_renamed_type (SpRestore *r, const SpSnapClass *sc)
 {
 	MonoClass *top;
-	char *now = sp_renames_rewrite (sc->name, &top);
+	char *now = sp_renames_rewrite (sc->name, TRUE, &top);
 	if (!now)
 		return NULL;
 	/* The renamed class's name alone in its own image; a generic type or array of it where the snapshot's class lives. */

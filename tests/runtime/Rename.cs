@@ -8,13 +8,16 @@
 //                follows), Level -> Height (widened to long on the way),
 //                Point.Y -> Point.Row.
 //
+//   RENAME;MOVED the same, with Site.Actuator in another assembly (parts.dll,
+//                this file built with -define:PARTS alone).
+//
 //   Rename.exe write P     the state of period P, persisted.
 //   Rename.exe check P     the restored state is period P's.
 using System;
 using System.Collections.Generic;
 using SPersistence;
 
-#if RENAME
+#if PARTS || (RENAME && !MOVED)
 namespace Site
 {
 	[SPersistent (FormerNames = new [] { "Valve" })]
@@ -22,7 +25,13 @@ namespace Site
 	{
 		[SPersistentField] public int Opening;
 	}
+}
+#endif
 
+#if PARTS
+#elif RENAME
+namespace Site
+{
 	[SPersistent (FormerNames = new [] { "Point" })]
 	public struct Point
 	{
@@ -64,6 +73,7 @@ public class Plant
 }
 #endif
 
+#if !PARTS
 static class Program
 {
 	static int Main (string[] args)
@@ -101,3 +111,4 @@ static class Program
 		return 0;
 	}
 }
+#endif

@@ -54,15 +54,21 @@ newest=$("$SPDUMP" list store | sed -n 2p)
 echo "$newest" | grep -q "full" || fail "the first snapshot after a class change is not full: $newest"
 spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store add/evolve.exe check 3 || fail "add reads its own after the chain"
 
-# kill -9 of the old version at any instant: the new version restores one whole period.
-for trial in 1 2 3; do
-	rm -rf store
-	"$SPMONO" --sp-mode=incremental --sp-store=store v1/evolve.exe loop > loop.out 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
-	sleep "0.$((RANDOM % 5))"
-	kill -9 $pid; wait $pid 2>/dev/null || true
-	expect_out "period [0-9]+" spm --sp-store=store add/evolve.exe check-any other
+# kill -9 of the old version at any instant, in either mode: each new version
+# (fields added and removed; fields widened) restores one whole period.
+for mode in stw incremental; do
+	for version in add widen; do
+		other=; [ $version = add ] && other=other
+		for trial in 1 2; do
+			rm -rf store
+			"$SPMONO" --sp-mode=$mode --sp-store=store v1/evolve.exe loop > loop.out 2>&1 &
+			pid=$!
+			for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
+			sleep "0.$((RANDOM % 5))"
+			kill -9 $pid; wait $pid 2>/dev/null || true
+			expect_out "period [0-9]+" spm --sp-store=store $version/evolve.exe check-any $other
+		done
+	done
 done
 
 # Renames declared with FormerNames: a class moved to a namespace, fields and
@@ -114,3 +120,13 @@ for mode in stw incremental; do
 	spm --sp-mode=$mode --sp-store=store upgradeUPGRADE/upgrade.exe check || fail "$mode: the upgrade hooks"
 	spm --sp-mode=$mode --sp-store=store upgradeTHROW/upgrade.exe check || fail "$mode: a hook that throws"
 done
+
+# A class moved to another assembly (the program's reference), declaring its former name.
+mkdir -p moved
+"$MCS" -nologo -warnaserror -target:library -define:PARTS -r:"$SPLIB/SPersistence.dll" -out:moved/parts.dll "$SRCDIR/Rename.cs" \
+	|| fail "compiling parts.dll"
+"$MCS" -nologo -warnaserror "-define:RENAME;MOVED" -r:"$SPLIB/SPersistence.dll" -r:moved/parts.dll -out:moved/rename.exe \
+	"$SRCDIR/TestUtil.cs" "$SRCDIR/Rename.cs" || fail "compiling Rename.cs with the class moved"
+rm -rf store
+spm --sp-store=store rename/rename.exe write 6 || fail "write before the move"
+expect_out "class Valve is now Site.Actuator" spm --sp-store=store moved/rename.exe check 6
