@@ -8,7 +8,7 @@
 # persistence (the loop's own cost); pinned to one CPU
 # (taskset -c 0, as in the paper) and on two.  The loop runs under
 # SCHED_FIFO 60 (chrt), the SP and writer tasks under SCHED_FIFO 50
-# (--sp-priority), so the loop preempts them; SP incremental: --sp-pause=200
+# (--sp-priority), so the loop preempts them; SP incremental: --sp-pause=200 (SP_PAUSE sets it)
 # --sp-period=1000.  Stores and files on tmpfs; SP also with the null store
 # (sp-stw-null, sp-incremental-null: nothing written, so the storage's share
 # shows; nothing to check either, their tmpfs twins are).  Each run's
