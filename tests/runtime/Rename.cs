@@ -12,7 +12,9 @@
 //                this file built with -define:PARTS alone).
 //
 //   Rename.exe write P     the state of period P, persisted.
-//   Rename.exe check P     the restored state is period P's.
+//   Rename.exe loop        periods 1, 2, ... persisted until killed (kill -9).
+//   Rename.exe check P     the restored state is period P's (renamed version).
+//   Rename.exe check-any   the restored state is one whole period's.
 using System;
 using System.Collections.Generic;
 using SPersistence;
@@ -76,13 +78,14 @@ public class Plant
 #if !PARTS
 static class Program
 {
-	static int Main (string[] args)
-	{
-		int p = int.Parse (args [1]);
 #if RENAME
-		T.Check (args [0] == "check", "the renamed version only checks");
+	// The state of period p, under the new names (p: the Pos.Row the state says, for "any").
+	static void Check (int p)
+	{
 		T.Check (SPersistence.SPC.IsWarmRestart (), "a warm restart");
 		var u = (Site.Unit)SPC.RecvPData (1);
+		if (p < 0)
+			p = u.Pos.Row;
 		T.Eq (-1000L * p, u.Height, "Level -> Height");
 		T.Eq (p, u.Main.Opening, "Main");
 		T.Eq (p + 0.5f, u.Pos.X, "Pos.X");
@@ -93,22 +96,48 @@ static class Program
 		T.Eq (3, u.Spares.Count, "Spares");
 		for (int i = 0; i < 3; i++)
 			T.Eq (p * 10 + i, u.Spares [i].Opening, "Spares' elements");
+		Console.WriteLine ("period " + p);
+	}
 #else
+	// Period p's values, into plant.
+	static void Update (Plant plant, int p)
+	{
+		plant.Level = -1000 * p;
+		plant.Main.Opening = p;
+		plant.Pos.X = p + 0.5f;
+		plant.Pos.Y = p;
+		for (int i = 0; i < 2; i++)
+			plant.Trail [i].Y = p + i;
+		for (int i = 0; i < 3; i++)
+			plant.Spares [i].Opening = p * 10 + i;
+	}
+#endif
+
+	// write P | loop (the first version); check P | check-any (the renamed one).
+	static int Main (string[] args)
+	{
+#if RENAME
+		T.Check (args [0].StartsWith ("check"), "the renamed version only checks");
+		Check (args [0] == "check-any" ? -1 : int.Parse (args [1]));
+		return 0;
+#else
+		var plant = new Plant { Main = new Valve (), Trail = new Point [2], Spares = new List<Valve> () };
+		for (int i = 0; i < 3; i++)
+			plant.Spares.Add (new Valve ());
+		SPC.AddRoot (plant);
 		if (args [0] == "write") {
-			var plant = new Plant { Level = -1000 * p, Main = new Valve { Opening = p } };
-			plant.Pos.X = p + 0.5f;
-			plant.Pos.Y = p;
-			plant.Trail = new Point [2];
-			for (int i = 0; i < 2; i++)
-				plant.Trail [i].Y = p + i;
-			plant.Spares = new List<Valve> ();
-			for (int i = 0; i < 3; i++)
-				plant.Spares.Add (new Valve { Opening = p * 10 + i });
-			SPC.AddRoot (plant);
+			Update (plant, int.Parse (args [1]));
 			T.Check (T.Persist (null), "persisted");
+			return 0;
+		}
+		for (int p = 1; ; p++) {        /* loop: until killed */
+			Update (plant, p);
+			SPC.SendPData ();
+			SPC.WaitPersisted ();
+			if (p == 1)
+				Console.WriteLine ("persisting");
 		}
 #endif
-		return 0;
 	}
 }
 #endif

@@ -130,3 +130,16 @@ mkdir -p moved
 rm -rf store
 spm --sp-store=store rename/rename.exe write 6 || fail "write before the move"
 expect_out "class Valve is now Site.Actuator" spm --sp-store=store moved/rename.exe check 6
+
+# kill -9 of the first version at any instant: the renamed one restores one whole period.
+for mode in stw incremental; do
+	for trial in 1 2; do
+		rm -rf store
+		"$SPMONO" --sp-mode=$mode --sp-store=store rename/rename.exe loop > loop.out 2>&1 &
+		pid=$!
+		for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
+		sleep "0.$((RANDOM % 5))"
+		kill -9 $pid; wait $pid 2>/dev/null || true
+		expect_out "period [0-9]+" spm --sp-store=store renamed/rename.exe check-any
+	done
+done
