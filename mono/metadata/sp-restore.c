@@ -47,10 +47,6 @@ sp_mono_restore_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
 	return 0;
 }
 
-/*
- * The live class map and vtable of a class of the snapshot's class cache (the
- * decoder then checks kind and leaves against the snapshot's).
- */
 /* Type `name` in `assembly` ("Name, Version=...": the version is informative; the layout check decides), or NULL. */
 static MonoType *
 sp_mono_restore_type (const char *name, const char *assembly, MonoImage *image)
@@ -74,7 +70,8 @@ sp_mono_restore_type (const char *name, const char *assembly, MonoImage *image)
 
 /*
  * The type a snapshot's class is now, under a name the program declares as
- * its former one (sp-renames.c), or NULL.  Said on stderr when it restores.
+ * its former one (sp-renames.c), or NULL.  Said where the restore says what
+ * changed (r->announce).
  */
 static MonoType *
 sp_mono_restore_renamed_type (SpRestore *r, const SpSnapClass *sc)
@@ -91,6 +88,11 @@ sp_mono_restore_renamed_type (SpRestore *r, const SpSnapClass *sc)
 	return type;
 }
 
+/*
+ * The live class map and vtable of a class of the snapshot's class cache,
+ * found by its name or a former one (the decoder then checks its kind and
+ * plans its leaves against the snapshot's: sp-evolve.h).
+ */
 static int
 sp_mono_restore_resolve (void *ctx, SpSnapClass *sc, SpError *err)
 {
