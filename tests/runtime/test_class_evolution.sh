@@ -10,6 +10,18 @@ version () {   # version NAME [DEFINE]: Evolve.cs built as NAME/evolve.exe, the 
 }
 version v1; version add ADD; version widen WIDEN; version reftype REFTYPE; version toref TOREF
 
+# killed_then_restored MODE OLD NEW [ARG]: OLD persists period after period in
+# MODE until kill -9 at a random instant; NEW restores one whole period of it.
+killed_then_restored () {
+	rm -rf store
+	"$SPMONO" --sp-mode=$1 --sp-store=store "$2" loop > loop.out 2>&1 &
+	local pid=$!
+	for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
+	sleep "0.$((RANDOM % 5))"
+	kill -9 $pid; wait $pid 2>/dev/null || true
+	expect_out "period [0-9]+" spm --sp-store=store "$3" check-any ${4:-}
+}
+
 for mode in stw incremental; do
 	opts=(); [ $mode = incremental ] && opts=(--sp-mode=incremental)
 	s=store-$mode
@@ -60,13 +72,7 @@ for mode in stw incremental; do
 	for version in add widen; do
 		other=; [ $version = add ] && other=other
 		for trial in 1 2; do
-			rm -rf store
-			"$SPMONO" --sp-mode=$mode --sp-store=store v1/evolve.exe loop > loop.out 2>&1 &
-			pid=$!
-			for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
-			sleep "0.$((RANDOM % 5))"
-			kill -9 $pid; wait $pid 2>/dev/null || true
-			expect_out "period [0-9]+" spm --sp-store=store $version/evolve.exe check-any $other
+			killed_then_restored $mode v1/evolve.exe $version/evolve.exe $other
 		done
 	done
 done
@@ -134,12 +140,6 @@ expect_out "class Valve is now Site.Actuator" spm --sp-store=store moved/rename.
 # kill -9 of the first version at any instant: the renamed one restores one whole period.
 for mode in stw incremental; do
 	for trial in 1 2; do
-		rm -rf store
-		"$SPMONO" --sp-mode=$mode --sp-store=store rename/rename.exe loop > loop.out 2>&1 &
-		pid=$!
-		for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
-		sleep "0.$((RANDOM % 5))"
-		kill -9 $pid; wait $pid 2>/dev/null || true
-		expect_out "period [0-9]+" spm --sp-store=store renamed/rename.exe check-any
+		killed_then_restored $mode rename/rename.exe renamed/rename.exe
 	done
 done
