@@ -75,4 +75,15 @@ uint32_t sp_client_gc_epoch (void);
  */
 bool sp_client_changed_unseen (void *obj, const void *from, const void *to);
 
+/*
+ * The values obj (of class c, c->unknown set) carries for its class's
+ * unknown leaves: *prims their primitives (c->unknown->prim_bytes bytes, wire
+ * order), *refs their references' objects (c->unknown->nrefs, NULL for
+ * null), both valid until the GC may move objects (sp_client_gc_epoch).
+ * false: obj has none (made by the program, not restored): it writes zeros
+ * and nulls.  Called by the serializer and the barriers, with or without the
+ * cycle's lock: it reads what the restore left and changes nothing.
+ */
+bool sp_client_unknown_values (void *obj, const SpClass *c, const uint8_t **prims, void *const **refs);
+
 #endif

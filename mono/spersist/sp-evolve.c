@@ -84,6 +84,8 @@ sp_evolved_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst)
 			sp_evolve_convert (dst + c->prim_offsets [i], to, src, from);
 		src += sp_kind_size (from);
 	}
+	for (uint32_t i = 0; i < c->ndefaults; i++)
+		memcpy (dst + c->defaults [i]->offset, c->defaults [i]->default_value, sp_kind_size (c->defaults [i]->kind));
 }
 
 void
@@ -229,6 +231,53 @@ sp_evolve_unique (const SpSnapClass *sc, SpError *err)
 	return 0;
 }
 
+/* A primitive's value (host order) as C# would write it, for the log. */
+static void
+sp_evolve_format_value (char *out, size_t size, unsigned kind, const uint8_t *v)
+{
+	union { int8_t i1; uint8_t u1; int16_t i2; uint16_t u2; int32_t i4; uint32_t u4; int64_t i8; uint64_t u8; float r4; double r8; } x;
+	memcpy (&x, v, sp_kind_size (kind));
+	switch (kind) {
+	case SP_KIND_BOOL: snprintf (out, size, "%s", x.u1 ? "true" : "false"); break;
+	case SP_KIND_CHAR: snprintf (out, size, "U+%04X", x.u2); break;
+	case SP_KIND_I1: snprintf (out, size, "%d", x.i1); break;
+	case SP_KIND_U1: snprintf (out, size, "%u", x.u1); break;
+	case SP_KIND_I2: snprintf (out, size, "%d", x.i2); break;
+	case SP_KIND_U2: snprintf (out, size, "%u", x.u2); break;
+	case SP_KIND_I4: snprintf (out, size, "%d", x.i4); break;
+	case SP_KIND_U4: snprintf (out, size, "%u", x.u4); break;
+	case SP_KIND_I8: snprintf (out, size, "%lld", (long long)x.i8); break;
+	case SP_KIND_U8: snprintf (out, size, "%llu", (unsigned long long)x.u8); break;
+	case SP_KIND_R4: snprintf (out, size, "%.9g", x.r4); break;
+	default: snprintf (out, size, "%.17g", x.r8); break;
+	}
+}
+
+/* The live leaves no snapshot leaf restores into: they start at their Default, or 0 / null. */
+static int
+sp_evolve_plan_added (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, SpError *err)
+{
+	c->ndefaults = 0;
+	c->defaults = malloc ((live->nfields + 1) * sizeof *c->defaults);
+	if (!c->defaults)
+		return sp_error_set (err, "out of memory planning class %s", c->name);
+	for (uint32_t i = 0; i < live->nfields; i++) {
+		const SpField *f = &live->fields [i];
+		if (sp_evolve_matched (c, live, f))
+			continue;
+		char value [64] = "0";
+		if (f->kind == SP_KIND_REF)
+			snprintf (value, sizeof value, "null");
+		else if (f->default_value)
+			sp_evolve_format_value (value, sizeof value, f->kind, f->default_value);
+		if (f->kind != SP_KIND_REF && f->default_value)
+			c->defaults [c->ndefaults++] = f;
+		sp_evolve_note (log, "field '%s' (%s) is new: %s%s", f->name, sp_evolve_kind_name (f), value,
+				f->default_value ? " (its Default)" : "");
+	}
+	return 0;
+}
+
 /* The plan by name: every snapshot leaf in wire order (its primitives, then its references), each kept or dropped. */
 static int
 sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, SpError *err)
@@ -246,8 +295,13 @@ sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, Sp
 		const SpField *b = sp_evolve_match (c, live, a->name);
 		if (b && sp_evolve_check_leaf (c, a, b, err) < 0)
 			return -1;
-		if (!b)
+		if (!b && c->keep_unknown)
+			sp_evolve_note (log, "field '%s' (%s) is not in the loaded class: kept as unknown data "
+					"(a version that has it gets it back)", a->name, sp_evolve_kind_name (a));
+		else if (!b)
 			sp_evolve_note (log, "field '%s' (%s) is gone: its value is dropped", a->name, sp_evolve_kind_name (a));
+		if (!b && c->keep_unknown)
+			c->keep_old = true;
 		if (b && strcmp (a->name, b->name) != 0)
 			sp_evolve_note (log, "field '%s' is now '%s'", a->name, b->name);
 		if (b && a->kind != b->kind)
@@ -261,11 +315,7 @@ sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, Sp
 		c->prim_live_kinds [c->nprims] = b ? b->kind : 0;
 		c->prim_offsets [c->nprims++] = b ? b->offset : 0;
 	}
-	for (uint32_t i = 0; i < live->nfields; i++)
-		if (!sp_evolve_matched (c, live, &live->fields [i]))
-			sp_evolve_note (log, "field '%s' (%s) is new: %s", live->fields [i].name,
-					sp_evolve_kind_name (&live->fields [i]), live->fields [i].kind == SP_KIND_REF ? "null" : "0");
-	return 0;
+	return sp_evolve_plan_added (c, live, log, err);
 }
 
 int
@@ -289,4 +339,87 @@ sp_snapshot_plan (SpSnapClass *c, const SpClass *live, SpError *err)
 	}
 	c->evolution = log.text;
 	return 0;
+}
+
+/* ---- unknown data -------------------------------------------------------------- */
+
+void
+sp_evolve_unknown_free (SpUnknown *u)
+{
+	if (!u)
+		return;
+	for (uint32_t i = 0; u->leaves && i < u->nleaves; i++) {
+		free ((char *)u->leaves [i].name);
+		free ((char *)u->leaves [i].type_name);
+	}
+	free (u->leaves);
+	free (u);
+}
+
+static int
+sp_evolve_unknown_add (SpUnknown *u, const SpField *leaf)
+{
+	SpField *grown = realloc (u->leaves, (u->nleaves + 1) * sizeof *grown);
+	if (!grown)
+		return -1;
+	u->leaves = grown;
+	SpField *f = &u->leaves [u->nleaves];
+	*f = (SpField){ .name = strdup (leaf->name), .kind = leaf->kind,
+			.type_name = leaf->type_name ? strdup (leaf->type_name) : NULL };
+	if (!f->name || (leaf->type_name && !f->type_name)) {
+		free ((char *)f->name);
+		free ((char *)f->type_name);
+		return -1;
+	}
+	u->nleaves++;
+	if (leaf->kind == SP_KIND_REF)
+		u->nrefs++;
+	else
+		u->prim_bytes += sp_kind_size (leaf->kind), u->nprims++;
+	return 0;
+}
+
+/* A fresh SpUnknown holding live's own leaves (names and kinds; offsets do not matter in a class record). */
+static SpUnknown *
+sp_evolve_unknown_new (const SpClass *live)
+{
+	SpUnknown *u = calloc (1, sizeof *u);
+	for (uint32_t i = 0; u && i < live->nfields; i++) {
+		if (sp_evolve_unknown_add (u, &live->fields [i]) < 0) {
+			sp_evolve_unknown_free (u);
+			return NULL;
+		}
+	}
+	if (u)
+		u->nrefs = u->nprims = u->prim_bytes = 0;     /* they count the unknown leaves only */
+	return u;
+}
+
+int
+sp_evolve_unknown_merge (SpUnknown **into, const SpSnapClass *c, const SpClass *live, SpError *err)
+{
+	if (!*into && !(*into = sp_evolve_unknown_new (live)))
+		return sp_error_set (err, "out of memory keeping the unknown data of class %s", c->name);
+	SpUnknown *u = *into;
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		const SpField *a = &c->fields [i];
+		if (sp_evolve_match (c, live, a->name) || sp_evolve_find (u->leaves, u->nleaves, a->name))
+			continue;
+		if (u->nleaves >= SP_MAX_FIELDS)
+			return sp_error_set (err, "class %s would carry more than %u leaves of unknown data", c->name, SP_MAX_FIELDS);
+		if (sp_evolve_unknown_add (u, a) < 0)
+			return sp_error_set (err, "out of memory keeping the unknown data of class %s", c->name);
+	}
+	return 0;
+}
+
+const SpField *
+sp_evolve_unknown_leaf (const SpUnknown *u, const SpClass *live, const char *name, uint32_t *index)
+{
+	for (uint32_t i = live->nfields; i < u->nleaves; i++)
+		if (strcmp (u->leaves [i].name, name) == 0) {
+			*index = i;
+			return &u->leaves [i];
+		}
+	return NULL;
 }

@@ -12,9 +12,13 @@
  *   same name, a wider kind      the value is converted, when no value of the
  *                                old kind can change on the way (sp_evolve_widens:
  *                                sbyte -> short -> int -> long, float -> double...);
- *   a leaf only the snapshot has the value is dropped;
- *   a leaf only the program has  the field keeps the value an object made
- *                                without its constructor has (0, false, null).
+ *   a leaf only the snapshot has the value is kept as unknown data when the
+ *                                restorer asks (c->keep_unknown: the program
+ *                                carries it into its next snapshots), else
+ *                                dropped;
+ *   a leaf only the program has  the field gets its declared Default, else
+ *                                the value an object made without its
+ *                                constructor has (0, false, null).
  *
  * Anything else (a narrowing, a primitive that became a reference or back, a
  * reference whose declared type changed) is refused before any object is
@@ -58,5 +62,16 @@ void sp_evolve_old_leaves (const SpSnapClass *c, const uint8_t *values, SpOldLea
 
 /* sp_trusted_primitives for a class whose plan is not exact: drops and conversions. */
 void sp_evolved_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst);
+
+/*
+ * Unknown data (sp-layout.h SpUnknown): the leaves of snapshot class c that
+ * no leaf of live restores into, added to *into (made with live's own leaves
+ * first when NULL), each name once: what live's instances carry into later
+ * snapshots.  Fails when memory or SP_MAX_FIELDS runs out.
+ */
+int sp_evolve_unknown_merge (SpUnknown **into, const SpSnapClass *c, const SpClass *live, SpError *err);
+void sp_evolve_unknown_free (SpUnknown *u);
+/* The unknown leaf of that name (its index in u->leaves: live->nfields or more), or NULL. */
+const SpField *sp_evolve_unknown_leaf (const SpUnknown *u, const SpClass *live, const char *name, uint32_t *index);
 
 #endif

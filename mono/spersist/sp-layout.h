@@ -88,6 +88,10 @@ typedef struct SpField {
 	 * (FormerNames)], "lvl" or "pos.x"), '\n'-separated; NULL: none.  A
 	 * snapshot's leaf of such a name restores into it (sp-evolve.h). */
 	const char *former_names;
+	/* OBJECT, a primitive leaf: the value ([SPersistentField (Default = ...)],
+	 * host order, sp_kind_size bytes) a restored object gets when the snapshot
+	 * has no value for this leaf (it was added since); NULL: 0. */
+	const uint8_t *default_value;
 } SpField;
 
 typedef enum SpClassKind {
@@ -95,6 +99,21 @@ typedef enum SpClassKind {
 	SP_CLASS_STRING = 2,    /* System.String (never in the class cache: implied) */
 	SP_CLASS_ARRAY = 3,     /* a one-dimensional zero-based array: fields are the element's leaves */
 } SpClassKind;
+
+/*
+ * Leaves a restored snapshot gave a class that the class itself no longer
+ * (or not yet) has: unknown data, carried into every later snapshot so that
+ * the version that knows them gets their values back (docs/FORMAT.md,
+ * "Class evolution").  The class's record in a snapshot lists its own leaves
+ * and then these; each instance's values for them come from the client
+ * (sp_client_unknown_values).
+ */
+typedef struct SpUnknown {
+	uint32_t nleaves;       /* the class record's leaves: the class's own, then the unknown ones */
+	SpField *leaves;
+	uint32_t nprims, nrefs; /* of the unknown ones, in leaf order: their primitives' values ... */
+	uint32_t prim_bytes;    /* ... take this many bytes (wire order) */
+} SpUnknown;
 
 typedef struct SpClass {
 	uint8_t kind;           /* SpClassKind */
@@ -113,6 +132,8 @@ typedef struct SpClass {
 	uint64_t snap_cycle;
 	uint32_t snap_id;
 	uint32_t wire_max;
+	/* OBJECT: the unknown leaves its instances carry, NULL: none (set by a restore, before any snapshot is written). */
+	const SpUnknown *unknown;
 } SpClass;
 
 /* ARRAY whose element is one primitive at offset 0 with nothing around it: copied as a block. */

@@ -469,12 +469,13 @@ sp_ser_class_id (SpSerializer *s, SpClass *c)
 		return c->snap_id;
 	c->snap_cycle = s->cycle;
 	c->snap_id = ++s->nclasses;
-	sp_format_put_class (s->out, c->snap_id, c->kind, c->assembly, c->name, c->nfields, c->fields);
+	/* A class carrying unknown data names those leaves too, after its own (sp-layout.h). */
+	uint32_t nleaves = c->unknown ? c->unknown->nleaves : c->nfields;
+	const SpField *leaves = c->unknown ? c->unknown->leaves : c->fields;
+	sp_format_put_class (s->out, c->snap_id, c->kind, c->assembly, c->name, nleaves, leaves);
 	uint32_t wire_max = 0;
-	for (uint32_t i = 0; i < c->nfields; i++) {
-		const SpField *f = &c->fields [i];
-		wire_max += f->kind == SP_KIND_REF ? SP_VARINT32_MAX : sp_kind_size (f->kind);
-	}
+	for (uint32_t i = 0; i < nleaves; i++)
+		wire_max += leaves [i].kind == SP_KIND_REF ? SP_VARINT32_MAX : sp_kind_size (leaves [i].kind);
 	c->wire_max = wire_max;
 	return c->snap_id;
 }
@@ -506,14 +507,14 @@ sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
  * the references' LIDs as marking recorded them (sp-kids.h), or NULL to look
  * each one up.  Returns where they end, NULL on error.
  */
-static uint8_t *
-sp_ser_put_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t *kids, uint8_t *dst, SpError *err)
+static inline uint8_t *
+sp_ser_put_primitives (const SpClass *c, const uint8_t *base, bool prefetch_children, uint8_t *dst)
 {
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
 		if (f->kind != SP_KIND_REF) {
 			dst = sp_put_primitive_raw (dst, base + f->offset, f->kind);
-		} else if (!kids) {
+		} else if (prefetch_children) {
 			/* Its class and identity slot are read below: start the load now (if not fetched ahead). */
 			void *child;
 			memcpy (&child, base + f->offset, sizeof child);
@@ -521,17 +522,84 @@ sp_ser_put_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const
 				__builtin_prefetch (child);
 		}
 	}
+	return dst;
+}
+
+/* The LIDs of the reference leaves, from *kids (advanced) or looked up. */
+static inline uint8_t *
+sp_ser_put_references (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t **kids, uint8_t *dst, SpError *err)
+{
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		uint32_t lid;
 		if (c->fields [i].kind != SP_KIND_REF)
 			continue;
-		if (kids)
-			lid = *kids++;
+		if (*kids)
+			lid = *(*kids)++;
 		else if (sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
 			return NULL;
 		dst = sp_put_varint_raw (dst, lid);
 	}
 	return dst;
+}
+
+/* The LID of an object the unknown reference leaf `leaf` (of class c) holds. */
+static int
+sp_ser_unknown_lid (SpSerializer *s, const SpClass *c, uint32_t leaf, void *child, uint32_t *lid, SpError *err)
+{
+	*lid = 0;
+	if (!child || sp_ser_lid_of (s, child, true, lid, err) == 0)
+		return 0;
+	return sp_error_prefix (err, "unknown field %s.%s", c->name, c->unknown->leaves [leaf].name);
+}
+
+/* Index of the first unknown reference leaf, in c->unknown->leaves. */
+static uint32_t
+sp_ser_next_unknown_ref (const SpClass *c, uint32_t from)
+{
+	while (from < c->unknown->nleaves && c->unknown->leaves [from].kind != SP_KIND_REF)
+		from++;
+	return from;
+}
+
+/*
+ * sp_ser_put_leaves for a class carrying unknown data: its own primitives,
+ * the unknown ones, its own references, the unknown ones (the order of the
+ * class record's leaves, primitives first).
+ */
+static __attribute__ ((noinline)) uint8_t *
+sp_ser_put_unknown_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t *kids, uint8_t *dst, SpError *err)
+{
+	const SpUnknown *u = c->unknown;
+	const uint8_t *prims = NULL;
+	void *const *refs = NULL;
+	bool carried = sp_client_unknown_values ((void *)base, c, &prims, &refs);
+	dst = sp_ser_put_primitives (c, base, false, dst);
+	if (carried)
+		memcpy (dst, prims, u->prim_bytes);
+	else
+		memset (dst, 0, u->prim_bytes);
+	dst += u->prim_bytes;
+	if (!(dst = sp_ser_put_references (s, c, base, &kids, dst, err)))
+		return NULL;
+	for (uint32_t i = 0, leaf = sp_ser_next_unknown_ref (c, c->nfields); i < u->nrefs; i++) {
+		uint32_t lid;
+		if (kids)
+			lid = *kids++;
+		else if (sp_ser_unknown_lid (s, c, leaf, carried ? refs [i] : NULL, &lid, err) < 0)
+			return NULL;
+		dst = sp_put_varint_raw (dst, lid);
+		leaf = sp_ser_next_unknown_ref (c, leaf + 1);
+	}
+	return dst;
+}
+
+static uint8_t *
+sp_ser_put_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t *kids, uint8_t *dst, SpError *err)
+{
+	if (__builtin_expect (c->unknown != NULL, 0))
+		return sp_ser_put_unknown_leaves (s, c, base, kids, dst, err);
+	dst = sp_ser_put_primitives (c, base, !kids, dst);
+	return sp_ser_put_references (s, c, base, &kids, dst, err);
 }
 
 static int
@@ -1265,6 +1333,24 @@ sp_ser_mark_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, uint
 	return 0;
 }
 
+/* sp_ser_mark_leaves for the unknown reference leaves obj carries (c->unknown). */
+static int
+sp_ser_mark_unknown (SpSerializer *s, const SpClass *c, const uint8_t *obj, uint32_t *kids, SpError *err)
+{
+	const uint8_t *prims;
+	void *const *refs;
+	bool carried = sp_client_unknown_values ((void *)obj, c, &prims, &refs);
+	for (uint32_t i = 0, leaf = sp_ser_next_unknown_ref (c, c->nfields); i < c->unknown->nrefs; i++) {
+		uint32_t lid;
+		if (sp_ser_unknown_lid (s, c, leaf, carried ? refs [i] : NULL, &lid, err) < 0)
+			return -1;
+		if (kids)
+			*kids++ = lid;
+		leaf = sp_ser_next_unknown_ref (c, leaf + 1);
+	}
+	return 0;
+}
+
 /*
  * Give LIDs to the children of object lid (class c, at obj), and record them
  * for its record (sp-kids.h; when they cannot be recorded, the record looks
@@ -1281,11 +1367,14 @@ sp_ser_mark_fields (SpSerializer *s, uint32_t lid, const SpClass *c, const uint8
 		sp_ser_prefetch_child (&c->fields [i], obj);
 		nrefs++;
 	}
-	uint32_t *kids = sp_kids_reserve (&s->kids, nrefs);
+	uint32_t nunknown = c->unknown ? c->unknown->nrefs : 0;
+	uint32_t *kids = sp_kids_reserve (&s->kids, nrefs + nunknown);
 	if (sp_ser_mark_leaves (s, c, obj, kids, err) < 0)
 		return -1;
+	if (nunknown && sp_ser_mark_unknown (s, c, obj, kids ? kids + nrefs : NULL, err) < 0)
+		return -1;
 	if (kids)
-		(void)sp_kids_commit (&s->kids, lid, nrefs);     /* failing: not recorded */
+		(void)sp_kids_commit (&s->kids, lid, nrefs + nunknown);     /* failing: not recorded */
 	return 0;
 }
 
@@ -1503,7 +1592,7 @@ sp_ser_placeholder (SpSerializer *s, uint32_t lid, SpError *err)
 	SpClass *c = sp_client_class_of (obj, err);
 	if (!c)
 		return -1;
-	uint32_t *nulls = calloc (c->nfields ? c->nfields : 1, sizeof *nulls);
+	uint32_t *nulls = calloc (c->nfields + (c->unknown ? c->unknown->nrefs : 0) + 1, sizeof *nulls);
 	if (!nulls)
 		return sp_ser_oom (err);
 	uint32_t class_id = sp_ser_class_id (s, c);

@@ -745,6 +745,7 @@ sp_snapshot_free (SpSnapshot *snap)
 			free (c->prim_live_kinds);
 			free (c->evolution);
 			free (c->leaf_changed);
+			free (c->defaults);
 			free (c->assembly);
 			free (c->name);
 		}

@@ -51,6 +51,9 @@ typedef struct SpSnapClass {
 	char *evolution;         /* what changed against the live class, for the log; NULL: nothing */
 	uint8_t *leaf_changed;   /* [nfields], with evolution: 1 for a leaf dropped, renamed or widened */
 	bool keep_old;           /* the restorer wants those leaves' old values (SpDecodeOps.old_values) */
+	bool keep_unknown;       /* set by the restorer before the plan: leaves the live class lacks are kept (sp-evolve.h) */
+	uint32_t ndefaults;      /* decode, a class that changed: live leaves the snapshot lacks that declare a Default */
+	const SpField **defaults;
 } SpSnapClass;
 
 typedef struct SpSnapObject {

@@ -8,6 +8,7 @@
 
 #include <glib.h>
 
+#include "sp-evolve.h"
 #include "sp-serialize.h"
 
 #define FAKE_MAGIC_LIVE 0x4c495645u
@@ -465,6 +466,40 @@ sp_client_changed_unseen (void *obj, const void *from, const void *to)
 	return sp_storelog_touches (fake_unseen_log, lo, hi, from ? (uintptr_t)from : lo, to ? (uintptr_t)to : hi);
 }
 
+/* Objects given unknown data (fake_set_unknown_values); a few per test. */
+#define FAKE_MAX_UNKNOWN 8
+static struct {
+	void *obj;
+	const uint8_t *prims;
+	void *const *refs;
+} fake_unknown [FAKE_MAX_UNKNOWN];
+static size_t fake_nunknown;
+
+void
+fake_set_unknown_values (void *obj, const uint8_t *prims, void *const *refs)
+{
+	if (fake_nunknown == FAKE_MAX_UNKNOWN)
+		fake_die ("fake object model: more than %s objects with unknown data", "8");
+	fake_unknown [fake_nunknown].obj = obj;
+	fake_unknown [fake_nunknown].prims = prims;
+	fake_unknown [fake_nunknown++].refs = refs;
+}
+
+bool
+sp_client_unknown_values (void *obj, const SpClass *c, const uint8_t **prims, void *const **refs)
+{
+	(void)c;
+	for (size_t i = 0; i < fake_nunknown; i++)
+		if (fake_unknown [i].obj == obj) {
+			*prims = fake_unknown [i].prims;
+			*refs = fake_unknown [i].refs;
+			return true;
+		}
+	return false;
+}
+
+bool fake_keep_unknown;
+
 void
 fake_set_unseen_log (const SpStoreLog *log)
 {
@@ -591,6 +626,8 @@ fake_reset (void)
 		free (g_ptr_array_index (fake_graveyard, i));
 	g_ptr_array_set_size (fake_graveyard, 0);
 	for (guint i = 0; i < fake_classes->len; i++)
+		sp_evolve_unknown_free ((SpUnknown *)((FakeClass *)g_ptr_array_index (fake_classes, i))->sp.unknown);
+	for (guint i = 0; i < fake_classes->len; i++)
 		fake_class_free (g_ptr_array_index (fake_classes, i));
 	g_ptr_array_set_size (fake_classes, 0);
 	fake_string_cls = NULL;
@@ -603,6 +640,8 @@ fake_reset (void)
 	fake_class_failures = 0;
 	fake_epoch = 0;
 	fake_unseen_log = NULL;
+	fake_nunknown = 0;
+	fake_keep_unknown = false;
 }
 
 /* ---- graph equality ------------------------------------------------------- */
@@ -793,6 +832,7 @@ fake_decode_resolve (void *ctx, SpSnapClass *c, SpError *err)
 	if (!live)
 		return sp_error_set (err, "class %s cannot be found", c->name);
 	c->resolved = &live->sp;
+	c->keep_unknown = fake_keep_unknown && c->kind == SP_CLASS_OBJECT;
 	return 0;
 }
 

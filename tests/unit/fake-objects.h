@@ -157,6 +157,15 @@ bool fake_graphs_equal (void **a, void **b, size_t n, char *why, size_t why_cap)
 /* Distinct objects reachable from roots through persistent references (an independent walk). */
 size_t fake_graph_count (void **roots, size_t n);
 
+/*
+ * Unknown data (sp_client_unknown_values): obj carries these values for its
+ * class's unknown leaves (c->unknown, which the test sets and fake_reset
+ * frees); the arrays stay the caller's.
+ */
+void fake_set_unknown_values (void *obj, const uint8_t *prims, void *const *refs);
+/* Restores (fake_decode*) ask for unknown leaves to be kept (SpSnapClass.keep_unknown). */
+extern bool fake_keep_unknown;
+
 /* Serialize `roots` (ids [i], objects may be NULL) into out, with steps of `step` objects. */
 int fake_serialize (const uint32_t *ids, void **roots, size_t nroots, size_t step, uint64_t sequence,
 		    SpBuf *out, SpError *err);

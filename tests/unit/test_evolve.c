@@ -251,6 +251,93 @@ test_a_leaf_named_twice_is_refused (void **state)
 	sp_buf_free (&b);
 }
 
+/* Version 2 of App.Tank: removed and gone are gone, added is new with Default 42. */
+static FakeClass *
+tank_v2 (void)
+{
+	static const int32_t forty_two = 42;
+	FakeClass *v2 = fake_class_object ("App", "App.Tank");
+	fake_class_add_field (v2, "next", SP_KIND_REF, "App.Tank");
+	fake_class_add_field (v2, "added", SP_KIND_I4, NULL);
+	fake_class_add_field (v2, "level", SP_KIND_I4, NULL);
+	fake_class_add_field (v2, "gain", SP_KIND_R4, NULL);
+	fake_class_add_field (v2, "flag", SP_KIND_BOOL, NULL);
+	fake_class_add_field (v2, "count", SP_KIND_I2, NULL);
+	((SpField *)fake_class_field (v2, "added"))->default_value = (const uint8_t *)&forty_two;
+	return v2;
+}
+
+/*
+ * A downgrade and back: v1's tanks restore into v2, which keeps the leaves
+ * it does not know (removed, gone) as unknown data and writes them into its
+ * own snapshot (its class record lists them after its own leaves); v1 then
+ * gets them back.  The tank v2 made itself (no unknown values) writes zeros
+ * and nulls.  A new leaf with a Default gets it.
+ */
+static void
+test_unknown_data_is_carried (void **state)
+{
+	(void)state;
+	SpBuf b;
+	write_v1_tanks (&b);
+	FakeClass *v2 = tank_v2 ();
+	fake_keep_unknown = true;
+	SpSnapshot snap;
+	void **objs = NULL;
+	SpError err = { 0 };
+	assert_ok (fake_decode (b.data, b.len, &snap, &objs, &err), &err);
+	SpSnapClass *sc = &snap.classes [1];
+	assert_contains (sc->evolution, "'removed' (int) is not in the loaded class: kept as unknown data");
+	assert_contains (sc->evolution, "'added' (int) is new: 42 (its Default)");
+	assert_true (sc->keep_old);
+	int32_t added;
+	fake_get (objs [1], "added", &added, sizeof added);
+	assert_int_equal (added, 42);
+	SpUnknown *u = NULL;
+	assert_ok (sp_evolve_unknown_merge (&u, sc, &v2->sp, &err), &err);
+	assert_ok (sp_evolve_unknown_merge (&u, sc, &v2->sp, &err), &err);    /* each name once */
+	assert_int_equal (u->nleaves, v2->sp.nfields + 2);
+	assert_int_equal (u->nprims, 1);
+	assert_int_equal (u->nrefs, 1);
+	assert_int_equal (u->prim_bytes, 4);
+	uint32_t at;
+	assert_non_null (sp_evolve_unknown_leaf (u, &v2->sp, "gone", &at));
+	assert_string_equal (u->leaves [at].type_name, "App.Tank");
+	assert_null (sp_evolve_unknown_leaf (u, &v2->sp, "level", &at));
+	v2->sp.unknown = u;
+	/* The first tank carries removed = 77 (wire order) and gone = itself. */
+	static const uint8_t removed [4] = { 77, 0, 0, 0 };
+	void *gone [1] = { objs [1] };
+	fake_set_unknown_values (objs [1], removed, gone);
+	void *fresh = fake_new_object (v2);
+	fake_set_ref (objs [2], "next", fresh);
+	SpBuf b2;
+	sp_buf_init (&b2);
+	uint32_t id = 1;
+	assert_ok (fake_serialize (&id, &objs [1], 1, 1, 2, &b2, &err), &err);
+	sp_snapshot_free (&snap);
+	free (objs);
+	/* Back to v1. */
+	fake_class_rename (v2, "App.Tank (v2, no longer loaded)");
+	fake_keep_unknown = false;
+	tank_v1 ();
+	assert_ok (fake_decode (b2.data, b2.len, &snap, &objs, &err), &err);
+	assert_contains (snap.classes [1].evolution, "'added' (int) is gone: its value is dropped");
+	int32_t got;
+	fake_get (objs [1], "removed", &got, sizeof got);
+	assert_int_equal (got, 77);
+	assert_ptr_equal (fake_get_ref (objs [1], "gone"), objs [1]);
+	for (int i = 2; i <= 3; i++) {
+		fake_get (objs [i], "removed", &got, sizeof got);
+		assert_int_equal (got, 0);
+		assert_null (fake_get_ref (objs [i], "gone"));
+	}
+	sp_snapshot_free (&snap);
+	free (objs);
+	sp_buf_free (&b);
+	sp_buf_free (&b2);
+}
+
 int
 main (void)
 {
@@ -261,6 +348,7 @@ main (void)
 		cmocka_unit_test_teardown (test_hostile_widening_of_a_primitive_array, fake_teardown),
 		cmocka_unit_test_teardown (test_a_leaf_named_twice_is_refused, fake_teardown),
 		cmocka_unit_test_teardown (test_former_names, fake_teardown),
+		cmocka_unit_test_teardown (test_unknown_data_is_carried, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
