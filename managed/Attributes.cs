@@ -25,6 +25,15 @@ namespace SPersistence
 		/// into this class (and so do arrays of it and generic types over it).
 		/// </summary>
 		public string[] FormerNames { get; set; }
+
+		/// <summary>
+		/// Fields a restored snapshot has and this class does not (removed by an upgrade,
+		/// or added by the newer version a downgrade left) are kept as unknown data and
+		/// written into every later snapshot, so that the version that has them gets them
+		/// back (as IExtensibleDataObject does). True: this class drops them instead.
+		/// Not inherited: each class says it for its own snapshots' fields.
+		/// </summary>
+		public bool DropUnknown { get; set; }
 	}
 
 	/// <summary>
@@ -41,6 +50,15 @@ namespace SPersistence
 		/// the same kind, or a widening). On a struct's field too.
 		/// </summary>
 		public string[] FormerNames { get; set; }
+
+		/// <summary>
+		/// The value this field gets in an object restored from a snapshot that does not
+		/// have it (the field was added since): a number, bool or char that the field's
+		/// type holds (an enum's value as its number: <c>Default = (int)Mode.Auto</c>).
+		/// Without it, such a field is 0, false or null: a restore runs no constructor
+		/// and no field initializer. Objects made with <c>new</c> do not use it.
+		/// </summary>
+		public object Default { get; set; }
 	}
 
 	/// <summary>

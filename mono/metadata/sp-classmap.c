@@ -53,6 +53,25 @@ sp_mono_attrs_have (MonoCustomAttrInfo *attrs, MonoError *error, const char *nam
 	return found;
 }
 
+/* SPersistence.`name` in `attrs`, or NULL. */
+static const MonoCustomAttrEntry *
+sp_mono_attrs_find (MonoCustomAttrInfo *attrs, const char *name)
+{
+	for (int i = 0; attrs && i < attrs->num_attrs; i++) {
+		MonoClass *k = attrs->attrs [i].ctor->klass;
+		if (strcmp (m_class_get_name (k), name) == 0 && strcmp (m_class_get_name_space (k), "SPersistence") == 0)
+			return &attrs->attrs [i];
+	}
+	return NULL;
+}
+
+static void
+sp_mono_attrs_release (MonoCustomAttrInfo *attrs)
+{
+	if (attrs && !attrs->cached)
+		mono_custom_attrs_free (attrs);
+}
+
 /*
  * The FormerNames of SPersistence.`name` in `attrs` ('\n'-joined, g_free it;
  * NULL: none), read from the attribute's blob (sp-cattr.h: nothing managed
@@ -64,21 +83,15 @@ sp_mono_attrs_former_names (MonoCustomAttrInfo *attrs, MonoError *error, const c
 	mono_error_cleanup (error);
 	*out = NULL;
 	int rc = 0;
-	for (int i = 0; attrs && i < attrs->num_attrs; i++) {
-		MonoClass *k = attrs->attrs [i].ctor->klass;
-		if (strcmp (m_class_get_name (k), name) != 0 || strcmp (m_class_get_name_space (k), "SPersistence") != 0)
-			continue;
-		char **names = NULL;
-		int n = sp_cattr_strings (attrs->attrs [i].data, attrs->attrs [i].data_size, "FormerNames", &names, err);
-		if (n < 0)
-			rc = sp_error_prefix (err, "its [%s]", name);
-		else if (n > 0)
-			*out = g_strjoinv ("\n", names);
-		sp_cattr_strings_free (names);
-		break;
-	}
-	if (attrs && !attrs->cached)
-		mono_custom_attrs_free (attrs);
+	const MonoCustomAttrEntry *e = sp_mono_attrs_find (attrs, name);
+	char **names = NULL;
+	int n = e ? sp_cattr_strings (e->data, e->data_size, "FormerNames", &names, err) : 0;
+	if (n < 0)
+		rc = sp_error_prefix (err, "its [%s]", name);
+	else if (n > 0)
+		*out = g_strjoinv ("\n", names);
+	sp_cattr_strings_free (names);
+	sp_mono_attrs_release (attrs);
 	return rc;
 }
 
@@ -89,6 +102,53 @@ sp_mono_field_former_names (MonoClass *klass, MonoClassField *field, char **out,
 	int rc = sp_mono_attrs_former_names (mono_custom_attrs_from_field_checked (klass, field, error), error,
 					     "SPersistentFieldAttribute", out, err);
 	return rc < 0 ? sp_error_prefix (err, "field %s", mono_field_get_name (field)) : 0;
+}
+
+/*
+ * [SPersistentField (Default = ...)] of field, whose leaves are leaves
+ * [first...]: the value a restored object gets when the snapshot lacks the
+ * field (sp_evolve_default_value says what may hold what).
+ */
+static int
+sp_mono_field_default (MonoClass *klass, MonoClassField *field, GArray *leaves, guint first, SpError *err)
+{
+	ERROR_DECL (error);
+	MonoCustomAttrInfo *attrs = mono_custom_attrs_from_field_checked (klass, field, error);
+	mono_error_cleanup (error);
+	const MonoCustomAttrEntry *e = sp_mono_attrs_find (attrs, "SPersistentFieldAttribute");
+	uint8_t kind = 0, value [8];
+	int rc = e ? sp_cattr_primitive (e->data, e->data_size, "Default", &kind, value, err) : 0;
+	if (rc > 0 && (leaves->len != first + 1 || (&g_array_index (leaves, SpField, first))->kind == SP_KIND_REF)) {
+		rc = sp_error_set (err, "a Default is for a field of a number, bool, char or enum type (a reference or a "
+				   "struct starts null or zeroed, and its upgrade hook can set it)");
+	} else if (rc > 0) {
+		SpField *leaf = &g_array_index (leaves, SpField, first);
+		uint8_t *out = g_malloc (8);
+		rc = sp_evolve_default_value (leaf, kind, value, out, err);
+		if (rc < 0)
+			g_free (out);
+		else
+			leaf->default_value = out;
+	}
+	sp_mono_attrs_release (attrs);
+	return rc < 0 ? sp_error_prefix (err, "field %s", mono_field_get_name (field)) : 0;
+}
+
+/* [SPersistent (DropUnknown = true)] on klass (not inherited: a class says it for its own fields). */
+static gboolean
+sp_mono_class_drops_unknown (MonoClass *klass)
+{
+	ERROR_DECL (error);
+	MonoCustomAttrInfo *attrs = mono_custom_attrs_from_class_checked (klass, error);
+	mono_error_cleanup (error);
+	const MonoCustomAttrEntry *e = sp_mono_attrs_find (attrs, "SPersistentAttribute");
+	bool drop = false;
+	SpError unused = { 0 };
+	/* A malformed blob was refused when the class map was built: nothing is kept for it then. */
+	if (e && sp_cattr_bool (e->data, e->data_size, "DropUnknown", &drop, &unused) < 0)
+		drop = true;
+	sp_mono_attrs_release (attrs);
+	return drop;
 }
 
 static gboolean
@@ -386,6 +446,7 @@ sp_mono_leaves_free (GArray *leaves)
 		g_free ((char *)f->name);
 		g_free ((char *)f->type_name);
 		g_free ((char *)f->former_names);
+		g_free ((uint8_t *)f->default_value);
 	}
 	g_array_free (leaves, TRUE);
 }
@@ -403,9 +464,12 @@ sp_mono_object_leaves (GArray *leaves, MonoClass *klass, SpError *err)
 		if (!sp_mono_is_instance_field (f) || !sp_mono_field_has_attr (klass, f, "SPersistentFieldAttribute"))
 			continue;
 		char *alts;
+		guint first = leaves->len;
 		int rc = sp_mono_field_former_names (klass, f, &alts, err);
 		if (rc == 0)
 			rc = sp_mono_add_leaves (leaves, f->type, mono_field_get_name (f), alts, (guint32)mono_field_get_offset (f), err);
+		if (rc == 0)
+			rc = sp_mono_field_default (klass, f, leaves, first, err);
 		g_free (alts);
 		if (rc < 0)
 			return sp_error_prefix (err, "class %s", m_class_get_name (klass));

@@ -15,8 +15,9 @@ typedef struct SpRestore {
 	guint32 handle;
 	FILE *announce;              /* where to say what changed (the program's restore: stderr; --sp-check: stdout), or NULL */
 	guint32 evolved;             /* classes restored across a change of their fields */
-	gboolean for_program;        /* the program's restore: its upgrade hooks are kept */
-	SpUpgrades upgrades;
+	gboolean for_program;        /* the program's restore: its upgrade hooks and unknown data are kept */
+	SpUpgrades upgrades;         /* old values of changed objects (for the hooks and the unknown data) */
+	SpUnknownPending unknown;    /* classes that carry unknown data after the restore */
 } SpRestore;
 
 /*
@@ -110,6 +111,8 @@ sp_mono_restore_resolve (void *ctx, SpSnapClass *sc, SpError *err)
 	MonoClass *klass = mono_class_from_mono_type_internal (type);
 	ERROR_DECL (error);
 	sc->keep_old = r->for_program && sc->kind == SP_CLASS_OBJECT && sp_upgrades_wanted (klass);
+	/* Said by --sp-check too, so decided for every restore; only the program's keeps the values. */
+	sc->keep_unknown = sc->kind == SP_CLASS_OBJECT && !sp_mono_class_drops_unknown (klass);
 	SpClass *live = sp_mono_class_map (klass, err);
 	if (!live)
 		return -1;
@@ -214,6 +217,8 @@ sp_mono_restore_evolved (void *ctx, const SpSnapClass *c)
 {
 	SpRestore *r = (SpRestore *)ctx;
 	r->evolved++;
+	if (r->for_program && c->keep_unknown && c->keep_old)
+		sp_unknown_note_class (&r->unknown, c);
 	if (r->announce)
 		fprintf (r->announce, "spmono: class %s changed since the snapshot: %s\n", c->name, c->evolution);
 }
@@ -221,7 +226,9 @@ sp_mono_restore_evolved (void *ctx, const SpSnapClass *c)
 static void
 sp_mono_restore_old_values (void *ctx, uint32_t lid, const SpSnapClass *c, const uint8_t *values)
 {
-	sp_upgrades_note (&((SpRestore *)ctx)->upgrades, lid, c, values);
+	SpRestore *r = (SpRestore *)ctx;
+	if (r->for_program)
+		sp_upgrades_note (&r->upgrades, lid, c, values);
 }
 
 static const SpDecodeOps sp_mono_restore_ops = {
@@ -298,6 +305,9 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 		rc = SP_DECODE_UNFIT;
 	if (rc == 0 && restore_roots && sp_upgrades_publish (&r.upgrades, r.objects, err) < 0)
 		rc = SP_DECODE_UNFIT;
+	if (rc == 0 && restore_roots && sp_unknown_publish (&r.unknown, &r.upgrades, r.objects, err) < 0)
+		rc = SP_DECODE_UNFIT;
+	sp_unknown_pending_free (&r.unknown);
 	sp_upgrades_free (&r.upgrades);
 	if (rc == 0) {
 		if (restore_roots)

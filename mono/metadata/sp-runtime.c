@@ -43,6 +43,7 @@
 #include "sp-identity.c"
 #include "sp-renames.c"
 #include "sp-upgrade.c"
+#include "sp-unknown.c"
 #include "sp-restore.c"
 #include "sp-unseen.c"
 #include "sp-cycle.c"

@@ -423,3 +423,86 @@ sp_evolve_unknown_leaf (const SpUnknown *u, const SpClass *live, const char *nam
 		}
 	return NULL;
 }
+
+/* ---- explicit defaults ----------------------------------------------------------- */
+
+static bool
+sp_kind_is_integral (unsigned k)
+{
+	return k >= SP_KIND_CHAR && k <= SP_KIND_U8;
+}
+
+/* The range of integral kind k. */
+static void
+sp_kind_range (unsigned k, long double *lo, long double *hi)
+{
+	static const long double ranges [SP_KIND_LAST + 1][2] = {
+		[SP_KIND_CHAR] = { 0, 65535 }, [SP_KIND_I1] = { -128, 127 }, [SP_KIND_U1] = { 0, 255 },
+		[SP_KIND_I2] = { -32768, 32767 }, [SP_KIND_U2] = { 0, 65535 },
+		[SP_KIND_I4] = { -2147483648.0L, 2147483647.0L }, [SP_KIND_U4] = { 0, 4294967295.0L },
+		[SP_KIND_I8] = { -9223372036854775808.0L, 9223372036854775807.0L }, [SP_KIND_U8] = { 0, 18446744073709551615.0L },
+	};
+	*lo = ranges [k][0];
+	*hi = ranges [k][1];
+}
+
+/* A numeric value of kind k (host order), exactly (long double holds every int64 and uint64). */
+static long double
+sp_kind_number (unsigned k, const uint8_t *host)
+{
+	switch (k) {
+	case SP_KIND_I1: { int8_t x; memcpy (&x, host, 1); return x; }
+	case SP_KIND_I2: { int16_t x; memcpy (&x, host, 2); return x; }
+	case SP_KIND_I4: { int32_t x; memcpy (&x, host, 4); return x; }
+	case SP_KIND_I8: { int64_t x; memcpy (&x, host, 8); return x; }
+	case SP_KIND_U1: { uint8_t x; memcpy (&x, host, 1); return x; }
+	case SP_KIND_CHAR:
+	case SP_KIND_U2: { uint16_t x; memcpy (&x, host, 2); return x; }
+	case SP_KIND_U4: { uint32_t x; memcpy (&x, host, 4); return x; }
+	case SP_KIND_U8: { uint64_t x; memcpy (&x, host, 8); return x; }
+	case SP_KIND_R4: { float x; memcpy (&x, host, 4); return x; }
+	default: { double x; memcpy (&x, host, 8); return x; }
+	}
+}
+
+int
+sp_evolve_default_value (const SpField *f, unsigned from, const uint8_t value [8], uint8_t out [8], SpError *err)
+{
+	unsigned to = f->kind;
+	memset (out, 0, 8);
+	if (!sp_kind_valid (from) || from == SP_KIND_REF)
+		return sp_error_set (err, "field %s: its Default is not a number, bool or char", f->name);
+	uint8_t host [8] = { 0 };
+	sp_kind_copy (host, value, from);
+	if (from == to) {
+		memcpy (out, host, sp_kind_size (to));
+		return 0;
+	}
+	bool fits_kind = to != SP_KIND_REF && to != SP_KIND_BOOL && from != SP_KIND_BOOL &&
+		(sp_kind_is_integral (from) || !sp_kind_is_integral (to));
+	if (!fits_kind)
+		return sp_error_set (err, "field %s (%s): its Default is a %s, which it cannot hold (give a value of its type)",
+				     f->name, to == SP_KIND_REF ? "a reference" : sp_kind_name (to), sp_kind_name (from));
+	long double v = sp_kind_number (from, host);
+	if (to == SP_KIND_R4) {
+		float x = (float)v;
+		memcpy (out, &x, 4);
+		return 0;
+	}
+	if (to == SP_KIND_R8) {
+		double x = (double)v;
+		memcpy (out, &x, 8);
+		return 0;
+	}
+	long double lo, hi;
+	sp_kind_range (to, &lo, &hi);
+	if (v < lo || v > hi)
+		return sp_error_set (err, "field %s (%s): its Default %.0Lf is out of its range", f->name, sp_kind_name (to), v);
+	/* In range: the two's-complement low bytes are the value, whatever the kind's sign. */
+	uint64_t bits = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
+	uint8_t le [8];
+	for (int i = 0; i < 8; i++)
+		le [i] = (uint8_t)(bits >> (8 * i));
+	sp_kind_copy (out, le, to);
+	return 0;
+}

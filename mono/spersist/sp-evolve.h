@@ -74,4 +74,14 @@ void sp_evolve_unknown_free (SpUnknown *u);
 /* The unknown leaf of that name (its index in u->leaves: live->nfields or more), or NULL. */
 const SpField *sp_evolve_unknown_leaf (const SpUnknown *u, const SpClass *live, const char *name, uint32_t *index);
 
+/*
+ * A leaf's declared Default ([SPersistentField (Default = ...)]): `value`,
+ * of kind `from` (little-endian, as the attribute's blob holds it), as f's
+ * kind (host order, into out): any integer in the field's range, any number
+ * into float or double, a bool into a bool.  Fails naming the field
+ * otherwise (a fraction into an integer, 300 into a byte, a number into a
+ * bool, a Default on a reference).
+ */
+int sp_evolve_default_value (const SpField *f, unsigned from, const uint8_t value [8], uint8_t out [8], SpError *err);
+
 #endif

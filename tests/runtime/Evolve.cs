@@ -2,8 +2,11 @@
 // another wrote (class evolution, docs/FORMAT.md "Class evolution").
 //
 //   (no define)  the first version.
-//   ADD          fields added (Added, Spare, Pos.Z), one removed (Removed),
-//                the rest declared in another order: restores both ways.
+//   ADD          fields added (Added, with a Default; Spare, a reference;
+//                Pos.Z), one removed (Removed), the rest declared in another
+//                order: restores both ways, each version carrying the other's
+//                fields as unknown data.
+//   DROP         the first version, its Plant saying DropUnknown.
 //   WIDEN        fields widened (Level int -> long, Gain float -> double,
 //                Count short -> int, Pos.X float -> double, in Trail's
 //                elements too): restores forward; back, narrowing is refused.
@@ -11,12 +14,18 @@
 //   TOREF        Count becomes a string: refused.
 //
 //   Evolve.exe write P           the state of period P, persisted.
-//   Evolve.exe check P [other]   the restored state is period P's ("other":
-//                                written by a version with other added fields).
-//   Evolve.exe rewrite P [other] the restored state (period P - 1) checked,
-//                                updated to period P, persisted by this version.
-//   Evolve.exe loop              periods 1, 2, ... persisted until killed (kill -9).
-//   Evolve.exe check-any other   the restored state is one whole period's.
+//   Evolve.exe check P [HOW [P0]]  the restored state is period P's; the
+//                                fields only this version has are (HOW) its
+//                                own of period P ("own", the default), at
+//                                their defaults ("fresh": the state comes from
+//                                a version that never had them), or as this
+//                                version left them at period P0 ("carried":
+//                                through a version that did not know them).
+//   Evolve.exe rewrite P [HOW [P0]] the restored state (period P - 1, HOW)
+//                                checked, updated to period P, persisted by this version.
+//   Evolve.exe loop              periods 1, 2, ... (or on from the restored one)
+//                                persisted until killed (kill -9).
+//   Evolve.exe check-any [HOW [P0]] the restored state is one whole period's.
 //   Evolve.exe refused TEXT      the restore is refused with TEXT in the message.
 using System;
 using SPersistence;
@@ -47,13 +56,17 @@ public class Pump
 	[SPersistentField] public int Opening;
 }
 
+#if DROP
+[SPersistent (DropUnknown = true)]
+#else
 [SPersistent]
+#endif
 public class Plant
 {
 #if ADD
 	[SPersistentField] public string Name;
 	[SPersistentField] public Valve Spare;
-	[SPersistentField] public int Added;
+	[SPersistentField (Default = -1)] public int Added;
 #else
 	[SPersistentField] public int Removed;
 #endif
@@ -112,9 +125,25 @@ static class Program
 #if ADD
 		plant.Added = 1000 + p;
 		plant.Spare = new Valve { Opening = -p };
-		plant.Pos.Z = 7;
+		plant.Pos.Z = p;
 #else
-		plant.Removed = 42;
+		plant.Removed = 40 + p;
+#endif
+	}
+
+	// The fields only this version has: `how` they are when period p is restored (see the top), p0 for "carried".
+	static void CheckOwnFields (Plant plant, int p, string how, int p0, string at)
+	{
+		bool fresh = how == "fresh";
+		int q = how == "carried" ? p0 : p;
+		at += " (" + how + (how == "carried" ? " from " + p0 : "") + ")";
+#if ADD
+		// Fields the old version did not have start at their Default, or at the default of an object made without its constructor.
+		T.Eq (fresh ? -1 : 1000 + q, plant.Added, at + ": Added");
+		T.Check (fresh ? plant.Spare == null : plant.Spare != null && plant.Spare.Opening == -q, at + ": Spare");
+		T.Eq (fresh ? 0 : q, plant.Pos.Z, at + ": Pos.Z");
+#else
+		T.Eq (fresh ? 0 : 40 + q, plant.Removed, at + ": Removed");
 #endif
 	}
 
@@ -133,8 +162,8 @@ static class Program
 		plant.Name = "period " + p;
 	}
 
-	// The state of one period, whole; `fromOther`: written by the other version.
-	static void CheckPeriod (Plant plant, int p, bool fromOther)
+	// The state of one period, whole (`how`, p0: CheckOwnFields).
+	static void CheckPeriod (Plant plant, int p, string how, int p0)
 	{
 		string at = Version + " reading period " + p;
 		T.Eq ((long)LevelOf (p), (long)plant.Level, at + ": Level");
@@ -149,15 +178,11 @@ static class Program
 			T.Eq (p + i, plant.Trail [i].Y, at + ": Trail.Y");
 		}
 		T.Eq ("period " + p, plant.Name, at + ": Name");
-#if ADD
-		// Fields the old version did not have start at the default of an object made without its constructor.
-		T.Eq (fromOther ? 0 : 1000 + p, plant.Added, at + ": Added");
-		T.Check (fromOther ? plant.Spare == null : plant.Spare.Opening == -p, at + ": Spare");
-		T.Eq (fromOther ? 0 : 7, plant.Pos.Z, at + ": Pos.Z");
-#else
-		T.Eq (fromOther ? 0 : 42, plant.Removed, at + ": Removed");
-#endif
+		CheckOwnFields (plant, p, how, p0, at);
 	}
+
+	static string How (string[] args, int at) { return args.Length > at ? args [at] : "own"; }
+	static int From (string[] args, int at) { return args.Length > at ? int.Parse (args [at]) : 0; }
 
 	static Plant Restored ()
 	{
@@ -177,34 +202,39 @@ static class Program
 			return 0;
 		}
 		case "check": {
-			// check P [other]: "other": the snapshot is the other version's.
-			CheckPeriod (Restored (), int.Parse (args [1]), args.Length > 2);
+			CheckPeriod (Restored (), int.Parse (args [1]), How (args, 2), From (args, 3));
 			return 0;
 		}
 		case "rewrite": {
 			// The restored state, checked, then persisted again as period P by this version.
 			Plant plant = Restored ();
 			int p = int.Parse (args [1]);
-			CheckPeriod (plant, p - 1, args.Length > 2);
+			CheckPeriod (plant, p - 1, How (args, 2), From (args, 3));
 			Update (plant, p);
 			SetOwnFields (plant, p);
+			GC.Collect ();      /* restored objects move: their unknown data follows them (by identity hash) */
 			T.Check (T.Persist (null), "persisted again");
 			return 0;
 		}
 		case "loop": {
-			var plant = Make (1);
-			SPC.AddRoot (plant);
-			for (int p = 1; ; p++) {
+			// Warm: on from the restored period, the fields this version does not know carried along.
+			bool warm = SPC.IsWarmRestart ();
+			var plant = warm ? Restored () : Make (1);
+			if (!warm)
+				SPC.AddRoot (plant);
+			int first = warm ? plant.Pos.Y + 1 : 1;
+			for (int p = first; ; p++) {
 				Update (plant, p);
+				SetOwnFields (plant, p);
 				SPC.SendPData ();
 				SPC.WaitPersisted ();
-				if (p == 1)
+				if (p == first)
 					Console.WriteLine ("persisting");
 			}
 		}
 		case "check-any": {
 			Plant plant = Restored ();
-			CheckPeriod (plant, plant.Pos.Y, args.Length > 1);
+			CheckPeriod (plant, plant.Pos.Y, How (args, 1), From (args, 2));
 			Console.WriteLine ("period " + plant.Pos.Y);
 			return 0;
 		}

@@ -33,7 +33,7 @@ public class Tank : ISPersistentUpgrade
 	{
 		Calls++;
 		T.Eq ("Tank", context.FormerClassName, "the former class name");
-		T.Check (context.Changes.Contains ("'Removed' (int) is gone"), "the changes: " + context.Changes);
+		T.Check (context.Changes.Contains ("'Removed' (int) is not in the loaded class: kept as unknown data"), "the changes: " + context.Changes);
 		// The old values, in their old types: Level was an int, Gain a float; Name was renamed, Removed and Old are gone.
 		T.Check (context.Old ("Level") is int, "Level's old value is an int");
 		T.Eq ((int)Level, (int)context.Old ("Level"), "Level's old value");

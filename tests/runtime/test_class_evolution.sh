@@ -8,7 +8,7 @@ version () {   # version NAME [DEFINE]: Evolve.cs built as NAME/evolve.exe, the 
 	"$MCS" -nologo -warnaserror ${2:+-define:$2} -r:"$SPLIB/SPersistence.dll" -out:"$1/evolve.exe" \
 		"$SRCDIR/TestUtil.cs" "$SRCDIR/Evolve.cs" || fail "compiling version $1"
 }
-version v1; version add ADD; version widen WIDEN; version reftype REFTYPE; version toref TOREF
+version v1; version add ADD; version widen WIDEN; version reftype REFTYPE; version toref TOREF; version drop DROP
 
 # killed_then_restored MODE OLD NEW [ARG]: OLD persists period after period in
 # MODE until kill -9 at a random instant; NEW restores one whole period of it.
@@ -25,16 +25,25 @@ killed_then_restored () {
 for mode in stw incremental; do
 	opts=(); [ $mode = incremental ] && opts=(--sp-mode=incremental)
 	s=store-$mode
-	# Added, removed and reordered fields, both ways: v1 writes, add reads and writes, v1 reads again.
+	# Added, removed and reordered fields, both ways: v1 writes, add reads
+	# and writes, v1 reads again and writes, add reads again.  Each version
+	# carries the fields it does not know (unknown data): what v1 wrote in
+	# period 5 comes back to it through add, and add's period 6 through v1.
 	rm -rf "$s"
 	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe write 5 || fail "$mode: v1 write"
-	expect_out "class Plant changed since the snapshot: .*'Removed' \(int\) is gone.*'Added' \(int\) is new: 0" \
-		spm "${opts[@]}" --sp-store="$s" add/evolve.exe check 5 other
-	spm "${opts[@]}" --sp-store="$s" add/evolve.exe rewrite 6 other || fail "$mode: add rewrites v1's state"
+	expect_out "class Plant changed since the snapshot: .*'Removed' \(int\) is not in the loaded class: kept as unknown data.*'Added' \(int\) is new: -1 \(its Default\)" \
+		spm "${opts[@]}" --sp-store="$s" add/evolve.exe check 5 fresh
+	spm "${opts[@]}" --sp-store="$s" add/evolve.exe rewrite 6 fresh || fail "$mode: add rewrites v1's state"
 	spm "${opts[@]}" --sp-store="$s" add/evolve.exe check 6 || fail "$mode: add reads its own"
-	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe check 6 other || fail "$mode: v1 reads add's state again"
-	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe rewrite 7 other || fail "$mode: v1 rewrites add's state"
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe check 6 carried 5 || fail "$mode: v1 reads add's state again"
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe rewrite 7 carried 5 || fail "$mode: v1 rewrites add's state"
 	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe check 7 || fail "$mode: v1 reads its own again"
+	spm "${opts[@]}" --sp-store="$s" add/evolve.exe check 7 carried 6 || fail "$mode: add reads v1's state again"
+	spm "${opts[@]}" --sp-store="$s" add/evolve.exe rewrite 8 carried 6 || fail "$mode: add rewrites v1's state again"
+	spm "${opts[@]}" --sp-store="$s" v1/evolve.exe check 8 carried 7 || fail "$mode: v1 reads add's state a second time"
+	# A class that says DropUnknown does not carry them.
+	spm "${opts[@]}" --sp-store="$s" drop/evolve.exe rewrite 9 carried 7 || fail "$mode: drop rewrites add's state"
+	spm "${opts[@]}" --sp-store="$s" add/evolve.exe check 9 fresh || fail "$mode: add's fields went through DropUnknown"
 
 	# Widened fields: forward only.  Back, the narrowing is refused by name and the store is left as it was.
 	rm -rf "$s"
@@ -61,16 +70,28 @@ rm -rf store
 spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store v1/evolve.exe write 1 || fail "v1 write, deltas"
 spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store v1/evolve.exe rewrite 2 || fail "v1 delta"
 expect_out "delta" "$SPDUMP" list store
-spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store add/evolve.exe rewrite 3 other || fail "add rewrites v1's chain"
+spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store add/evolve.exe rewrite 3 fresh || fail "add rewrites v1's chain"
 newest=$("$SPDUMP" list store | sed -n 2p)
 echo "$newest" | grep -q "full" || fail "the first snapshot after a class change is not full: $newest"
 spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store add/evolve.exe check 3 || fail "add reads its own after the chain"
 
 # kill -9 of the old version at any instant, in either mode: each new version
 # (fields added and removed; fields widened) restores one whole period.
+# And the unknown data survives it: add goes on from v1's period 5, carrying
+# v1's Removed, and is killed; v1 gets its period 5's value back.
+for mode in stw incremental; do
+	rm -rf store
+	spm --sp-mode=$mode --sp-store=store v1/evolve.exe write 5 || fail "$mode: v1 write before add's loop"
+	"$SPMONO" --sp-mode=$mode --sp-store=store add/evolve.exe loop > loop.out 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
+	sleep "0.$((RANDOM % 5))"
+	kill -9 $pid; wait $pid 2>/dev/null || true
+	expect_out "period [0-9]+" spm --sp-mode=$mode --sp-store=store v1/evolve.exe check-any carried 5
+done
 for mode in stw incremental; do
 	for version in add widen; do
-		other=; [ $version = add ] && other=other
+		other=; [ $version = add ] && other=fresh
 		for trial in 1 2; do
 			killed_then_restored $mode v1/evolve.exe $version/evolve.exe $other
 		done
@@ -97,7 +118,7 @@ rm -rf store
 spm --sp-store=store v1/evolve.exe write 8 || fail "v1 write for the dry run"
 before=$(cd store && ls snap-* && cat snap-* | md5sum)
 out=$(spm --sp-check --sp-store=store add/evolve.exe write 9) || fail "--sp-check refused a version that restores: $out"
-echo "$out" | grep -q "'Removed' (int) is gone" || fail "--sp-check does not list the changes: $out"
+echo "$out" | grep -q "'Removed' (int) is not in the loaded class: kept as unknown data" || fail "--sp-check does not list the changes: $out"
 echo "$out" | grep -q "snapshot 1 of store restores into add/evolve.exe" || fail "--sp-check gives no verdict: $out"
 out=$(spm --sp-check --sp-store=store widen/evolve.exe write 9) || fail "--sp-check refused a widening: $out"
 echo "$out" | grep -q "'Level' int -> long" || fail "--sp-check does not list the widening: $out"

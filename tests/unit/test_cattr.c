@@ -1,11 +1,12 @@
 /*
- * test_cattr.c: reading FormerNames out of custom attribute blobs
+ * test_cattr.c: reading FormerNames, DropUnknown and Default out of custom attribute blobs
  * (sp-cattr.h): what mcs writes, other named arguments around it, and
  * malformed blobs (truncated anywhere, lying counts, wrong types).
  */
 #include "unit.h"
 
 #include "sp-cattr.h"
+#include "sp-layout.h"
 
 /* A blob being written: prolog, then named arguments appended. */
 typedef struct Blob {
@@ -175,6 +176,60 @@ test_malformed_blobs (void **state)
 	assert_contains (err.msg, "prolog");
 }
 
+/* DropUnknown (a bool) and Default (an object holding a number), beside FormerNames. */
+static void
+test_bool_and_boxed_arguments (void **state)
+{
+	(void)state;
+	Blob x;
+	blob_begin (&x);
+	named (&x, 0x51, 0, "Default");
+	put_u8 (&x, 0x08);              /* a boxed int */
+	put (&x, &(int32_t){ -7 }, 4);
+	named (&x, 0x02, 0, "DropUnknown");
+	put_u8 (&x, 1);
+	string_array (&x, "FormerNames", (const char *[]){ "Old" }, 1);
+	SpError err = { 0 };
+	bool drop = false;
+	assert_int_equal (sp_cattr_bool (x.b, x.n, "DropUnknown", &drop, &err), 1);
+	assert_true (drop);
+	uint8_t kind, value [8];
+	assert_int_equal (sp_cattr_primitive (x.b, x.n, "Default", &kind, value, &err), 1);
+	assert_int_equal (kind, SP_KIND_I4);
+	int32_t v;
+	memcpy (&v, value, 4);
+	assert_int_equal (v, -7);
+	char **out;
+	assert_int_equal (sp_cattr_strings (x.b, x.n, "FormerNames", &out, &err), 1);     /* the boxed value is skipped */
+	sp_cattr_strings_free (out);
+	/* Absent; of the wrong type; a boxed string or enum as a Default. */
+	assert_int_equal (sp_cattr_bool (x.b, x.n, "Other", &drop, &err), 0);
+	assert_false (drop);
+	assert_int_equal (sp_cattr_bool (x.b, x.n, "Default", &drop, &err), -1);
+	assert_contains (err.msg, "not a bool");
+	blob_begin (&x);
+	named (&x, 0x51, 0, "Default");
+	put_u8 (&x, 0x0e);
+	put_str (&x, "text");
+	assert_int_equal (sp_cattr_primitive (x.b, x.n, "Default", &kind, value, &err), -1);
+	assert_contains (err.msg, "not a number, bool or char");
+	blob_begin (&x);
+	named (&x, 0x51, 0, "Default");
+	put_u8 (&x, 0x55);              /* an enum: its type's name, then a value of a size only its type knows */
+	put_str (&x, "App.Mode, App");
+	put (&x, &(int32_t){ 1 }, 4);
+	assert_int_equal (sp_cattr_primitive (x.b, x.n, "Default", &kind, value, &err), -1);
+	/* Cut anywhere: refused. */
+	blob_begin (&x);
+	named (&x, 0x51, 0, "Default");
+	put_u8 (&x, 0x0d);
+	put (&x, &(double){ 2.5 }, 8);
+	for (size_t cut = 0; cut < x.n; cut++)
+		assert_int_equal (sp_cattr_primitive (x.b, cut, "Default", &kind, value, &err), -1);
+	assert_int_equal (sp_cattr_primitive (x.b, x.n, "Default", &kind, value, &err), 1);
+	assert_int_equal (kind, SP_KIND_R8);
+}
+
 int
 main (void)
 {
@@ -182,6 +237,7 @@ main (void)
 		cmocka_unit_test (test_former_names_as_mcs_writes_them),
 		cmocka_unit_test (test_other_arguments_around_it),
 		cmocka_unit_test (test_malformed_blobs),
+		cmocka_unit_test (test_bool_and_boxed_arguments),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -338,6 +338,61 @@ test_unknown_data_is_carried (void **state)
 	sp_buf_free (&b2);
 }
 
+/* Default = v (kind `from`, as the blob has it) for a field of kind `to`: 0 and the value, or -1. */
+static int
+default_into (SpKind to, SpKind from, uint64_t le_bits, uint8_t out [8], SpError *err)
+{
+	SpField f = { .name = "f", .kind = (uint8_t)to };
+	uint8_t value [8];
+	for (int i = 0; i < 8; i++)
+		value [i] = (uint8_t)(le_bits >> (8 * i));
+	return sp_evolve_default_value (&f, from, value, out, err);
+}
+
+static void
+test_default_values (void **state)
+{
+	(void)state;
+	uint8_t out [8];
+	SpError err = { 0 };
+	/* An int literal into every integer kind it fits. */
+	assert_ok (default_into (SP_KIND_U1, SP_KIND_I4, 200, out, &err), &err);
+	assert_int_equal (out [0], 200);
+	assert_ok (default_into (SP_KIND_I2, SP_KIND_I4, (uint32_t)-300, out, &err), &err);
+	int16_t s16;
+	memcpy (&s16, out, 2);
+	assert_int_equal (s16, -300);
+	assert_ok (default_into (SP_KIND_I8, SP_KIND_I4, (uint32_t)-5, out, &err), &err);
+	int64_t s64;
+	memcpy (&s64, out, 8);
+	assert_true (s64 == -5);
+	assert_ok (default_into (SP_KIND_U8, SP_KIND_U8, UINT64_MAX, out, &err), &err);
+	uint64_t u64;
+	memcpy (&u64, out, 8);
+	assert_true (u64 == UINT64_MAX);
+	/* Numbers into float and double. */
+	assert_ok (default_into (SP_KIND_R8, SP_KIND_I4, 3, out, &err), &err);
+	double d;
+	memcpy (&d, out, 8);
+	assert_true (d == 3.0);
+	float two_and_a_half = 2.5f;
+	uint32_t fbits;
+	memcpy (&fbits, &two_and_a_half, 4);
+	assert_ok (default_into (SP_KIND_R8, SP_KIND_R4, fbits, out, &err), &err);
+	memcpy (&d, out, 8);
+	assert_true (d == 2.5);
+	/* Refused: out of range, a fraction into an integer, a number into a bool, a Default on a reference. */
+	assert_int_equal (default_into (SP_KIND_U1, SP_KIND_I4, 300, out, &err), -1);
+	assert_contains (err.msg, "out of its range");
+	assert_int_equal (default_into (SP_KIND_U4, SP_KIND_I4, (uint32_t)-1, out, &err), -1);
+	assert_int_equal (default_into (SP_KIND_I4, SP_KIND_R8, 0, out, &err), -1);
+	assert_contains (err.msg, "cannot hold");
+	assert_int_equal (default_into (SP_KIND_BOOL, SP_KIND_I4, 1, out, &err), -1);
+	assert_int_equal (default_into (SP_KIND_REF, SP_KIND_I4, 1, out, &err), -1);
+	assert_ok (default_into (SP_KIND_BOOL, SP_KIND_BOOL, 1, out, &err), &err);
+	assert_int_equal (out [0], 1);
+}
+
 int
 main (void)
 {
@@ -349,6 +404,7 @@ main (void)
 		cmocka_unit_test_teardown (test_a_leaf_named_twice_is_refused, fake_teardown),
 		cmocka_unit_test_teardown (test_former_names, fake_teardown),
 		cmocka_unit_test_teardown (test_unknown_data_is_carried, fake_teardown),
+		cmocka_unit_test (test_default_values),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
