@@ -16,8 +16,10 @@ typedef struct SpRestore {
 	FILE *announce;              /* where to say what changed (the program's restore: stderr; --sp-check: stdout), or NULL */
 	guint32 evolved;             /* classes restored across a change of their fields */
 	gboolean for_program;        /* the program's restore: its upgrade hooks and unknown data are kept */
-	SpUpgrades upgrades;         /* old values of changed objects (for the hooks and the unknown data) */
-	SpUnknownPending unknown;    /* classes that carry unknown data after the restore */
+	SpUpgrades upgrades;         /* old values of changed objects, for their upgrade hooks */
+	SpUnknownPending unknown;    /* unknown data: what the changed objects carry on */
+	const SpSnapClass *hook_class; /* the last class whose objects' old values came, and whether it has hooks */
+	gboolean hooked;
 } SpRestore;
 
 /*
@@ -217,6 +219,8 @@ sp_mono_restore_evolved (void *ctx, const SpSnapClass *c)
 {
 	SpRestore *r = (SpRestore *)ctx;
 	r->evolved++;
+	r->hook_class = NULL;
+	sp_unknown_forget_class (&r->unknown, c);
 	if (r->for_program && c->keep_unknown && c->keep_old)
 		sp_unknown_note_class (&r->unknown, c);
 	if (r->announce)
@@ -227,8 +231,16 @@ static void
 sp_mono_restore_old_values (void *ctx, uint32_t lid, const SpSnapClass *c, const uint8_t *values)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	if (r->for_program)
+	if (!r->for_program)
+		return;
+	if (c != r->hook_class) {
+		r->hook_class = c;
+		r->hooked = sp_upgrades_wanted (((MonoVTable *)c->restorer_data)->klass);
+	}
+	if (r->hooked)
 		sp_upgrades_note (&r->upgrades, lid, c, values);
+	if (c->keep_unknown)
+		sp_unknown_note (&r->unknown, lid, c, values, (guint32)mono_array_length_internal (r->objects));
 }
 
 static const SpDecodeOps sp_mono_restore_ops = {
@@ -305,7 +317,7 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 		rc = SP_DECODE_UNFIT;
 	if (rc == 0 && restore_roots && sp_upgrades_publish (&r.upgrades, r.objects, err) < 0)
 		rc = SP_DECODE_UNFIT;
-	if (rc == 0 && restore_roots && sp_unknown_publish (&r.unknown, &r.upgrades, r.objects, err) < 0)
+	if (rc == 0 && restore_roots && sp_unknown_publish (&r.unknown, r.objects, err) < 0)
 		rc = SP_DECODE_UNFIT;
 	sp_unknown_pending_free (&r.unknown);
 	sp_upgrades_free (&r.upgrades);

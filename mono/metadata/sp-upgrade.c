@@ -3,8 +3,7 @@
  * SPersistence.ISPersistentUpgrade, docs/FORMAT.md "Class evolution").
  *
  * While a restore decodes, the old values of the changed leaves of every
- * object whose class changed and implements ISPersistentUpgrade, or carries
- * unknown data (sp-unknown.c), are kept
+ * object whose class changed and implements ISPersistentUpgrade are kept
  * (by LID: a delta's later record of the object replaces them).  Once the
  * restore succeeded they become one managed array, five entries an object
  * (the object, its class's name in the snapshot, what changed, the old
@@ -162,24 +161,6 @@ sp_upgrades_entry (MonoArray *out, guint i, const SpUpgrade *u, MonoArray *objec
 	return 0;
 }
 
-/* The kept objects whose class implements ISPersistentUpgrade (the others' old values are unknown data only). */
-static GPtrArray *
-sp_upgrades_hooked (const SpUpgrades *ups, MonoArray *objects)
-{
-	GPtrArray *hooked = g_ptr_array_new ();
-	MonoClass *last = NULL;
-	gboolean wanted = FALSE;
-	for (guint i = 0; ups->list && i < ups->list->len; i++) {
-		SpUpgrade *u = g_ptr_array_index (ups->list, i);
-		MonoClass *klass = mono_object_class (mono_array_get_fast (objects, MonoObject *, u->lid));
-		if (klass != last)
-			wanted = sp_upgrades_wanted (klass), last = klass;
-		if (wanted)
-			g_ptr_array_add (hooked, u);
-	}
-	return hooked;
-}
-
 /* The restore succeeded: its hooks are the program's (a restore that runs again replaces them). */
 static int
 sp_upgrades_publish (SpUpgrades *ups, MonoArray *objects, SpError *err)
@@ -187,22 +168,21 @@ sp_upgrades_publish (SpUpgrades *ups, MonoArray *objects, SpError *err)
 	if (sp_upgrades_handle)
 		mono_gchandle_free_internal (sp_upgrades_handle);
 	sp_upgrades_handle = 0;
-	GPtrArray *hooked = sp_upgrades_hooked (ups, objects);
-	int rc = 0;
+	if (!ups->list || ups->list->len == 0)
+		return 0;
 	ERROR_DECL (error);
-	MonoArray *out = hooked->len ? mono_array_new_checked (mono_domain_get (), mono_defaults.object_class,
-							      (uintptr_t)hooked->len * 5, error) : NULL;
+	MonoArray *out = mono_array_new_checked (mono_domain_get (), mono_defaults.object_class, (uintptr_t)ups->list->len * 5, error);
 	if (!is_ok (error)) {
 		mono_error_cleanup (error);
-		rc = sp_error_set (err, "out of memory for the upgrade of %u restored objects", hooked->len);
+		return sp_error_set (err, "out of memory for the upgrade of %u restored objects", ups->list->len);
 	}
-	guint32 handle = out ? mono_gchandle_new_internal ((MonoObject *)out, FALSE) : 0;
-	for (guint i = 0; rc == 0 && i < hooked->len; i++)
-		rc = sp_upgrades_entry (out, i * 5, (SpUpgrade *)g_ptr_array_index (hooked, i), objects, err);
-	if (rc < 0 && handle)
-		mono_gchandle_free_internal (handle);
-	else
-		sp_upgrades_handle = handle;
-	g_ptr_array_free (hooked, TRUE);
-	return rc;
+	guint32 handle = mono_gchandle_new_internal ((MonoObject *)out, FALSE);
+	for (guint i = 0; i < ups->list->len; i++) {
+		if (sp_upgrades_entry (out, i * 5, (SpUpgrade *)g_ptr_array_index (ups->list, i), objects, err) < 0) {
+			mono_gchandle_free_internal (handle);
+			return -1;
+		}
+	}
+	sp_upgrades_handle = handle;
+	return 0;
 }

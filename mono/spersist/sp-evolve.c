@@ -106,6 +106,27 @@ sp_evolve_old_leaves (const SpSnapClass *c, const uint8_t *values, SpOldLeafFn f
 	}
 }
 
+void
+sp_evolve_dropped_values (const SpSnapClass *c, const uint8_t *values, uint8_t *prims, uint32_t *lids)
+{
+	const uint8_t *p = values, *refs = values + c->prim_bytes;
+	for (uint32_t i = 0; c->leaf_changed && i < c->nfields; i++) {
+		const SpField *f = &c->fields [i];
+		bool dropped = c->leaf_changed [i] == SP_LEAF_DROPPED;
+		if (f->kind == SP_KIND_REF) {
+			uint32_t lid = (uint32_t)sp_trusted_varint (&refs);
+			if (dropped)
+				*lids++ = lid;
+			continue;
+		}
+		if (dropped) {
+			memcpy (prims, p, sp_kind_size (f->kind));
+			prims += sp_kind_size (f->kind);
+		}
+		p += sp_kind_size (f->kind);
+	}
+}
+
 /* ---- the plan ------------------------------------------------------------------ */
 
 /* The same leaves in the same order, each of the same kind (and declared type): the plain plan. */
@@ -306,7 +327,7 @@ sp_evolve_plan_leaves (SpSnapClass *c, const SpClass *live, SpEvolveLog *log, Sp
 			sp_evolve_note (log, "field '%s' is now '%s'", a->name, b->name);
 		if (b && a->kind != b->kind)
 			sp_evolve_note (log, "field '%s' %s -> %s", b->name, sp_kind_name (a->kind), sp_kind_name (b->kind));
-		c->leaf_changed [i] = !b || a->kind != b->kind || strcmp (a->name, b->name) != 0;
+		c->leaf_changed [i] = !b ? SP_LEAF_DROPPED : a->kind != b->kind || strcmp (a->name, b->name) != 0;
 		if (a->kind == SP_KIND_REF) {
 			c->ref_fields [c->nrefs++] = b;
 			continue;

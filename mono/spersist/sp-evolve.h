@@ -60,6 +60,13 @@ int sp_snapshot_plan (SpSnapClass *c, const SpClass *live, SpError *err);
 typedef void (*SpOldLeafFn) (void *ctx, const SpField *leaf, const uint8_t *value, uint32_t lid);
 void sp_evolve_old_leaves (const SpSnapClass *c, const uint8_t *values, SpOldLeafFn fn, void *ctx);
 
+/*
+ * The values of the leaves of one record of class c that no live leaf takes
+ * (leaf_changed SP_LEAF_DROPPED), in the snapshot's leaf order: primitives'
+ * bytes (wire order) appended from prims on, references' LIDs from lids on.
+ */
+void sp_evolve_dropped_values (const SpSnapClass *c, const uint8_t *values, uint8_t *prims, uint32_t *lids);
+
 /* sp_trusted_primitives for a class whose plan is not exact: drops and conversions. */
 void sp_evolved_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst);
 

@@ -30,6 +30,8 @@
 #include "sp-format.h"
 #include "sp-layout.h"
 
+#define SP_LEAF_DROPPED 2
+
 typedef struct SpSnapClass {
 	uint8_t kind;            /* SP_CLASS_OBJECT or SP_CLASS_ARRAY */
 	char *assembly;
@@ -49,7 +51,7 @@ typedef struct SpSnapClass {
 	uint32_t nrefs;
 	uint8_t *prim_live_kinds; /* decode, a class that changed (sp-evolve.h): each primitive's live kind, 0 = dropped; NULL: exact */
 	char *evolution;         /* what changed against the live class, for the log; NULL: nothing */
-	uint8_t *leaf_changed;   /* [nfields], with evolution: 1 for a leaf dropped, renamed or widened */
+	uint8_t *leaf_changed;   /* [nfields], with evolution: 1 for a leaf renamed or widened, SP_LEAF_DROPPED for one no live leaf takes */
 	bool keep_old;           /* the restorer wants those leaves' old values (SpDecodeOps.old_values) */
 	bool keep_unknown;       /* set by the restorer before the plan: leaves the live class lacks are kept (sp-evolve.h) */
 	uint32_t ndefaults;      /* decode, a class that changed: live leaves the snapshot lacks that declare a Default */
