@@ -168,6 +168,7 @@ fuzz_resolve (void *ctx, SpSnapClass *c, SpError *err)
 	if (r->evolve)
 		fuzz_evolve (live);
 	c->resolved = live;
+	c->keep_unknown = r->evolve && c->kind == SP_CLASS_OBJECT;     /* its dropped leaves' values read (fuzz_old_values) */
 	return 0;
 }
 
@@ -221,7 +222,35 @@ fuzz_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpErr
 	return 0;
 }
 
+static void
+fuzz_old_leaf (void *ctx, const SpField *leaf, const uint8_t *value, uint32_t lid)
+{
+	uint64_t *sum = ctx;
+	*sum += leaf->kind + lid + (value ? value [0] : 0);
+}
+
+/* A changed class's record: its old leaves and its dropped values, read as the restorers read them (under ASan). */
+static void
+fuzz_old_values (void *ctx, uint32_t lid, const SpSnapClass *c, const uint8_t *values)
+{
+	(void)ctx;
+	(void)lid;
+	uint32_t prim_bytes = 0, nrefs = 0;
+	for (uint32_t i = 0; i < c->nfields; i++)
+		if (c->leaf_changed [i] == SP_LEAF_DROPPED)
+			c->fields [i].kind == SP_KIND_REF ? nrefs++ : (prim_bytes += sp_kind_size (c->fields [i].kind));
+	uint8_t *prims = malloc (prim_bytes + 1);
+	uint32_t *lids = malloc ((nrefs + 1) * sizeof *lids);
+	if (prims && lids)
+		sp_evolve_dropped_values (c, values, prims, lids);
+	free (prims);
+	free (lids);
+	uint64_t sum = 0;
+	sp_evolve_old_leaves (c, values, fuzz_old_leaf, &sum);
+}
+
 static const SpDecodeOps fuzz_ops = {
+	.old_values = fuzz_old_values,
 	.begin = fuzz_begin,
 	.resolve = fuzz_resolve,
 	.create = fuzz_create,
