@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
 files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
-summaries table1.txt, table2.txt, control.txt, recovery.txt, delta.txt, fold.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt.  Every figure is given as
+summaries table1.txt, table2.txt, control.txt, recovery.txt, delta.txt, fold.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt, evolve.txt.  Every figure is given as
 min / median / max over its repetitions, with its conditions."""
 import collections
 import csv
@@ -204,6 +204,11 @@ SECTIONS = [
         "Thread A's store into a long int[] the cycle has not written copies its rest (A's own cost); thread",
         "B, on the other CPU, stores once into every small object meanwhile and records its longest store:",
         "with no cycle (the floor), in a cycle without A's store, and while A copies."]),
+    ("A restart across a class change", "run-evolve.sh", "evolve.txt", [
+        "A tree of N nodes written by one version, restored by the same version and by two whose node class",
+        "changed (a field widened, one removed, one added with a Default; the removed one carried as unknown",
+        "data, or dropped with DropUnknown), processes in turn; then snapshots of the restored tree and",
+        "decodes of them. Each restored tree is checked."]),
 ]
 
 

@@ -435,6 +435,7 @@ sp_mono_class_new (MonoClass *klass, uint8_t kind, GArray *leaves)
 	c->nfields = leaves->len;
 	c->fields = (SpField *)g_array_free (leaves, FALSE);
 	c->client = klass;
+	c->drop_unknown = kind == SP_CLASS_OBJECT && sp_mono_class_drops_unknown (klass);
 	return c;
 }
 

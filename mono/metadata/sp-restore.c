@@ -113,11 +113,11 @@ sp_mono_restore_resolve (void *ctx, SpSnapClass *sc, SpError *err)
 	MonoClass *klass = mono_class_from_mono_type_internal (type);
 	ERROR_DECL (error);
 	sc->keep_old = r->for_program && sc->kind == SP_CLASS_OBJECT && sp_upgrades_wanted (klass);
-	/* Said by --sp-check too, so decided for every restore; only the program's keeps the values. */
-	sc->keep_unknown = sc->kind == SP_CLASS_OBJECT && !sp_mono_class_drops_unknown (klass);
 	SpClass *live = sp_mono_class_map (klass, err);
 	if (!live)
 		return -1;
+	/* Said by --sp-check too, so decided for every restore; only the program's keeps the values. */
+	sc->keep_unknown = sc->kind == SP_CLASS_OBJECT && !live->drop_unknown;
 	if (live->kind == SP_CLASS_OBJECT && (mono_class_is_abstract (klass) || mono_class_is_interface (klass)))
 		return sp_error_set (err, "class %s is abstract and cannot have instances", sc->name);
 	MonoVTable *vtable = mono_class_vtable_checked (mono_domain_get (), klass, error);

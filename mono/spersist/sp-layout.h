@@ -134,6 +134,8 @@ typedef struct SpClass {
 	uint32_t wire_max;
 	/* OBJECT: the unknown leaves its instances carry, NULL: none (set by a restore, before any snapshot is written). */
 	const SpUnknown *unknown;
+	/* OBJECT: the class says a restore drops the leaves it lacks rather than keep them ([SPersistent (DropUnknown = true)]). */
+	bool drop_unknown;
 } SpClass;
 
 /* ARRAY whose element is one primitive at offset 0 with nothing around it: copied as a block. */
