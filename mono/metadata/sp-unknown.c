@@ -81,16 +81,33 @@ typedef struct SpUnknownPending {
 
 /* ---- the serializer's side --------------------------------------------------- */
 
+/*
+ * The entry after the last one this thread found.  Entries are in the
+ * restore's record order, which is the order the writer's serializer met the
+ * objects in, and a snapshot of the restored graph meets them in much the
+ * same order: so the next entry is most often the one wanted, found without
+ * the index's cache misses (a million objects: 290 ms a snapshot by the index
+ * alone, about 4.5 times one with no unknown data).
+ */
+static __thread guint32 sp_unknown_cursor;
+
 static const SpUnknownEntry *
 sp_unknown_entry_of (MonoObject *obj)
 {
 	if (!sp_unknown.index)
 		return NULL;
+	guint32 next = sp_unknown_cursor;
+	if (next < sp_unknown.nentries && mono_gchandle_get_target_internal (sp_unknown.entries [next].weak) == obj) {
+		sp_unknown_cursor = next + 1;
+		return &sp_unknown.entries [next];
+	}
 	guint32 hash = (guint32)mono_object_hash_internal (obj);
 	for (guint32 i = hash & sp_unknown.mask; sp_unknown.index [i]; i = (i + 1) & sp_unknown.mask) {
 		const SpUnknownEntry *e = &sp_unknown.entries [sp_unknown.index [i] - 1];
-		if (e->hash == hash && mono_gchandle_get_target_internal (e->weak) == obj)
+		if (e->hash == hash && mono_gchandle_get_target_internal (e->weak) == obj) {
+			sp_unknown_cursor = sp_unknown.index [i];
 			return e;
+		}
 	}
 	return NULL;
 }
