@@ -7,6 +7,7 @@
 //                order: restores both ways, each version carrying the other's
 //                fields as unknown data.
 //   DROP         the first version, its Plant saying DropUnknown.
+//   (Mode, an enum field, gains a value in ADD: nothing changes.)
 //   WIDEN        fields widened (Level int -> long, Gain float -> double,
 //                Count short -> int, Pos.X float -> double, in Trail's
 //                elements too): restores forward; back, narrowing is refused.
@@ -43,6 +44,13 @@ public struct Point
 	[SPersistentField] public int Z;
 #endif
 }
+
+// Enum values added (Manual) change nothing: the field is its underlying int in both versions.
+#if ADD
+public enum Mode { Off, Auto, Manual }
+#else
+public enum Mode { Off, Auto }
+#endif
 
 [SPersistent]
 public class Valve
@@ -90,6 +98,7 @@ public class Plant
 #endif
 	[SPersistentField] public Point Pos;
 	[SPersistentField] public Point [] Trail;
+	[SPersistentField] public Mode Mode;
 #if !ADD
 	[SPersistentField] public string Name;
 #endif
@@ -160,6 +169,7 @@ static class Program
 			plant.Trail [i].Y = p + i;
 		}
 		plant.Name = "period " + p;
+		plant.Mode = (Mode)(p % 3);     /* 2: a value only ADD names */
 	}
 
 	// The state of one period, whole (`how`, p0: CheckOwnFields).
@@ -178,6 +188,7 @@ static class Program
 			T.Eq (p + i, plant.Trail [i].Y, at + ": Trail.Y");
 		}
 		T.Eq ("period " + p, plant.Name, at + ": Name");
+		T.Eq (p % 3, (int)plant.Mode, at + ": Mode");
 		CheckOwnFields (plant, p, how, p0, at);
 	}
 
