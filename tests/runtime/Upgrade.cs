@@ -8,8 +8,11 @@
 //                implements the interface too, and must not be called.
 //   THROW        the same, but Tank's hook throws for the second tank.
 //
-//   Upgrade.exe write     two tanks and a log, persisted.
-//   Upgrade.exe check     (UPGRADE, THROW) the hooks ran, before the first SPC call returned.
+//   Upgrade.exe write     two tanks and a log of period 3, persisted.
+//   Upgrade.exe loop      periods 1, 2, ... persisted until killed (kill -9).
+//   Upgrade.exe check [any] (UPGRADE, THROW) the hooks ran, before the first
+//                         SPC call returned, on period 3's state (any: on one
+//                         whole period's, the log saying which).
 using System;
 using SPersistence;
 
@@ -102,21 +105,40 @@ static class Program
 #endif
 		T.Check (warm, "a warm restart");
 		var tanks = (Tank [])SPC.RecvPData (1);
+		int p = ((Log)SPC.RecvPData (2)).Count;
+		if (args.Length < 2)
+			T.Eq (3, p, "the log");
 		for (int i = 0; i < 2; i++) {
 			T.Eq ((long)(-10 * (i + 1)), tanks [i].Level, "Level");
-			T.Eq ((15 + i) * 1000 + 5 + i, tanks [i].Derived, "Derived from the old values");
+			T.Eq (Removed (p, i) * 1000 + 5 + i, tanks [i].Derived, "Derived from the old values of period " + p);
 			T.Eq ("tank " + i, tanks [i].Label, "Label");
 		}
 		T.Eq (0, Log.Calls, "an unchanged class's hook is not called");
-		T.Eq (3, ((Log)SPC.RecvPData (2)).Count, "the log");
+		Console.WriteLine ("period " + p);
 #else
 		var tanks = new Tank [2];
 		for (int i = 0; i < 2; i++)
-			tanks [i] = new Tank { Level = -10 * (i + 1), Gain = 0.5f, Removed = 15 + i, Old = new Valve { Opening = 5 + i }, Name = "tank " + i };
+			tanks [i] = new Tank { Level = -10 * (i + 1), Gain = 0.5f, Old = new Valve { Opening = 5 + i }, Name = "tank " + i };
+		var log = new Log ();
 		SPC.AddRoot (tanks);
-		SPC.AddRoot (new Log { Count = 3 });
-		T.Check (T.Persist (null), "persisted");
+		SPC.AddRoot (log);
+		for (int p = args [0] == "write" ? 3 : 1; ; p++) {
+			for (int i = 0; i < 2; i++)
+				tanks [i].Removed = Removed (p, i);
+			log.Count = p;
+			if (args [0] == "write") {
+				T.Check (T.Persist (null), "persisted");
+				break;
+			}
+			SPC.SendPData ();
+			SPC.WaitPersisted ();
+			if (p == 1)
+				Console.WriteLine ("persisting");
+		}
 #endif
 		return 0;
 	}
+
+	// Tank i's Removed in period p: the log's Count says which period the hooks saw.
+	static int Removed (int p, int i) { return 5 * p + i; }
 }

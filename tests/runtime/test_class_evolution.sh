@@ -10,15 +10,21 @@ version () {   # version NAME [DEFINE]: Evolve.cs built as NAME/evolve.exe, the 
 }
 version v1; version add ADD; version widen WIDEN; version reftype REFTYPE; version toref TOREF; version drop DROP
 
-# killed_then_restored MODE OLD NEW [ARG]: OLD persists period after period in
-# MODE until kill -9 at a random instant; NEW restores one whole period of it.
-killed_then_restored () {
-	rm -rf store
+# killed_in_loop MODE PROGRAM: PROGRAM persists period after period in MODE
+# (to store, from what it holds) until kill -9 at a random instant.
+killed_in_loop () {
 	"$SPMONO" --sp-mode=$1 --sp-store=store "$2" loop > loop.out 2>&1 &
 	local pid=$!
 	for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
 	sleep "0.$((RANDOM % 5))"
 	kill -9 $pid; wait $pid 2>/dev/null || true
+}
+
+# killed_then_restored MODE OLD NEW [ARG]: OLD, from an empty store, killed in
+# its loop; NEW restores one whole period of it.
+killed_then_restored () {
+	rm -rf store
+	killed_in_loop $1 "$2"
 	expect_out "period [0-9]+" spm --sp-store=store "$3" check-any ${4:-}
 }
 
@@ -82,11 +88,7 @@ spm --sp-delta=on --sp-delta-ratio=10000 --sp-store=store add/evolve.exe check 3
 for mode in stw incremental; do
 	rm -rf store
 	spm --sp-mode=$mode --sp-store=store v1/evolve.exe write 5 || fail "$mode: v1 write before add's loop"
-	"$SPMONO" --sp-mode=$mode --sp-store=store add/evolve.exe loop > loop.out 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
-	sleep "0.$((RANDOM % 5))"
-	kill -9 $pid; wait $pid 2>/dev/null || true
+	killed_in_loop $mode add/evolve.exe
 	expect_out "period [0-9]+" spm --sp-mode=$mode --sp-store=store v1/evolve.exe check-any carried 5
 done
 for mode in stw incremental; do
@@ -146,6 +148,10 @@ for mode in stw incremental; do
 	spm --sp-mode=$mode --sp-store=store upgrade/upgrade.exe write || fail "$mode: write before the upgrade"
 	spm --sp-mode=$mode --sp-store=store upgradeUPGRADE/upgrade.exe check || fail "$mode: the upgrade hooks"
 	spm --sp-mode=$mode --sp-store=store upgradeTHROW/upgrade.exe check || fail "$mode: a hook that throws"
+	# After kill -9 of the old version at any instant: the hooks see one whole period's old values.
+	rm -rf store
+	killed_in_loop $mode upgrade/upgrade.exe
+	expect_out "period [0-9]+" spm --sp-mode=$mode --sp-store=store upgradeUPGRADE/upgrade.exe check any
 done
 
 # A class moved to another assembly (the program's reference), declaring its former name.
