@@ -129,6 +129,7 @@ static struct {
 	uint64_t requested_seq;      /* newest sequence a SendPData started */
 	uint64_t durable_seq;        /* newest committed */
 	uint64_t failed_seq;         /* newest that failed */
+	uint64_t patch_prev;         /* the running cycle is a delta on this snapshot, not committed at its start: the writer fills in its checksum */
 	char failure [SP_ERROR_MAX];
 	SpCycleStats stats;
 	MonoCoopCond wake;           /* the SP task: a cycle started */
@@ -158,6 +159,9 @@ static gint64 sp_pause_histogram [SP_PAUSE_BUCKETS];
 static struct {
 	SpBuf buf;                   /* the writing buffer: a chunk to drain */
 	uint64_t seq;                /* the snapshot it belongs to */
+	uint64_t patch_prev;         /* that snapshot's predecessor, whose checksum its header awaits (0: none) */
+	uint64_t committed_seq;      /* the last snapshot the writer committed, and its checksum (the writer's own) */
+	uint32_t committed_crc;
 	gboolean busy;               /* holds a chunk (under sp_lock) */
 	gboolean last;               /* the chunk ends its snapshot: commit after it */
 	size_t done;                 /* bytes of buf written (the writer's own, outside sp_lock) */
@@ -324,6 +328,8 @@ static void
 sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns)
 {
 	if (rc == 0) {
+		sp_writer.committed_seq = seq;
+		sp_writer.committed_crc = sp_writer.stream.crc;
 		if (sp_options.delta)
 			sp_delta_cycle_committed (seq, sp_writer.stream.bytes, sp_writer.stream.crc);
 		sp_cycle.durable_seq = seq;
@@ -333,7 +339,7 @@ sp_cycle_committed (uint64_t seq, int rc, const SpError *err, uint64_t commit_ns
 		sp_cycle_publish_when_done ();
 		mono_coop_cond_broadcast (&sp_cycle.durable);
 	} else {
-		sp_delta_failed ();
+		sp_delta_cycle_failed (seq);
 		sp_cycle_record_failure (seq, err);
 	}
 }
@@ -493,8 +499,28 @@ sp_writer_chunk_done (void)
  * after its last slice.  The last slice of a chunk holds at least the
  * trailer (the checksum field is set in the last one).
  */
+/*
+ * A delta started while the snapshot before it was still being committed
+ * (sp_cycle_request) names that one's checksum, which only its commit
+ * gave: filled into the header (the first bytes of the first chunk) before
+ * the stream begins, so the checksum of the delta covers it.  A delta whose
+ * predecessor was not committed is never written: a chain never holds a
+ * delta on a snapshot that is not in it.
+ */
 static int
-sp_writer_slice (uint64_t seq, gboolean last, SpError *err)
+sp_writer_patch_prev_crc (uint64_t seq, uint64_t prev, SpError *err)
+{
+	if (sp_writer.committed_seq != prev)
+		return sp_error_set (err, "delta %llu applies to snapshot %llu, which was not committed: it is not written either "
+				     "(the next snapshot is full)", (unsigned long long)seq, (unsigned long long)prev);
+	if (sp_writer.done != 0 || sp_writer.buf.len < SP_FORMAT_HEADER_MAX)
+		return sp_error_set (err, "internal error: delta %llu's header is not at the start of its first chunk", (unsigned long long)seq);
+	sp_put_le (sp_writer.buf.data + SP_FORMAT_PREV_CRC_OFFSET, sp_writer.committed_crc, 4);
+	return 0;
+}
+
+static int
+sp_writer_slice (uint64_t seq, uint64_t patch_prev, gboolean last, SpError *err)
 {
 	size_t n = MIN (SP_WRITER_SLICE, sp_writer.buf.len - sp_writer.done);
 	if (sp_writer.buf.len - sp_writer.done - n < SP_FORMAT_TRAILER_SIZE)
@@ -504,7 +530,9 @@ sp_writer_slice (uint64_t seq, gboolean last, SpError *err)
 	if (sp_writer.stream.sequence != seq) {
 		sp_stream_abort (&sp_writer.stream);        /* an abandoned snapshot's */
 		sp_writer.snapshot_ns = 0;
-		rc = sp_stream_begin (&sp_writer.stream, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err);
+		rc = patch_prev ? sp_writer_patch_prev_crc (seq, patch_prev, err) : 0;
+		if (rc == 0)
+			rc = sp_stream_begin (&sp_writer.stream, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err);
 	}
 	if (rc == 0)
 		rc = sp_stream_write (&sp_writer.stream, sp_writer.buf.data + sp_writer.done, n, final, err);
@@ -594,7 +622,7 @@ sp_writer_main (gpointer arg)
 			sp_writer_retire_slice ();
 			continue;
 		}
-		uint64_t seq = sp_writer.seq;
+		uint64_t seq = sp_writer.seq, patch_prev = sp_writer.patch_prev;
 		gboolean last = sp_writer.last;
 		sp_budget.writer_owed = FALSE;
 		uint64_t t0 = sp_mono_monotonic_ns (), t1, cpu0 = sp_mono_thread_cpu_ns (), cpu;
@@ -604,7 +632,7 @@ sp_writer_main (gpointer arg)
 		MONO_ENTER_GC_SAFE;
 		/* The fold task retires old snapshots meanwhile (deltas): the store's list of them is shared (sp-fold-task.c). */
 		sp_fold_store_lock ();
-		rc = sp_writer_slice (seq, last, &err);
+		rc = sp_writer_slice (seq, patch_prev, last, &err);
 		t1 = sp_mono_monotonic_ns ();
 		if (rc == 1)
 			rc = sp_stream_finish (&sp_writer.stream, &err) < 0 ? -1 : 1;
@@ -650,6 +678,7 @@ sp_writer_take_chunk (gboolean last)
 	sp_buf_reset (&sp_out);
 	sp_writer.buf = full;
 	sp_writer.seq = sp_cycle.seq;
+	sp_writer.patch_prev = sp_cycle.patch_prev;
 	sp_cycle.stats.bytes += full.len;
 	sp_writer.last = last;
 	sp_writer.done = 0;
@@ -951,11 +980,11 @@ sp_cycle_start (gboolean delta, SpError *err)
 	uint32_t room = sp_ser.nobjects + sp_ser.nobjects / 4 + 1024;
 	uint64_t t0;
 	int rc;
+	gboolean patch_prev;
 	do {
 		sp_ser.whole_objects = FALSE;
 		sp_cycle.delta = delta;
-		if (delta)
-			sp_delta_header (&h);
+		patch_prev = delta && sp_delta_header (&h);
 		if (sp_mono_lid_table_grow (room, err) < 0 ||
 		    (delta ? sp_ser_begin_delta (&sp_ser, &sp_out, &h, err) : sp_ser_begin (&sp_ser, &sp_out, &h, err)) < 0)
 			return -1;
@@ -991,6 +1020,12 @@ sp_cycle_start (gboolean delta, SpError *err)
 		return -1;
 	}
 	sp_cycle.seq = sp_cycle.next_seq++;
+	sp_cycle.patch_prev = patch_prev ? h.prev_sequence : 0;
+	if (patch_prev && sp_options.verbose)
+		fprintf (stderr, "spmono: delta %llu starts while snapshot %llu commits (its checksum goes in when it is committed)\n",
+			 (unsigned long long)sp_cycle.seq, (unsigned long long)h.prev_sequence);
+	if (sp_options.delta)
+		sp_delta_cycle_started (sp_cycle.seq, delta, delta ? h.base_sequence : sp_cycle.seq);
 	sp_cycle.running = TRUE;
 	uint64_t stop_ns = sp_cycle.stats.stop_ns;
 	memset (&sp_cycle.stats, 0, sizeof sp_cycle.stats);
@@ -1096,7 +1131,7 @@ sp_cycle_finish (void)
 	sp_cycle.handing_over = TRUE;
 	sp_cycle.failed = FALSE;
 	/* A chain's next delta needs the serializer's LIDs: they are kept, unless a full snapshot comes next. */
-	sp_cycle.forgotten = sp_options.delta && sp_delta_keep_after_cycle ();
+	sp_cycle.forgotten = sp_options.delta && sp_delta_keep_after_cycle (sp_cycle.seq);
 	sp_cycle.stats.bytes_total = sp_cycle.stats.bytes + sp_out.len;
 	sp_cycle.final_pending = !sp_writer_take_chunk (TRUE);
 }
@@ -1603,16 +1638,30 @@ sp_tasks_start (SpError *err)
 
 /*
  * Under sp_lock: may no cycle start now?  One is running or handing over;
- * with deltas, also while the last snapshot's commit is pending: a delta
- * names its predecessor's checksum, and a snapshot that fails makes the
- * next one full.
+ * with deltas, also while the last snapshot's commit is pending, unless the
+ * next one is a delta on it (pipelined: the writer fills its predecessor's
+ * checksum into its header, and writes it only once that predecessor is
+ * committed).  A full snapshot, or one after a chain ended, waits for the
+ * commit: which chain it starts depends on it.  *kind: what the next
+ * cycle is (with deltas).
  */
 static gboolean
-sp_cycle_busy (void)
+sp_cycle_busy (SpDeltaCycleKind *kind)
 {
+	*kind = SP_DELTA_CYCLE_FULL;
 	if (sp_task_has_own_work ())
 		return TRUE;
-	return sp_options.delta && sp_cycle.durable_seq < sp_cycle.requested_seq && sp_cycle.failed_seq < sp_cycle.requested_seq;
+	if (!sp_options.delta)
+		return FALSE;
+	gboolean pending = sp_cycle.durable_seq < sp_cycle.requested_seq && sp_cycle.failed_seq < sp_cycle.requested_seq;
+	if (pending) {
+		if (!sp_delta_may_pipeline (sp_cycle.requested_seq))
+			return TRUE;
+		*kind = SP_DELTA_CYCLE_DELTA;
+		return FALSE;
+	}
+	*kind = sp_delta_cycle_kind ();
+	return FALSE;
 }
 
 /*
@@ -1663,18 +1712,19 @@ sp_cycle_request (SpError *err)
 	 */
 	gboolean after_failure = sp_cycle.requested_seq && sp_cycle.failed_seq >= sp_cycle.requested_seq;
 	for (;;) {
-		if (sp_cycle_busy () && !sp_options.busy_wait && !after_failure) {
+		SpDeltaCycleKind kind;
+		gboolean busy = sp_cycle_busy (&kind);
+		if (busy && !sp_options.busy_wait && !after_failure) {
 			sp_stats [SP_STAT_SEND_SKIPS]++;
 			return 0;
 		}
-		if (sp_cycle_busy ()) {
+		if (busy) {
 			uint64_t t0 = sp_mono_monotonic_ns ();
-			while (sp_cycle_busy ())
+			while (sp_cycle_busy (&kind))
 				mono_coop_cond_wait (sp_task_has_own_work () ? &sp_cycle.idle : &sp_cycle.durable, &sp_lock);
 			sp_stats [SP_STAT_SEND_WAITS]++;
 			sp_stats [SP_STAT_SEND_WAIT_NS] += (gint64)(sp_mono_monotonic_ns () - t0);
 		}
-		SpDeltaCycleKind kind = sp_options.delta ? sp_delta_cycle_kind () : SP_DELTA_CYCLE_FULL;
 		if (kind == SP_DELTA_CYCLE_FORGET_FIRST) {
 			sp_cycle_forget_chain ();
 			continue;           /* busy now: skipped, or waited for */

@@ -75,6 +75,15 @@ static struct {
 	mono_mutex_t set_lock;       /* changed, in_changed */
 	gboolean full_due;           /* the next snapshot must be full: why says why */
 	char why [SP_ERROR_MAX];
+	/* Incremental: the cycles in flight (the running one, and the one committing before it), by seq & 1. */
+	struct {
+		gboolean delta;              /* a delta (else a full snapshot) */
+		uint64_t base;               /* its chain's base */
+		uint64_t objects;            /* objects written, once its last one is */
+	} flight [2];
+	/* Incremental: the last cycle ended keeping its LIDs (the next may be a delta on it) and is not committed yet. */
+	gboolean head_pending;
+	uint64_t head_seq;
 } sp_delta;
 
 static gboolean
@@ -177,6 +186,7 @@ sp_delta_forget (void)
 	mono_os_mutex_lock (&sp_delta.set_lock);
 	sp_delta.recording = FALSE;
 	sp_delta.chained = FALSE;
+	sp_delta.head_pending = FALSE;
 	for (guint i = 0; i < sp_delta.changed->len; i++)
 		sp_delta.in_changed [g_array_index (sp_delta.changed, guint32, i)] = 0;
 	g_array_set_size (sp_delta.changed, 0);
@@ -270,7 +280,7 @@ sp_delta_most_changed (guint changed)
 static gboolean
 sp_delta_next_is_delta (guint changed)
 {
-	if (!sp_delta_on () || !sp_delta.chained || sp_delta.full_due)
+	if (!sp_delta_on () || !(sp_delta.chained || sp_delta.head_pending) || sp_delta.full_due)
 		return FALSE;
 	if (sp_delta_most_changed (changed))
 		return FALSE;
@@ -343,13 +353,25 @@ sp_delta_take (void)
 		sp_delta_force_full ("native code was running with arguments it may write");
 }
 
-/* The delta's header fields: its chain.  Under sp_lock. */
-static void
+/*
+ * The delta's header fields: its chain.  On a snapshot whose commit is still
+ * pending (incremental mode's pipelined cycles), prev_crc is not known yet:
+ * TRUE, and the writer fills it in before it writes the header
+ * (sp_writer_patch_prev_crc).  Under sp_lock.
+ */
+static gboolean
 sp_delta_header (SpSnapHeader *h)
 {
+	if (sp_delta.head_pending) {
+		h->base_sequence = sp_delta.flight [sp_delta.head_seq & 1].base;
+		h->prev_sequence = sp_delta.head_seq;
+		h->prev_crc = 0;
+		return TRUE;
+	}
 	h->base_sequence = sp_delta.base_seq;
 	h->prev_sequence = sp_delta.prev_seq;
 	h->prev_crc = sp_delta.prev_crc;
+	return FALSE;
 }
 
 static int
@@ -485,7 +507,9 @@ sp_delta_committed (uint64_t seq, gboolean delta, uint64_t bytes, uint32_t crc)
 		sp_delta.base_seq = seq;
 		sp_delta.base_bytes = bytes;
 		sp_delta.delta_bytes = 0;
-		sp_delta.full_due = FALSE;
+		/* Incremental: cleared at the full cycle's instant (sp_delta_cycle_stopped): what came after it is the next one's. */
+		if (sp_options.mode != SP_MODE_INCREMENTAL)
+			sp_delta.full_due = FALSE;
 		g_array_append_val (sp_delta.bases, seq);
 		sp_stats [SP_STAT_FULL_SNAPSHOTS]++;
 		sp_fold.blocked = FALSE;
@@ -612,6 +636,9 @@ sp_delta_cycle_kind (void)
 static gboolean
 sp_delta_cycle_stopped (gboolean delta, SpError *err)
 {
+	/* A full snapshot answers why it was due; what the instant finds (stores in flight) is the next one's. */
+	if (!delta)
+		sp_delta.full_due = FALSE;
 	gboolean attributed = sp_delta_take_stopped ();
 	if (delta && sp_delta_give_changed (FALSE, err) < 0)
 		return FALSE;
@@ -646,8 +673,9 @@ sp_delta_cycle_closed (gboolean failed)
  * the hand-over, rather than at its next SendPData, which would skip it).
  */
 static gboolean
-sp_delta_keep_after_cycle (void)
+sp_delta_keep_after_cycle (uint64_t seq)
 {
+	sp_delta.flight [seq & 1].objects = sp_ser.objects_written;
 	guint changed = sp_delta_changed_count ();
 	/*
 	 * A barrier met objects it could not write (holding something that
@@ -659,7 +687,43 @@ sp_delta_keep_after_cycle (void)
 	gboolean keep = !sp_delta.full_due && !sp_delta_most_changed (changed) && !sp_delta_most_changed (sp_delta.taken->len);
 	if (!keep)
 		sp_delta_forget ();
+	/* The next cycle may be a delta on this one before its commit (sp_cycle_request: pipelined). */
+	sp_delta.head_pending = keep;
+	sp_delta.head_seq = seq;
 	return keep;
+}
+
+/* Cycle seq has started (its instant is past): a delta on `base`, or a full snapshot (base: seq). */
+static void
+sp_delta_cycle_started (uint64_t seq, gboolean delta, uint64_t base)
+{
+	sp_delta.flight [seq & 1].delta = delta;
+	sp_delta.flight [seq & 1].base = base;
+	sp_delta.flight [seq & 1].objects = 0;
+}
+
+/*
+ * Under sp_lock: may a delta start now on the cycle before, whose commit is
+ * pending?  Decided without store_lock, which the writer holds while it
+ * commits (taking it here made SendPData wait for the commit: 41 of 3,000
+ * periods of a 1 kHz loop missed).  So the folds' state is not looked at
+ * (sp_delta_cycle_kind does, at the next SendPData after a commit): a chain
+ * whose folds fell behind gets its full snapshot a cycle later.
+ */
+static gboolean
+sp_delta_may_pipeline (uint64_t pending_seq)
+{
+	return sp_delta.head_pending && sp_delta.head_seq == pending_seq && !sp_delta.full_due && sp_delta_on () &&
+	       !sp_unseen.log.overflowed && !sp_delta_most_changed (sp_delta_changed_count ());
+}
+
+/* Snapshot seq of a delta-mode cycle failed: the next is full (and nothing is a delta on it). */
+static void
+sp_delta_cycle_failed (uint64_t seq)
+{
+	if (sp_delta.head_pending && sp_delta.head_seq == seq)
+		sp_delta.head_pending = FALSE;
+	sp_delta_failed ();
 }
 
 /*
@@ -694,12 +758,15 @@ sp_delta_cycle_shortcut (MonoObject *obj, gint32 gen)
 static void
 sp_delta_cycle_committed (uint64_t seq, uint64_t bytes, uint32_t crc)
 {
+	gboolean delta = sp_delta.flight [seq & 1].delta;
+	if (sp_delta.head_pending && sp_delta.head_seq == seq)
+		sp_delta.head_pending = FALSE;      /* the next delta names its checksum as usual */
 	sp_fold_store_lock ();
-	sp_delta_committed (seq, sp_delta.cycle_is_delta, bytes, crc);
+	sp_delta_committed (seq, delta, bytes, crc);
 	sp_fold_store_unlock ();
 	sp_fold_retire_later ();
-	/* As stop-the-world's SendPData says it (no cycle starts before this commit: sp_ser's count is this cycle's). */
+	/* As stop-the-world's SendPData says it. */
 	if (sp_options.verbose)
-		fprintf (stderr, "spmono: %s %llu: %llu objects, %llu bytes, committed\n", sp_delta.cycle_is_delta ? "delta" : "snapshot",
-			 (unsigned long long)seq, (unsigned long long)sp_ser.objects_written, (unsigned long long)bytes);
+		fprintf (stderr, "spmono: %s %llu: %llu objects, %llu bytes, committed\n", delta ? "delta" : "snapshot",
+			 (unsigned long long)seq, (unsigned long long)sp_delta.flight [seq & 1].objects, (unsigned long long)bytes);
 }

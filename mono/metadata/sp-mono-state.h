@@ -163,14 +163,17 @@ typedef enum {
 static SpDeltaCycleKind sp_delta_cycle_kind (void);
 static gboolean sp_delta_cycle_stopped (gboolean delta, SpError *err);
 static void sp_delta_cycle_closed (gboolean failed);
-static gboolean sp_delta_keep_after_cycle (void);
+static gboolean sp_delta_keep_after_cycle (uint64_t seq);
+static void sp_delta_cycle_started (uint64_t seq, gboolean delta, uint64_t base);
+static gboolean sp_delta_may_pipeline (uint64_t pending_seq);
+static void sp_delta_cycle_failed (uint64_t seq);
 static gboolean sp_delta_cycle_shortcut (MonoObject *obj, gint32 gen);
 static gboolean sp_delta_note_locked (MonoObject *obj);
 static void sp_delta_cycle_committed (uint64_t seq, uint64_t bytes, uint32_t crc);
 static void sp_delta_forget (void);
 static void sp_delta_failed (void);
 static void sp_delta_force_full (const char *why);
-static void sp_delta_header (SpSnapHeader *h);
+static gboolean sp_delta_header (SpSnapHeader *h);
 /* sp-fold-task.c */
 static void sp_fold_store_lock (void);
 static void sp_fold_store_unlock (void);

@@ -52,6 +52,7 @@
 #define SP_FORMAT_HEADER_SIZE    40
 #define SP_FORMAT_DELTA_HEADER_SIZE 56
 #define SP_FORMAT_HEADER_MAX     SP_FORMAT_DELTA_HEADER_SIZE
+#define SP_FORMAT_PREV_CRC_OFFSET 48 /* a delta header's prev_crc (a pipelined delta's writer fills it in) */
 #define SP_FORMAT_TRAILER_SIZE   17
 
 /* required_flags: a reader must understand every bit set, or refuse. */

@@ -27,7 +27,7 @@ sp_format_write_header (uint8_t out [SP_FORMAT_HEADER_MAX], const SpSnapHeader *
 	sp_put_le (out + 32, h->base_sequence, 8);
 	if (delta) {
 		sp_put_le (out + 40, h->prev_sequence, 8);
-		sp_put_le (out + 48, h->prev_crc, 4);
+		sp_put_le (out + SP_FORMAT_PREV_CRC_OFFSET, h->prev_crc, 4);
 		sp_put_le (out + 52, h->prior_objects, 4);
 	} else if (sp_header_is_folded (h)) {
 		sp_put_le (out + 40, h->fold_base, 8);

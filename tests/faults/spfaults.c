@@ -12,6 +12,8 @@
  *   short    write writes half of what it was given, then fails with ENOSPC
  *   fsync    fsync (and msync) fail with EIO
  *   slow     fsync (and msync) take 300 ms, then go through (a slow disk)
+ *   slow-eio fsync (and msync) take 300 ms, then fail with EIO (a disk that dies
+ *            while a commit waits for it)
  *   fold-enospc  a write to a folded snapshot being written (".spm.fold", the
  *            fold task's) fails with ENOSPC; commits go through
  *   (other, or no file)   nothing: the call goes through
@@ -110,12 +112,12 @@ fsync (int fd)
 	char mode [32];
 	if (is_commit_file (fd)) {
 		fault_mode (mode, sizeof mode);
-		if (strcmp (mode, "fsync") == 0) {
+		if (strncmp (mode, "slow", 4) == 0)
+			usleep (300000);
+		if (strcmp (mode, "fsync") == 0 || strcmp (mode, "slow-eio") == 0) {
 			errno = EIO;
 			return -1;
 		}
-		if (strcmp (mode, "slow") == 0)
-			usleep (300000);
 	}
 	return real (fd);
 }
@@ -128,11 +130,11 @@ msync (void *addr, size_t length, int flags)
 		real = (int (*) (void *, size_t, int))dlsym (RTLD_NEXT, "msync");
 	char mode [32];
 	fault_mode (mode, sizeof mode);
-	if (strcmp (mode, "fsync") == 0) {
+	if (strncmp (mode, "slow", 4) == 0)
+		usleep (300000);
+	if (strcmp (mode, "fsync") == 0 || strcmp (mode, "slow-eio") == 0) {
 		errno = EIO;
 		return -1;
 	}
-	if (strcmp (mode, "slow") == 0)
-		usleep (300000);
 	return real (addr, length, flags);
 }

@@ -8,6 +8,14 @@
 //                                         (CONTROL: slow), and the program ends while
 //                                         the writer commits it: the end waits for
 //                                         the commit, and exits cleanly
+//   faults.exe pipeline CONTROL MODE      (incremental, deltas) value 1 and 2, then
+//                                         value 3 under MODE (slow: its commit takes
+//                                         300 ms; slow-eio: then fails), and value 4
+//                                         requested while 3 commits (a delta on it,
+//                                         started before its commit); WaitPersisted
+//                                         succeeds (slow) or throws (slow-eio: 4
+//                                         applies to a snapshot that failed, so it is
+//                                         not written); then value 5 persists
 //   faults.exe check                      print the restored value
 using System;
 using System.IO;
@@ -62,6 +70,31 @@ static class Program {
 		Persist ();
 		if (args [0] == "fail") {
 			UnderFault (s, control, args [2], 2);
+			return 0;
+		}
+		if (args [0] == "pipeline") {
+			s.Value = 2;
+			Persist ();
+			File.WriteAllText (control, args [2]);
+			s.Value = 3;
+			SPC.SendPData ();
+			System.Threading.Thread.Sleep (100);   // 3 is in its commit's fsync now
+			s.Value = 4;
+			SPC.SendPData ();
+			bool threw = false;
+			try {
+				SPC.WaitPersisted ();
+			} catch (SPersistenceException e) {
+				threw = true;
+				Console.WriteLine ("pipelined: " + e.Message);
+			}
+			File.WriteAllText (control, "");
+			T.Check (threw == (args [2] == "slow-eio"), args [2] + ": WaitPersisted threw: " + threw);
+			if (threw) {
+				s.Value = 5;
+				Persist ();
+			}
+			Console.WriteLine ("pipeline ok");
 			return 0;
 		}
 		if (args [0] == "exit") {

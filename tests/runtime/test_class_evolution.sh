@@ -15,7 +15,8 @@ version v1; version add ADD; version widen WIDEN; version reftype REFTYPE; versi
 killed_in_loop () {
 	"$SPMONO" --sp-mode=$1 --sp-store=store "$2" loop > loop.out 2>&1 &
 	local pid=$!
-	for _ in $(seq 100); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q persisting loop.out 2>/dev/null && break; sleep 0.05; done
+	grep -q persisting loop.out || { kill -9 $pid; fail "$2 ($1) persisted nothing in 30 s: $(cat loop.out)"; }
 	sleep "0.$((RANDOM % 5))"
 	kill -9 $pid; wait $pid 2>/dev/null || true
 }

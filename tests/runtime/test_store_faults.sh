@@ -30,6 +30,26 @@ done
 rm -rf store
 faulty --sp-store=store --sp-mode=incremental faults.exe exit "$PWD/control" > out.txt 2>&1 || fail "exit during a commit: $(cat out.txt)"
 expect_out "value 3" spm --sp-store=store faults.exe check
+# Incremental deltas: a delta requested while the snapshot before it commits
+# starts at once (pipelined; its writer fills in that snapshot's checksum).
+# When that commit fails, the delta is not written (a chain never holds a
+# delta on a snapshot not in it), WaitPersisted says so, and the next
+# snapshot is full.  Either way the store restores, and verifies.
+for mode in slow slow-eio; do
+	rm -rf store
+	faulty --sp-store=store --sp-mode=incremental --sp-delta=on --sp-verbose faults.exe pipeline "$PWD/control" $mode > out.txt 2>&1 \
+		|| fail "pipelined delta, $mode: $(cat out.txt)"
+	grep -q "pipeline ok" out.txt || fail "pipelined delta, $mode: $(cat out.txt)"
+	grep -q "delta 4 starts while snapshot 3 commits" out.txt || fail "pipelined delta, $mode: no delta started during the commit: $(cat out.txt)"
+	"$SPDUMP" verify store > verify.out || fail "pipelined delta, $mode: spdump verify: $(cat verify.out)"
+	if [ $mode = slow ]; then
+		expect_out "value 4" spm --sp-store=store --sp-delta=on faults.exe check
+	else
+		grep -q "delta 4 applies to snapshot 3, which was not committed" out.txt || fail "pipelined delta after a failed commit: $(cat out.txt)"
+		grep -q "spmono: snapshot 5: .* committed" out.txt || fail "the snapshot after the failed pipeline is not full: $(cat out.txt)"
+		expect_out "value 5" spm --sp-store=store --sp-delta=on faults.exe check
+	fi
+done
 faulty --sp-store="pmem:$pm" faults.exe run "$PWD/control" fsync > out.txt 2>&1 || fail "pmem: $(cat out.txt)"
 grep -q "faults ok" out.txt || fail "pmem: $(cat out.txt)"
 expect_out "value 7" spm --sp-store="pmem:$pm" faults.exe check
