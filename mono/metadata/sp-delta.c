@@ -581,8 +581,12 @@ sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const Sp
  *             full snapshot is due, they are let go first, in the SP task's
  *             increments (that SendPData takes no snapshot, as during a
  *             cycle, unless the last one failed: then it waits, and takes
- *             one).  A cycle starts only once the one before is committed:
- *             a delta names its predecessor's checksum.
+ *             one).  A delta may start while the snapshot before it is
+ *             being committed, when it is on that one (pipelined: the
+ *             writer fills that snapshot's checksum into the delta's header
+ *             once it is committed, and never writes the delta if it is
+ *             not; sp_writer_patch_prev_crc); a full snapshot waits for the
+ *             commit before it.
  *   instant   with the world stopped (sp_delta_cycle_stopped): the changed
  *             set is taken and, in a delta, each taken object is due again
  *             (sp_ser_changed); no marking: a delta's objects are the taken
