@@ -11,6 +11,10 @@
 //                           "full snapshots F, folds N" (this process's)
 //   Delta.exe run P MS threads   the same, each period's stores made by two
 //                           threads at once (a new store only: the kind is kept)
+//   Delta.exe run P MS pipelined  the same, WaitPersisted (and "durable p") only
+//                           every 4th period: in incremental mode with
+//                           --sp-busy=wait the next delta then starts while
+//                           the one before commits
 //   Delta.exe check         restore, check, print "restored p", exit
 //   Delta.exe unseen        restore, then a store through a ref taken before
 //                           SendPData into an ordinary (small) array, which no
@@ -201,10 +205,13 @@ static class Program
 		// incremental cycle writes this one (its barriers keep the snapshot at the SendPData instant).
 		if (p.Period < last)
 			mutate (p, p.Period + 1);
+		int waitEvery = args.Length > 3 && args [3] == "pipelined" ? 4 : 1;
 		for (int period = p.Period; period <= last && period > 0; period++) {
 			SPC.SendPData ();
 			if (period < last)
 				mutate (p, period + 1);
+			if (period % waitEvery != 0 && period < last)
+				continue;
 			SPC.WaitPersisted ();
 			Console.WriteLine ("durable " + period);
 			if (sleepMs > 0)

@@ -23,7 +23,7 @@ kill_trials () {
 	for t in $(seq "${KILL_TRIALS:-12}"); do
 		opts=("$@")
 		[ $((t % 2)) -eq 1 ] && opts+=(--sp-delta-ratio=5)
-		"$SPMONO" "${opts[@]}" delta.exe run 1000000 $((t % 2 * sleep_ms)) > kill.$t 2>&1 &
+		"$SPMONO" "${opts[@]}" delta.exe run 1000000 $((t % 2 * sleep_ms)) ${KILL_MODE:-} > kill.$t 2>&1 &
 		pid=$!
 		for i in $(seq 300); do grep -q "^durable" kill.$t && break; sleep 0.05; done
 		sleep "0.$(printf '%03d' $((RANDOM % 300)))"
@@ -175,6 +175,14 @@ grep -q "^restored 60$" check.out || fail "check after two threads and collectio
 kill_trials 60 "incremental " 3 "${INC[@]}"
 "$SPMONO" "${INC[@]}" delta.exe check > final.out 2>&1 || fail "incremental final check: $(tail -5 final.out)"
 echo "incremental: restart, folds and kill -9 ${KILL_TRIALS:-12} times: every restore exact"
+# kill -9 while deltas start before the commit of the snapshot they apply to (pipelined: the writer
+# fills in its checksum): every restore exact, and no older than the last period known durable.
+rm -f kill.*
+KILL_MODE=pipelined kill_trials "$(sed -n 's/^restored //p' final.out)" "incremental, pipelined " 0 "${INC[@]}"
+pipelined=$(cat kill.* | grep -c "starts while snapshot [0-9]* commits" || true)
+[ "$pipelined" -gt 0 ] || fail "incremental, pipelined: no delta started while the one before committed"
+"$SPDUMP" verify store > verify.out || fail "spdump verify after pipelined deltas and kill -9: $(cat verify.out)"
+echo "incremental: $pipelined deltas started before the commit before them, kill -9 ${KILL_TRIALS:-12} times: every restore exact"
 
 # 11. Most of the state changed every period (bench/DeltaBench.cs: 100,000 cells, every one drawn a
 #     period): each snapshot is full, in either mode, since a delta would cost more; the state restores.
