@@ -11,7 +11,9 @@
 # flock in the tests; libnewtonsoft-json-cil-dev, python3-matplotlib: the
 # benchmark suite's JSON contender and its plots (bench/run-suite.sh); help2man:
 # the man pages, from the programs' --help; mono-xbuild: the project template
-# (examples/template, built by cmake/test-package.sh); the rest: core + tests.
+# (examples/template, built by cmake/test-package.sh); nats-server, libnats-dev:
+# the replicated store (a 3-node JetStream cluster on loopback for its tests,
+# tools/nats-cluster.sh); the rest: core + tests.
 set -euo pipefail
 SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
@@ -20,4 +22,4 @@ $SUDO apt-get install -y --no-install-recommends \
   ca-certificates cmake make gcc g++ pkg-config autoconf automake libtool gettext \
   python3 xz-utils dpkg-dev patch file mono-devel zlib1g-dev \
   libglib2.0-dev libpmem-dev libisal-dev libcmocka-dev clang libclang-rt-14-dev util-linux \
-  libnewtonsoft-json-cil-dev python3-matplotlib help2man mono-xbuild time
+  libnewtonsoft-json-cil-dev python3-matplotlib help2man mono-xbuild time nats-server libnats-dev

@@ -31,6 +31,7 @@
 #include "../spersist/sp-store-file.c"
 #include "../spersist/sp-store-pmem.c"
 #include "../spersist/sp-store-null.c"
+#include "../spersist/sp-store-nats.c"
 #include "../spersist/sp-stream.c"
 #include "../spersist/sp-model.c"
 #include "../spersist/sp-chain.c"

@@ -7,13 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Open the store a location names ("DIR", "file:DIR", "pmem:FILE", "null:"). */
+/* Open the store a location names ("DIR", "file:DIR", "pmem:FILE", "null:", "nats://SERVERS/NAME"). */
 static int
 sp_store_open_location (const char *location, bool readonly, SpStore **out, SpError *err)
 {
 	*out = NULL;
 	if (!location || !*location)
 		return sp_error_set (err, "empty store location");
+	if (strncmp (location, "nats://", 7) == 0)
+		return sp_store_nats_open (location, readonly, out, err);
 	if (strncmp (location, "null:", 5) == 0)
 		return location [5] ? sp_error_set (err, "store '%s': the null store names nothing (null:)", location) : sp_store_null_open (out, err);
 	bool pmem = strncmp (location, "pmem:", 5) == 0;

@@ -19,7 +19,9 @@
  * The file store (a directory, sp-store-file.c) commits by writing a temporary
  * file, fsync, rename, fsync of the directory.  Locations: "DIR" or "file:DIR".
  * The pmem store (one file mapped with libpmem, sp-store-pmem.c) keeps two
- * snapshots and a record each.  Location: "pmem:FILE".
+ * snapshots and a record each.  Location: "pmem:FILE".  The NATS store
+ * (sp-store-nats.c) keeps them on a replicated JetStream stream, the commit
+ * being the publication of a catalog, fenced by its expected sequence.
  */
 #ifndef SP_STORE_H
 #define SP_STORE_H
@@ -168,6 +170,12 @@ int sp_store_retire_nothing (SpStore *s, uint64_t max_bytes, SpError *err);
 /* Stores register here (sp-store-file.c, sp-store-pmem.c). */
 int sp_store_file_open (const char *dir, bool readonly, SpStore **out, SpError *err);
 int sp_store_pmem_open (const char *path, bool readonly, SpStore **out, SpError *err);
+/*
+ * "nats://HOST:PORT[,HOST:PORT...]/NAME": the replicated store, on a NATS
+ * JetStream stream (sp-store-nats.c, docs/REPLICATION.md); without libnats at
+ * build time, open says so.
+ */
+int sp_store_nats_open (const char *location, bool readonly, SpStore **out, SpError *err);
 /* "null:": discards every snapshot (sp-store-null.c), for measuring serialization apart from storage. */
 int sp_store_null_open (SpStore **out, SpError *err);
 /* Tests: the next commit stops, as a crash would, before its n-th step (0: never; see each store). */

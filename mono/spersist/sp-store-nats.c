@@ -1,0 +1,688 @@
+/*
+ * sp-store-nats.c: the replicated store, on a NATS JetStream stream
+ * ("nats://HOST:PORT[,HOST:PORT...]/NAME"; docs/REPLICATION.md says why
+ * JetStream, and what the others would have cost).
+ *
+ * One stream per store, SP_<NAME>, subjects sp.<NAME>.>, replicated on
+ * --sp-replicas nodes (3 by default: written to a majority, RAFT), in files.
+ * Two kinds of message:
+ *
+ *   sp.<NAME>.c.<WRITER>.<SEQ>.<PART>   a chunk of snapshot SEQ (at most
+ *                                       SP_NATS_CHUNK bytes), published by
+ *                                       the process WRITER (a random 64-bit
+ *                                       id drawn at open), so that two
+ *                                       processes never publish to one subject;
+ *   sp.<NAME>.catalog                   the catalog: every snapshot the store
+ *                                       holds (its sequence, writer, chunks,
+ *                                       bytes), oldest first.
+ *
+ * A commit publishes the snapshot's chunks, then a new catalog naming it:
+ * the catalog's publication is the one atomic step (a snapshot is in the
+ * store once a catalog names it, whole, or not at all).  Each publication
+ * returns once the stream's leader has it on a majority of the nodes, so a
+ * committed snapshot survives the loss of a minority.
+ *
+ * Fencing: the catalog is published with Nats-Expected-Last-Subject-Sequence
+ * set to the stream sequence of the catalog this process last read or
+ * published.  If another process committed since (a standby that took
+ * over), the stream refuses, and this process learns it is no longer the
+ * primary: its commit fails, saying so, and it never overwrites the newer
+ * state.  Chunks without a catalog naming them are garbage (a commit that
+ * failed, or a fenced one): retire purges them.
+ */
+#include "sp-store.h"
+
+#if SPMONO_HAVE_NATS
+
+#include "sp-crc32c.h"
+
+#include <nats/nats.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A chunk's bytes: well under the server's 1 MiB max_payload. */
+#define SP_NATS_CHUNK (512u << 10)
+/* A request's time limit (ms): a cluster that lost its majority fails a commit this late. */
+#define SP_NATS_TIMEOUT_MS 5000
+#define SP_NATS_CATALOG_MAGIC 0x4c43504eu   /* "NPCL" */
+#define SP_NATS_MAX_SNAPSHOTS 65536
+/*
+ * Tries of a request that met a passing fault: a node restarting, or a
+ * leader being elected (the stream has none for a second or two: "no
+ * responders"), stalls JetStream's API; the client reconnects to another
+ * node by itself.  Waits between tries double from 50 ms (6 tries: about
+ * 1.6 s of waiting, beside the requests' own time limits).  Publications
+ * carry a message id, so a retry of one that did land is dropped by the
+ * stream's de-duplication (and acknowledged as the original), never applied
+ * twice.
+ */
+#define SP_NATS_TRIES 6
+#define SP_NATS_RETRY_US 50000
+
+typedef struct SpNatsEntry {
+	uint64_t sequence;
+	uint64_t writer;
+	uint64_t bytes;
+	uint32_t chunks;
+} SpNatsEntry;
+
+typedef struct SpNatsStore {
+	SpStore base;
+	natsConnection *nc;
+	jsCtx *js;
+	char *name;                  /* NAME */
+	char stream [128];           /* SP_<NAME> */
+	uint64_t writer;             /* this process's id in chunk subjects */
+	SpNatsEntry *catalog;        /* the newest catalog read or published, oldest first */
+	size_t ncatalog;
+	uint64_t fence;              /* its stream sequence (0: none yet) */
+	SpNatsEntry *garbage;        /* snapshots no catalog names any more, chunks to purge */
+	size_t ngarbage;
+	/* The snapshot being written */
+	uint8_t *pending;            /* bytes not published yet (less than a chunk) */
+	size_t npending;
+	uint32_t parts;              /* chunks published */
+} SpNatsStore;
+
+static int
+sp_nats_fail (SpError *err, const char *what, natsStatus st, jsErrCode jerr)
+{
+	const char *last = nats_GetLastError (NULL);
+	return sp_error_set (err, "%s: %s%s%s (JetStream error %d)", what, natsStatus_GetText (st),
+			     last && *last ? ": " : "", last && *last ? last : "", (int)jerr);
+}
+
+static void
+sp_nats_subject_chunk (char *out, size_t size, const SpNatsStore *ns, uint64_t writer, uint64_t seq, uint32_t part)
+{
+	snprintf (out, size, "sp.%s.c.%016" PRIx64 ".%" PRIu64 ".%u", ns->name, writer, seq, part);
+}
+
+static void
+sp_nats_subject_catalog (char *out, size_t size, const SpNatsStore *ns)
+{
+	snprintf (out, size, "sp.%s.catalog", ns->name);
+}
+
+/* Should a request that ended so be tried again (try t, from 0), after a wait? */
+static bool
+sp_nats_again (natsStatus st, int t)
+{
+	bool passing = st == NATS_TIMEOUT || st == NATS_NO_RESPONDERS || st == NATS_CONNECTION_DISCONNECTED;
+	if (!passing || t + 1 >= SP_NATS_TRIES)
+		return false;
+	usleep ((useconds_t)SP_NATS_RETRY_US << t);
+	return true;
+}
+
+static natsStatus
+sp_nats_get_last (natsMsg **msg, SpNatsStore *ns, const char *subject, jsErrCode *jerr)
+{
+	natsStatus st;
+	for (int t = 0; (st = js_GetLastMsg (msg, ns->js, ns->stream, subject, NULL, jerr)) != NATS_OK && sp_nats_again (st, t); t++)
+		;
+	return st;
+}
+
+/* Publish msg (its Nats-Msg-Id set: retries are de-duplicated), acknowledged by a majority. */
+static natsStatus
+sp_nats_publish (jsPubAck **ack, SpNatsStore *ns, natsMsg *msg, jsErrCode *jerr)
+{
+	natsStatus st;
+	for (int t = 0; (st = js_PublishMsg (ack, ns->js, msg, NULL, jerr)) != NATS_OK && sp_nats_again (st, t); t++)
+		;
+	return st;
+}
+
+/* A message on subject with data, and the id the stream de-duplicates its retries by. */
+static natsStatus
+sp_nats_message (natsMsg **msg, const char *subject, const void *data, size_t size, const char *id)
+{
+	natsStatus st = natsMsg_Create (msg, subject, NULL, (const char *)data, (int)size);
+	if (st == NATS_OK)
+		st = natsMsgHeader_Set (*msg, "Nats-Msg-Id", id);
+	return st;
+}
+
+/* ---- the catalog ----------------------------------------------------------------- */
+
+/*
+ * Its bytes, little-endian: magic u32, count u32, then per snapshot sequence
+ * u64, writer u64, bytes u64, chunks u32; then the CRC-32C of all before.
+ */
+static uint8_t *
+sp_nats_catalog_encode (const SpNatsEntry *e, size_t n, size_t *size)
+{
+	*size = 8 + n * 28 + 4;
+	uint8_t *out = malloc (*size), *p = out;
+	if (!out)
+		return NULL;
+	sp_put_le (p, SP_NATS_CATALOG_MAGIC, 4), p += 4;
+	sp_put_le (p, n, 4), p += 4;
+	for (size_t i = 0; i < n; i++) {
+		sp_put_le (p, e [i].sequence, 8), p += 8;
+		sp_put_le (p, e [i].writer, 8), p += 8;
+		sp_put_le (p, e [i].bytes, 8), p += 8;
+		sp_put_le (p, e [i].chunks, 4), p += 4;
+	}
+	sp_put_le (p, sp_crc32c (0, out, (size_t)(p - out)), 4);
+	return out;
+}
+
+static int
+sp_nats_catalog_decode (const uint8_t *data, size_t size, SpNatsEntry **out, size_t *n, SpError *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (size < 12 || sp_get_le (data, 4) != SP_NATS_CATALOG_MAGIC)
+		return sp_error_set (err, "the store's catalog is not one (%zu bytes)", size);
+	uint64_t count = sp_get_le (data + 4, 4);
+	if (count > SP_NATS_MAX_SNAPSHOTS || size != 8 + count * 28 + 4)
+		return sp_error_set (err, "the store's catalog names %" PRIu64 " snapshots in %zu bytes", count, size);
+	if (sp_get_le (data + size - 4, 4) != sp_crc32c (0, data, size - 4))
+		return sp_error_set (err, "the store's catalog fails its checksum");
+	SpNatsEntry *e = calloc (count ? count : 1, sizeof *e);
+	if (!e)
+		return sp_error_set (err, "out of memory");
+	const uint8_t *p = data + 8;
+	for (uint64_t i = 0; i < count; i++, p += 28) {
+		e [i] = (SpNatsEntry){ .sequence = sp_get_le (p, 8), .writer = sp_get_le (p + 8, 8), .bytes = sp_get_le (p + 16, 8),
+				       .chunks = (uint32_t)sp_get_le (p + 24, 4) };
+		if ((i && e [i].sequence <= e [i - 1].sequence) || e [i].chunks != (e [i].bytes + SP_NATS_CHUNK - 1) / SP_NATS_CHUNK) {
+			free (e);
+			return sp_error_set (err, "the store's catalog is inconsistent at entry %" PRIu64, i);
+		}
+	}
+	*out = e;
+	*n = (size_t)count;
+	return 0;
+}
+
+/* The newest catalog, and its stream sequence (the fence); none yet: an empty one, fence 0. */
+static int
+sp_nats_catalog_load (SpNatsStore *ns, SpError *err)
+{
+	char subject [256];
+	sp_nats_subject_catalog (subject, sizeof subject, ns);
+	natsMsg *msg = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = sp_nats_get_last (&msg, ns, subject, &jerr);
+	free (ns->catalog);
+	ns->catalog = NULL;
+	ns->ncatalog = 0;
+	ns->fence = 0;
+	if (st == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr)
+		return 0;
+	if (st != NATS_OK)
+		return sp_nats_fail (err, "reading the store's catalog", st, jerr);
+	int rc = sp_nats_catalog_decode ((const uint8_t *)natsMsg_GetData (msg), (size_t)natsMsg_GetDataLength (msg),
+					 &ns->catalog, &ns->ncatalog, err);
+	if (rc == 0)
+		ns->fence = natsMsg_GetSequence (msg);
+	natsMsg_Destroy (msg);
+	if (rc == 0 && ns->ncatalog)
+		ns->base.last_sequence = ns->catalog [ns->ncatalog - 1].sequence;
+	return rc;
+}
+
+/*
+ * Publish catalog e[0..n) if the store's newest catalog is still the one
+ * this process last saw (the fence); it is then the newest.
+ */
+static int
+sp_nats_catalog_publish (SpNatsStore *ns, const SpNatsEntry *e, size_t n, SpError *err)
+{
+	size_t size;
+	uint8_t *bytes = sp_nats_catalog_encode (e, n, &size);
+	if (!bytes)
+		return sp_error_set (err, "out of memory");
+	char subject [256], fence [32], id [64];
+	sp_nats_subject_catalog (subject, sizeof subject, ns);
+	snprintf (fence, sizeof fence, "%" PRIu64, ns->fence);
+	snprintf (id, sizeof id, "%016" PRIx64 "-catalog-%" PRIu64, ns->writer, e [n - 1].sequence);
+	natsMsg *msg = NULL;
+	jsPubAck *ack = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = sp_nats_message (&msg, subject, bytes, size, id);
+	if (st == NATS_OK)
+		st = natsMsgHeader_Set (msg, "Nats-Expected-Last-Subject-Sequence", fence);
+	if (st == NATS_OK)
+		st = sp_nats_publish (&ack, ns, msg, &jerr);
+	free (bytes);
+	natsMsg_Destroy (msg);
+	if (st == NATS_OK) {
+		ns->fence = ack->Sequence;
+		jsPubAck_Destroy (ack);
+		return 0;
+	}
+	if (jerr == JSStreamWrongLastSequenceErr)
+		return sp_error_set (err, "another process committed to store %s since this one last did: this process is no "
+				     "longer the primary, and its snapshot is not committed (the newer state is kept)", ns->base.location);
+	return sp_nats_fail (err, "committing the store's catalog", st, jerr);
+}
+
+static const SpNatsEntry *
+sp_nats_find (const SpNatsStore *ns, uint64_t sequence)
+{
+	for (size_t i = 0; i < ns->ncatalog; i++)
+		if (ns->catalog [i].sequence == sequence)
+			return &ns->catalog [i];
+	return NULL;
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+static int
+sp_nats_sequences (SpStore *s, uint64_t **seqs, size_t *n, SpError *err)
+{
+	SpNatsStore *ns = (SpNatsStore *)s;
+	*seqs = malloc ((ns->ncatalog ? ns->ncatalog : 1) * sizeof **seqs);
+	if (!*seqs)
+		return sp_error_set (err, "out of memory");
+	for (size_t i = 0; i < ns->ncatalog; i++)
+		(*seqs) [i] = ns->catalog [ns->ncatalog - 1 - i].sequence;     /* newest first */
+	*n = ns->ncatalog;
+	return 0;
+}
+
+static int
+sp_nats_read (SpStore *s, uint64_t sequence, uint8_t **data, size_t *size, SpError *err)
+{
+	SpNatsStore *ns = (SpNatsStore *)s;
+	*data = NULL;
+	*size = 0;
+	const SpNatsEntry *e = sp_nats_find (ns, sequence);
+	if (!e)
+		return sp_error_set (err, "snapshot %" PRIu64 " is not in store %s", sequence, s->location);
+	uint8_t *out = malloc (e->bytes ? e->bytes : 1);
+	if (!out)
+		return sp_error_set (err, "snapshot %" PRIu64 ": out of memory for %" PRIu64 " bytes", sequence, e->bytes);
+	uint64_t at = 0;
+	for (uint32_t part = 0; part < e->chunks; part++) {
+		char subject [256];
+		sp_nats_subject_chunk (subject, sizeof subject, ns, e->writer, e->sequence, part);
+		natsMsg *msg = NULL;
+		jsErrCode jerr = 0;
+		natsStatus st = sp_nats_get_last (&msg, ns, subject, &jerr);
+		uint64_t len = st == NATS_OK ? (uint64_t)natsMsg_GetDataLength (msg) : 0;
+		if (st != NATS_OK || len > e->bytes - at) {
+			natsMsg_Destroy (msg);
+			free (out);
+			if (st == NATS_OK)
+				return sp_error_set (err, "snapshot %" PRIu64 ": chunk %u is longer than the catalog says", sequence, part);
+			return sp_nats_fail (err, "reading a chunk of a snapshot", st, jerr);
+		}
+		memcpy (out + at, natsMsg_GetData (msg), len);
+		at += len;
+		natsMsg_Destroy (msg);
+	}
+	if (at != e->bytes) {
+		free (out);
+		return sp_error_set (err, "snapshot %" PRIu64 ": its chunks hold %" PRIu64 " of its %" PRIu64 " bytes", sequence, at, e->bytes);
+	}
+	*data = out;
+	*size = e->bytes;
+	return 0;
+}
+
+static void
+sp_nats_release (SpStore *s, uint8_t *data, size_t size)
+{
+	(void)s;
+	(void)size;
+	free (data);
+}
+
+static int
+sp_nats_list (SpStore *s, SpSnapInfo **infos, size_t *n, SpError *err)
+{
+	SpNatsStore *ns = (SpNatsStore *)s;
+	SpSnapInfo *out = calloc (ns->ncatalog ? ns->ncatalog : 1, sizeof *out);
+	if (!out)
+		return sp_error_set (err, "out of memory");
+	for (size_t k = 0; k < ns->ncatalog; k++) {
+		const SpNatsEntry *e = &ns->catalog [ns->ncatalog - 1 - k];
+		SpSnapInfo *info = &out [k];
+		info->sequence = e->sequence;
+		info->size = e->bytes;
+		snprintf (info->path, sizeof info->path, "%s, stream %s, writer %016" PRIx64 ", %u chunks", s->location, ns->stream,
+			  e->writer, e->chunks);
+		uint8_t *data;
+		size_t size;
+		SpError why = { 0 };
+		SpSnapHeader h;
+		if (sp_nats_read (s, e->sequence, &data, &size, &why) == 0 && sp_snapshot_check (data, size, &h, NULL, &why) == 0) {
+			info->valid = true;
+			info->time_ns = h.time_ns;
+		} else {
+			snprintf (info->why, sizeof info->why, "%s", why.msg);
+		}
+		free (data);
+	}
+	*infos = out;
+	*n = ns->ncatalog;
+	return 0;
+}
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+static int
+sp_nats_begin (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err)
+{
+	(void)sequence;
+	(void)size_hint;
+	SpNatsStore *ns = (SpNatsStore *)s;
+	ns->npending = 0;
+	ns->parts = 0;
+	if (!ns->pending && !(ns->pending = malloc (SP_NATS_CHUNK)))
+		return sp_error_set (err, "out of memory");
+	return 0;
+}
+
+/* Publish the pending bytes as the next chunk (acknowledged by a majority). */
+static int
+sp_nats_publish_chunk (SpNatsStore *ns, SpError *err)
+{
+	char subject [256];
+	sp_nats_subject_chunk (subject, sizeof subject, ns, ns->writer, ns->base.writing, ns->parts);
+	jsPubAck *ack = NULL;
+	jsErrCode jerr = 0;
+	natsMsg *msg = NULL;
+	natsStatus st = sp_nats_message (&msg, subject, ns->pending, ns->npending, subject);    /* a chunk's subject is unique */
+	if (st == NATS_OK)
+		st = sp_nats_publish (&ack, ns, msg, &jerr);
+	natsMsg_Destroy (msg);
+	if (st != NATS_OK)
+		return sp_nats_fail (err, "publishing a chunk of a snapshot", st, jerr);
+	jsPubAck_Destroy (ack);
+	ns->parts++;
+	ns->npending = 0;
+	return 0;
+}
+
+static int
+sp_nats_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
+{
+	SpNatsStore *ns = (SpNatsStore *)s;
+	while (size) {
+		size_t n = SP_NATS_CHUNK - ns->npending < size ? SP_NATS_CHUNK - ns->npending : size;
+		memcpy (ns->pending + ns->npending, data, n);
+		ns->npending += n;
+		data += n;
+		size -= n;
+		if (ns->npending == SP_NATS_CHUNK && sp_nats_publish_chunk (ns, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The catalog after committing `e`: the snapshots the store keeps (sp_store_retirable), then it. */
+static SpNatsEntry *
+sp_nats_next_catalog (SpNatsStore *ns, const SpNatsEntry *e, size_t *n, size_t *dropped)
+{
+	SpNatsEntry *next = malloc ((ns->ncatalog + 1) * sizeof *next);
+	if (!next)
+		return NULL;
+	size_t first = 0;
+	while (first < ns->ncatalog && sp_store_retirable (&ns->base, ns->catalog [first].sequence, ns->ncatalog + 1 - first))
+		first++;
+	memcpy (next, ns->catalog + first, (ns->ncatalog - first) * sizeof *next);
+	next [ns->ncatalog - first] = *e;
+	*n = ns->ncatalog - first + 1;
+	*dropped = first;
+	return next;
+}
+
+static int
+sp_nats_finish (SpStore *s, SpError *err)
+{
+	SpNatsStore *ns = (SpNatsStore *)s;
+	if ((ns->npending || ns->parts == 0) && sp_nats_publish_chunk (ns, err) < 0)
+		return -1;
+	SpNatsEntry e = { .sequence = s->writing, .writer = ns->writer, .bytes = s->written, .chunks = ns->parts };
+	size_t n, dropped;
+	SpNatsEntry *next = sp_nats_next_catalog (ns, &e, &n, &dropped);
+	if (!next)
+		return sp_error_set (err, "out of memory");
+	if (sp_nats_catalog_publish (ns, next, n, err) < 0) {
+		free (next);
+		return -1;
+	}
+	/* Committed: the snapshots the catalog no longer names are garbage, purged by retire. */
+	SpNatsEntry *grown = realloc (ns->garbage, (ns->ngarbage + dropped + 1) * sizeof *grown);
+	if (grown) {
+		memcpy (grown + ns->ngarbage, ns->catalog, dropped * sizeof *grown);
+		ns->garbage = grown;
+		ns->ngarbage += dropped;
+	}
+	free (ns->catalog);
+	ns->catalog = next;
+	ns->ncatalog = n;
+	return 0;
+}
+
+/* Purge snapshot e's chunks (all of them: one subject filter). */
+static int
+sp_nats_purge (SpNatsStore *ns, const SpNatsEntry *e, SpError *err)
+{
+	char filter [256];
+	snprintf (filter, sizeof filter, "sp.%s.c.%016" PRIx64 ".%" PRIu64 ".*", ns->name, e->writer, e->sequence);
+	jsOptions o;
+	jsOptions_Init (&o);
+	o.Stream.Purge.Subject = filter;
+	jsErrCode jerr = 0;
+	natsStatus st = js_PurgeStream (ns->js, ns->stream, &o, &jerr);
+	return st == NATS_OK ? 0 : sp_nats_fail (err, "removing an old snapshot", st, jerr);
+}
+
+static void
+sp_nats_abort (SpStore *s)
+{
+	SpNatsStore *ns = (SpNatsStore *)s;
+	SpNatsEntry e = { .sequence = s->writing, .writer = ns->writer };
+	SpError ignored = { 0 };
+	if (ns->parts)
+		(void)sp_nats_purge (ns, &e, &ignored);    /* best effort: chunks no catalog names are never read */
+	ns->npending = 0;
+	ns->parts = 0;
+}
+
+static int
+sp_nats_retire (SpStore *s, uint64_t max_bytes, SpError *err)
+{
+	(void)max_bytes;           /* a purge is one request, however large */
+	SpNatsStore *ns = (SpNatsStore *)s;
+	if (!ns->ngarbage)
+		return 0;
+	if (sp_nats_purge (ns, &ns->garbage [ns->ngarbage - 1], err) < 0)
+		return -1;
+	ns->ngarbage--;
+	return ns->ngarbage > 0;
+}
+
+static void
+sp_nats_close (SpStore *s)
+{
+	SpNatsStore *ns = (SpNatsStore *)s;
+	jsCtx_Destroy (ns->js);
+	natsConnection_Destroy (ns->nc);
+	free (ns->catalog);
+	free (ns->garbage);
+	free (ns->pending);
+	free (ns->name);
+	free (s->location);
+	free (ns);
+}
+
+static const SpStoreOps sp_nats_store_ops = {
+	.name = "nats",
+	.list = sp_nats_list,
+	.sequences = sp_nats_sequences,
+	.read = sp_nats_read,
+	.release = sp_nats_release,
+	.begin = sp_nats_begin,
+	.append = sp_nats_append,
+	.finish = sp_nats_finish,
+	.abort = sp_nats_abort,
+	.retire = sp_nats_retire,
+	.close = sp_nats_close,
+};
+
+/* ---- opening ---------------------------------------------------------------------- */
+
+/* "HOST:PORT,HOST:PORT/NAME" into servers ("nats://HOST:PORT" each) and NAME (letters, digits, '-', '_'). */
+static int
+sp_nats_parse (const char *location, char ***servers, int *nservers, char **name, SpError *err)
+{
+	const char *rest = location + strlen ("nats://"), *slash = strchr (rest, '/');
+	if (!slash || slash == rest || !slash [1])
+		return sp_error_set (err, "store '%s': a NATS store is nats://HOST:PORT[,HOST:PORT...]/NAME", location);
+	for (const char *c = slash + 1; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
+			return sp_error_set (err, "store '%s': the name after '/' may hold letters, digits, '-' and '_' only", location);
+	if (strlen (slash + 1) > 64)
+		return sp_error_set (err, "store '%s': the name is longer than 64 characters", location);
+	*name = strdup (slash + 1);
+	*nservers = 1;
+	for (const char *c = rest; c < slash; c++)
+		*nservers += *c == ',';
+	*servers = calloc ((size_t)*nservers, sizeof **servers);
+	if (!*name || !*servers)
+		return sp_error_set (err, "out of memory");
+	const char *p = rest;
+	for (int i = 0; i < *nservers; i++) {
+		size_t len = strcspn (p, ",/");
+		if (!len)
+			return sp_error_set (err, "store '%s': an empty server in the list", location);
+		if (!((*servers) [i] = malloc (len + 8)))
+			return sp_error_set (err, "out of memory");
+		snprintf ((*servers) [i], len + 8, "nats://%.*s", (int)len, p);
+		p += len + 1;
+	}
+	return 0;
+}
+
+/* The store's stream, made (replicated on `replicas` nodes) when it does not exist and the store is writable. */
+static int
+sp_nats_stream (SpNatsStore *ns, bool readonly, int replicas, SpError *err)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st;
+	for (int t = 0; (st = js_GetStreamInfo (&si, ns->js, ns->stream, NULL, &jerr)) != NATS_OK && sp_nats_again (st, t); t++)
+		;
+	if (st == NATS_OK) {
+		jsStreamInfo_Destroy (si);
+		return 0;
+	}
+	if (jerr != JSStreamNotFoundErr && st != NATS_NOT_FOUND)
+		return sp_nats_fail (err, "looking up the store's stream", st, jerr);
+	if (readonly)
+		return sp_error_set (err, "store %s does not exist (no stream %s)", ns->base.location, ns->stream);
+	char subjects [128];
+	snprintf (subjects, sizeof subjects, "sp.%s.>", ns->name);
+	const char *list [1] = { subjects };
+	jsStreamConfig cfg;
+	jsStreamConfig_Init (&cfg);
+	cfg.Name = ns->stream;
+	cfg.Subjects = list;
+	cfg.SubjectsLen = 1;
+	cfg.Storage = js_FileStorage;
+	cfg.Replicas = replicas;
+	cfg.MaxMsgsPerSubject = 4;       /* chunks: one each; catalogs: the newest few */
+	st = js_AddStream (&si, ns->js, &cfg, NULL, &jerr);
+	if (st != NATS_OK)
+		return sp_nats_fail (err, "creating the store's stream", st, jerr);
+	jsStreamInfo_Destroy (si);
+	return 0;
+}
+
+static uint64_t
+sp_nats_writer_id (void)
+{
+	uint64_t id = 0;
+	FILE *f = fopen ("/dev/urandom", "rb");
+	if (!f || fread (&id, sizeof id, 1, f) != 1) {
+		struct timespec ts;
+		clock_gettime (CLOCK_REALTIME, &ts);
+		id = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid () << 16);
+	}
+	if (f)
+		fclose (f);
+	return id;
+}
+
+static int
+sp_nats_connect (SpNatsStore *ns, char **servers, int nservers, SpError *err)
+{
+	natsOptions *opts = NULL;
+	natsStatus st = natsOptions_Create (&opts);
+	if (st == NATS_OK)
+		st = natsOptions_SetServers (opts, (const char **)servers, nservers);
+	if (st == NATS_OK)
+		st = natsOptions_SetTimeout (opts, SP_NATS_TIMEOUT_MS);
+	if (st == NATS_OK)
+		st = natsOptions_SetMaxReconnect (opts, -1);     /* keep trying: a node or the network comes back */
+	if (st == NATS_OK)
+		st = natsConnection_Connect (&ns->nc, opts);
+	natsOptions_Destroy (opts);
+	if (st != NATS_OK)
+		return sp_nats_fail (err, "connecting to the NATS servers", st, 0);
+	jsOptions jo;
+	jsOptions_Init (&jo);
+	jo.Wait = SP_NATS_TIMEOUT_MS;
+	st = natsConnection_JetStream (&ns->js, ns->nc, &jo);
+	return st == NATS_OK ? 0 : sp_nats_fail (err, "opening JetStream", st, 0);
+}
+
+int
+sp_store_nats_open (const char *location, bool readonly, SpStore **out, SpError *err)
+{
+	*out = NULL;
+	SpNatsStore *ns = calloc (1, sizeof *ns);
+	if (!ns || !(ns->base.location = strdup (location))) {
+		free (ns);
+		return sp_error_set (err, "out of memory");
+	}
+	ns->base.ops = &sp_nats_store_ops;
+	ns->base.readonly = readonly;
+	ns->writer = sp_nats_writer_id ();
+	char **servers = NULL;
+	int nservers = 0;
+	int rc = sp_nats_parse (location, &servers, &nservers, &ns->name, err);
+	if (rc == 0) {
+		snprintf (ns->stream, sizeof ns->stream, "SP_%s", ns->name);
+		const char *env = getenv ("SPMONO_NATS_REPLICAS");
+		int replicas = env && atoi (env) > 0 ? atoi (env) : 3;
+		rc = sp_nats_connect (ns, servers, nservers, err);
+		if (rc == 0)
+			rc = sp_nats_stream (ns, readonly, replicas, err);
+		if (rc == 0)
+			rc = sp_nats_catalog_load (ns, err);
+	}
+	for (int i = 0; servers && i < nservers; i++)
+		free (servers [i]);
+	free (servers);
+	if (rc < 0) {
+		sp_nats_close (&ns->base);
+		return sp_error_prefix (err, "store '%s'", location);
+	}
+	*out = &ns->base;
+	return 0;
+}
+
+#else
+
+int
+sp_store_nats_open (const char *location, bool readonly, SpStore **out, SpError *err)
+{
+	(void)readonly;
+	*out = NULL;
+	return sp_error_set (err, "store '%s': this spmono was built without the NATS store (libnats-dev)", location);
+}
+
+#endif

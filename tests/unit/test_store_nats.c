@@ -1,0 +1,227 @@
+/*
+ * test_store_nats.c: the replicated store (sp-store-nats.c) on a 3-node
+ * JetStream cluster started on loopback (tools/nats-cluster.sh): commits
+ * read back whole, across chunks and a reconnect; retention; fencing (a
+ * process whose store another one committed to since cannot commit over it);
+ * a commit while a node (maybe the stream's leader) is down; bad locations
+ * and an unreachable server, each with a clear error.
+ */
+#include "unit.h"
+
+#include "sp-store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef SPMONO_SOURCE_DIR
+#define SPMONO_SOURCE_DIR "."
+#endif
+
+static char cluster [256];
+static char location [512];
+
+static int
+cluster_run (const char *what, const char *arg)
+{
+	char cmd [1024];
+	snprintf (cmd, sizeof cmd, "%s/tools/nats-cluster.sh %s %s %s > /dev/null 2>&1", SPMONO_SOURCE_DIR, what, cluster, arg ? arg : "");
+	return system (cmd);
+}
+
+static int
+cluster_up (void **state)
+{
+	(void)state;
+	snprintf (cluster, sizeof cluster, "/tmp/spnats-test.%d", (int)getpid ());
+	/* A port of our own per run: parallel test runs do not meet. */
+	char port [16];
+	snprintf (port, sizeof port, "%d", 20000 + (int)(getpid () % 20000));
+	if (cluster_run ("start", port) != 0) {
+		fprintf (stderr, "test_store_nats: the NATS cluster did not start (tools/nats-cluster.sh)\n");
+		return -1;
+	}
+	int p = atoi (port);
+	snprintf (location, sizeof location, "nats://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/unit", p, p + 1, p + 2);
+	return 0;
+}
+
+static int
+cluster_down (void **state)
+{
+	(void)state;
+	cluster_run ("stop", NULL);
+	char cmd [512];
+	snprintf (cmd, sizeof cmd, "rm -rf %s", cluster);
+	return system (cmd) == 0 ? 0 : -1;
+}
+
+/* n bytes that depend on seq, so that one snapshot's bytes are never another's. */
+static uint8_t *
+bytes_of (uint64_t seq, size_t n)
+{
+	uint8_t *b = malloc (n);
+	for (size_t i = 0; i < n; i++)
+		b [i] = (uint8_t)(i * 31 + seq * 7 + (i >> 13));
+	return b;
+}
+
+static void
+assert_holds (SpStore *s, uint64_t seq, size_t n)
+{
+	uint8_t *data;
+	size_t size;
+	SpError err = { 0 };
+	assert_ok (s->ops->read (s, seq, &data, &size, &err), &err);
+	assert_int_equal (size, n);
+	uint8_t *want = bytes_of (seq, n);
+	assert_memory_equal (data, want, n);
+	free (want);
+	sp_store_release (s, data, size);
+}
+
+static void
+commit (SpStore *s, uint64_t seq, size_t n)
+{
+	uint8_t *b = bytes_of (seq, n);
+	SpError err = { 0 };
+	assert_ok (sp_store_commit (s, b, n, seq, &err), &err);
+	free (b);
+}
+
+static void
+test_commits_read_back (void **state)
+{
+	(void)state;
+	SpStore *s;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (location, 2, &s, &err), &err);
+	uint64_t first = sp_store_next_sequence (s);
+	commit (s, first, 100);
+	commit (s, first + 1, (5u << 20) / 2 + 17);       /* five chunks, the last short */
+	commit (s, first + 2, 1);
+	assert_holds (s, first + 1, (5u << 20) / 2 + 17);
+	assert_holds (s, first + 2, 1);
+	/* Kept: the newest two. */
+	uint64_t *seqs;
+	size_t n;
+	assert_ok (s->ops->sequences (s, &seqs, &n, &err), &err);
+	assert_int_equal (n, 2);
+	assert_true (seqs [0] == first + 2 && seqs [1] == first + 1);
+	free (seqs);
+	assert_int_equal (s->ops->read (s, first, (uint8_t **)&seqs, &n, &err), -1);
+	assert_contains (err.msg, "is not in store");
+	sp_store_close (s);
+	/* Another connection sees the same. */
+	assert_ok (sp_store_open_readonly (location, &s, &err), &err);
+	assert_true (sp_store_next_sequence (s) == first + 3);
+	assert_holds (s, first + 1, (5u << 20) / 2 + 17);
+	sp_store_close (s);
+}
+
+/*
+ * A standby takes over (opens the store, commits); the old primary, which
+ * did not see that commit, is fenced: its commit fails saying so, and the
+ * standby's snapshot stays the newest.
+ */
+static void
+test_stale_primary_is_fenced (void **state)
+{
+	(void)state;
+	SpStore *primary, *standby;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (location, 2, &primary, &err), &err);
+	uint64_t next = sp_store_next_sequence (primary);
+	commit (primary, next, 1000);
+	assert_ok (sp_store_open (location, 2, &standby, &err), &err);
+	assert_true (sp_store_next_sequence (standby) == next + 1);
+	commit (standby, next + 1, 2000);
+	uint8_t *b = bytes_of (999, 3000);
+	assert_int_equal (sp_store_commit (primary, b, 3000, next + 1, &err), -1);
+	assert_contains (err.msg, "no longer the primary");
+	free (b);
+	assert_holds (standby, next + 1, 2000);
+	sp_store_close (primary);
+	assert_ok (sp_store_open_readonly (location, &primary, &err), &err);
+	assert_holds (primary, next + 1, 2000);
+	sp_store_close (primary);
+	sp_store_close (standby);
+}
+
+/* Two processes open a new store: the first commit wins, the other is fenced (there was no catalog to expect). */
+static void
+test_first_commits_race (void **state)
+{
+	(void)state;
+	char fresh [600];
+	snprintf (fresh, sizeof fresh, "%.*s/race", (int)(strrchr (location, '/') - location), location);
+	SpStore *a, *b;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (fresh, 1, &a, &err), &err);
+	assert_ok (sp_store_open (fresh, 1, &b, &err), &err);
+	assert_true (sp_store_next_sequence (a) == 1 && sp_store_next_sequence (b) == 1);
+	commit (a, 1, 50);
+	uint8_t *bytes = bytes_of (77, 60);
+	assert_int_equal (sp_store_commit (b, bytes, 60, 1, &err), -1);
+	assert_contains (err.msg, "no longer the primary");
+	free (bytes);
+	sp_store_close (b);
+	assert_ok (sp_store_open_readonly (fresh, &b, &err), &err);
+	assert_holds (b, 1, 50);
+	sp_store_close (b);
+	sp_store_close (a);
+}
+
+/* One node down (the stream's leader, if it was n1): commits go on, on the majority left. */
+static void
+test_commit_with_a_node_down (void **state)
+{
+	(void)state;
+	SpStore *s;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (location, 2, &s, &err), &err);
+	assert_int_equal (cluster_run ("kill", "1"), 0);
+	uint64_t next = sp_store_next_sequence (s);
+	commit (s, next, 700000);
+	assert_holds (s, next, 700000);
+	assert_int_equal (cluster_run ("restart", "1"), 0);
+	commit (s, next + 1, 10);
+	sp_store_close (s);
+}
+
+static void
+test_bad_locations (void **state)
+{
+	(void)state;
+	SpStore *s;
+	SpError err = { 0 };
+	assert_int_equal (sp_store_open ("nats://", 1, &s, &err), -1);
+	assert_contains (err.msg, "nats://HOST:PORT");
+	assert_int_equal (sp_store_open ("nats://127.0.0.1:4222/", 1, &s, &err), -1);
+	assert_int_equal (sp_store_open ("nats://127.0.0.1:4222/a b", 1, &s, &err), -1);
+	assert_contains (err.msg, "letters, digits");
+	assert_int_equal (sp_store_open ("nats://,127.0.0.1:4222/x", 1, &s, &err), -1);
+	assert_contains (err.msg, "empty server");
+	/* Nobody listens there: said, in the store's words. */
+	assert_int_equal (sp_store_open ("nats://127.0.0.1:1/x", 1, &s, &err), -1);
+	assert_contains (err.msg, "connecting to the NATS servers");
+	/* Read-only: a store that does not exist is not made. */
+	char missing [600];
+	snprintf (missing, sizeof missing, "%.*s/nosuchstore", (int)(strrchr (location, '/') - location), location);
+	assert_int_equal (sp_store_open_readonly (missing, &s, &err), -1);
+	assert_contains (err.msg, "does not exist");
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test (test_commits_read_back),
+		cmocka_unit_test (test_stale_primary_is_fenced),
+		cmocka_unit_test (test_first_commits_race),
+		cmocka_unit_test (test_commit_with_a_node_down),
+		cmocka_unit_test (test_bad_locations),
+	};
+	return cmocka_run_group_tests (tests, cluster_up, cluster_down);
+}
