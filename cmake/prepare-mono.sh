@@ -28,8 +28,8 @@ touch mono/mini/Makefile.am
 autoreconf -fi
 # --prefix=/usr: the runtime then finds Debian's class libraries
 # (/usr/lib/mono/4.5 from mono-devel) and /etc/mono/config by itself.
-# LIBS: what spmono's sources (sp-runtime.c) call into: ISA-L's CRC-32C and,
-# for the persistent-memory store, libpmem.
-LIBS="-lisal -lpmem" ./configure --prefix=/usr --sysconfdir=/etc --disable-mcs-build --disable-btls \
+# LIBS: what spmono's sources (sp-runtime.c) call into: ISA-L's CRC-32C,
+# for the persistent-memory store libpmem, for the replicated store libnats.
+LIBS="-lisal -lpmem -lnats" ./configure --prefix=/usr --sysconfdir=/etc --disable-mcs-build --disable-btls \
   --with-ikvm-native=no --disable-boehm --enable-llvm=no --disable-nls --with-mcs-docs=no
 touch "$STAMP"

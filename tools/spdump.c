@@ -14,7 +14,7 @@
  *           docs/FORMAT.md, each delta's link to the snapshot before it); says
  *           why not
  *
- * STORE is a location as spmono takes it ("DIR", "file:DIR" or "pmem:FILE").  The store is
+ * STORE is a location as spmono takes it ("DIR", "file:DIR", "pmem:FILE" or "nats://SERVERS/NAME").  The store is
  * opened read-only and unlocked: a running program may be using it.  show and
  * dump take the newest snapshot whose whole chain is valid (what a restart
  * restores), or --seq N.  A delta (docs/FORMAT.md, "Delta snapshots") is read
@@ -88,7 +88,8 @@ print_usage (FILE *out)
 		 "  --version    print the version and exit\n"
 		 "\n"
 		 "STORE is a location as spmono's --sp-store takes it: a directory (DIR or\n"
-		 "file:DIR) or a persistent-memory file (pmem:FILE).\n"
+		 "file:DIR), a persistent-memory file (pmem:FILE) or a replicated NATS store\n"
+		 "(nats://HOST:PORT[,HOST:PORT...]/NAME).\n"
 		 "\n"
 		 "Exit status:\n"
 		 "  0            fine\n"

@@ -9,8 +9,9 @@
  */
 #include <config.h>
 
-/* The runtime links libpmem (cmake/prepare-mono.sh: LIBS=-lpmem): the pmem store is in. */
+/* The runtime links libpmem and libnats (cmake/prepare-mono.sh: LIBS): the pmem and NATS stores are in. */
 #define SPMONO_HAVE_PMEM 1
+#define SPMONO_HAVE_NATS 1
 
 #include "../spersist/sp-error.c"
 #include "../spersist/sp-buf.c"

@@ -54,14 +54,16 @@
  * Tries of a request that met a passing fault: a node restarting, or a
  * leader being elected (the stream has none for a second or two: "no
  * responders"), stalls JetStream's API; the client reconnects to another
- * node by itself.  Waits between tries double from 50 ms (6 tries: about
- * 1.6 s of waiting, beside the requests' own time limits).  Publications
+ * node by itself.  Waits between tries double from 50 ms up to 1 s, for
+ * about 10 s in all (a stream's leader killed: its successor was elected in
+ * 2-5 s here), beside the requests' own time limits.  Publications
  * carry a message id, so a retry of one that did land is dropped by the
  * stream's de-duplication (and acknowledged as the original), never applied
  * twice.
  */
-#define SP_NATS_TRIES 6
+#define SP_NATS_TRIES 16
 #define SP_NATS_RETRY_US 50000
+#define SP_NATS_RETRY_MAX_US 1000000
 
 typedef struct SpNatsEntry {
 	uint64_t sequence;
@@ -115,7 +117,8 @@ sp_nats_again (natsStatus st, int t)
 	bool passing = st == NATS_TIMEOUT || st == NATS_NO_RESPONDERS || st == NATS_CONNECTION_DISCONNECTED;
 	if (!passing || t + 1 >= SP_NATS_TRIES)
 		return false;
-	usleep ((useconds_t)SP_NATS_RETRY_US << t);
+	uint64_t wait = (uint64_t)SP_NATS_RETRY_US << (t < 10 ? t : 10);
+	usleep ((useconds_t)(wait < SP_NATS_RETRY_MAX_US ? wait : SP_NATS_RETRY_MAX_US));
 	return true;
 }
 
@@ -627,6 +630,8 @@ sp_nats_connect (SpNatsStore *ns, char **servers, int nservers, SpError *err)
 		st = natsOptions_SetTimeout (opts, SP_NATS_TIMEOUT_MS);
 	if (st == NATS_OK)
 		st = natsOptions_SetMaxReconnect (opts, -1);     /* keep trying: a node or the network comes back */
+	if (st == NATS_OK)
+		st = natsOptions_SetReconnectWait (opts, 100);   /* to another node at once (the default waits 2 s) */
 	if (st == NATS_OK)
 		st = natsConnection_Connect (&ns->nc, opts);
 	natsOptions_Destroy (opts);

@@ -1,0 +1,82 @@
+# The replicated store (--sp-store=nats://..., docs/REPLICATION.md) on a
+# 3-node JetStream cluster on loopback: a primary controller killed with
+# kill -9 at random instants, each time a standby restores a consistent state
+# no older than the last one reported durable (both modes); a stale primary
+# (SIGSTOP, a standby takes over and commits, SIGCONT) is fenced with a clear
+# error and its state never overwrites the standby's; the engine's node that
+# leads killed during commits; the engine unreachable at start; spdump reads
+# the store.
+source "$SRCDIR/lib.sh"
+cluster_sh="$SRCDIR/../../tools/nats-cluster.sh"
+cluster=$PWD/cluster
+port=$((24000 + $$ % 8000))
+trap '"$cluster_sh" stop "$cluster" > /dev/null 2>&1 || true' EXIT
+rm -rf "$cluster"
+"$cluster_sh" start "$cluster" $port || fail "the NATS cluster did not start: $(tail -3 "$cluster"/n*/log)"
+servers="127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))"
+compile kill.exe "$SRCDIR/KillLoop.cs"
+
+# run_until_durable STORE MODE OUT: kill.exe in the background ($pid), once it reported a durable snapshot.
+run_until_durable () {
+	"$SPMONO" --sp-store="$1" --sp-mode=$2 --sp-pause=200 --sp-period=1000 kill.exe > "$3" 2>&1 &
+	pid=$!
+	for _ in $(seq 600); do grep -q durable "$3" && return 0; grep -q "CHECK FAILED\|Unhandled" "$3" && break; sleep 0.05; done
+	kill -9 $pid 2>/dev/null || true
+	fail "$1 ($2): no durable snapshot in 30 s: $(head -c 3000 "$3")"
+}
+
+# 1. kill -9 of the primary at random instants; each next run is the standby taking over.
+for mode in stw incremental; do
+	store="nats://$servers/kill$mode"
+	unset prev
+	for t in $(seq "${KILL_TRIALS:-8}"); do
+		run_until_durable "$store" $mode run.$t
+		sleep "0.$(printf '%03d' $((RANDOM % 400)))"
+		kill -9 $pid; wait $pid 2>/dev/null || true
+		grep -q "CHECK FAILED" run.$t && fail "$mode trial $t: inconsistent restore: $(grep CHECK run.$t)"
+		restored=$(sed -n 's/^restored //p' run.$t)
+		[ -n "$restored" ] || fail "$mode trial $t: not restored: $(head -c 3000 run.$t)"
+		[ -z "${prev:-}" ] || [ "$restored" -ge "$prev" ] || fail "$mode trial $t restored $restored, but $prev was durable"
+		prev=$(sed -n 's/^durable //p' run.$t | tail -1)
+	done
+	echo "$mode: ${KILL_TRIALS:-8} primaries killed, each standby restored a consistent state, never older than the last durable"
+done
+
+# 2. A stale primary is fenced: stopped, a standby takes over and commits, then it runs again.
+store="nats://$servers/fence"
+run_until_durable "$store" stw old.out
+old=$pid
+kill -STOP $old
+run_until_durable "$store" stw new.out
+new=$pid
+kill -CONT $old
+for _ in $(seq 600); do kill -0 $old 2>/dev/null || break; sleep 0.05; done
+kill -9 $old 2>/dev/null && fail "the stale primary was not stopped by the fence: $(tail -5 old.out)"
+wait $old 2>/dev/null || true
+grep -q "no longer the primary" old.out || fail "the stale primary was not told it is fenced: $(tail -5 old.out)"
+newest=$(sed -n 's/^durable //p' new.out | tail -1)
+kill -9 $new; wait $new 2>/dev/null || true
+run_until_durable "$store" stw after.out
+kill -9 $pid; wait $pid 2>/dev/null || true
+restored=$(sed -n 's/^restored //p' after.out)
+[ "$restored" -ge "$newest" ] || fail "after the fence: restored $restored, but the standby had $newest durable"
+echo "a stale primary is fenced; the standby's state is kept"
+
+# 3. The engine's node n1 killed during commits (the stream's leader, when it is): commits go on on the majority.
+store="nats://$servers/leader"
+run_until_durable "$store" stw lead.out
+before=$(grep -c durable lead.out)
+"$cluster_sh" kill "$cluster" 1
+t0=$(date +%s%N)
+for _ in $(seq 400); do [ "$(grep -c durable lead.out)" -gt $((before + 1)) ] && break; sleep 0.05; done
+after=$(grep -c durable lead.out)
+kill -9 $pid; wait $pid 2>/dev/null || true
+[ "$after" -gt $((before + 1)) ] || fail "no commit in 20 s with a node down: $(tail -5 lead.out)"
+echo "node n1 killed: commits went on after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+"$cluster_sh" restart "$cluster" 1
+"$SPDUMP" list "$store" > list.out || fail "spdump list of the NATS store: $(cat list.out)"
+grep -q "valid" list.out || fail "spdump lists no valid snapshot: $(cat list.out)"
+
+# 4. The engine unreachable at start: a clear error, nothing else.
+expect_fail "connecting to the NATS servers" spm --sp-store=nats://127.0.0.1:1/x kill.exe
+echo "the replicated store: kills, fencing, a node down, spdump, an unreachable engine"
