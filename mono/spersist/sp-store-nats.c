@@ -54,16 +54,16 @@
  * Tries of a request that met a passing fault: a node restarting, or a
  * leader being elected (the stream has none for a second or two: "no
  * responders"), stalls JetStream's API; the client reconnects to another
- * node by itself.  Waits between tries double from 50 ms up to 1 s, for
- * about 10 s in all (a stream's leader killed: its successor was elected in
- * 2-5 s here), beside the requests' own time limits.  Publications
+ * node by itself.  Waits between tries double from 50 ms up to 1 s, and no
+ * try starts 10 s after the first (a stream's leader killed: its successor
+ * was elected in 2-5 s here); a try's own time limit is 5 s.  Publications
  * carry a message id, so a retry of one that did land is dropped by the
  * stream's de-duplication (and acknowledged as the original), never applied
  * twice.
  */
-#define SP_NATS_TRIES 16
 #define SP_NATS_RETRY_US 50000
 #define SP_NATS_RETRY_MAX_US 1000000
+#define SP_NATS_RETRY_WINDOW_NS 10000000000ull
 
 typedef struct SpNatsEntry {
 	uint64_t sequence;
@@ -110,12 +110,20 @@ sp_nats_subject_catalog (char *out, size_t size, const SpNatsStore *ns)
 	snprintf (out, size, "sp.%s.catalog", ns->name);
 }
 
-/* Should a request that ended so be tried again (try t, from 0), after a wait? */
+static uint64_t
+sp_nats_now_ns (void)
+{
+	struct timespec ts;
+	clock_gettime (CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Should a request that ended so be tried again (try t, from 0; the first began at t0), after a wait? */
 static bool
-sp_nats_again (natsStatus st, int t)
+sp_nats_again (natsStatus st, int t, uint64_t t0)
 {
 	bool passing = st == NATS_TIMEOUT || st == NATS_NO_RESPONDERS || st == NATS_CONNECTION_DISCONNECTED;
-	if (!passing || t + 1 >= SP_NATS_TRIES)
+	if (!passing || sp_nats_now_ns () - t0 > SP_NATS_RETRY_WINDOW_NS)
 		return false;
 	uint64_t wait = (uint64_t)SP_NATS_RETRY_US << (t < 10 ? t : 10);
 	usleep ((useconds_t)(wait < SP_NATS_RETRY_MAX_US ? wait : SP_NATS_RETRY_MAX_US));
@@ -126,7 +134,8 @@ static natsStatus
 sp_nats_get_last (natsMsg **msg, SpNatsStore *ns, const char *subject, jsErrCode *jerr)
 {
 	natsStatus st;
-	for (int t = 0; (st = js_GetLastMsg (msg, ns->js, ns->stream, subject, NULL, jerr)) != NATS_OK && sp_nats_again (st, t); t++)
+	uint64_t t0 = sp_nats_now_ns ();
+	for (int t = 0; (st = js_GetLastMsg (msg, ns->js, ns->stream, subject, NULL, jerr)) != NATS_OK && sp_nats_again (st, t, t0); t++)
 		;
 	return st;
 }
@@ -136,7 +145,8 @@ static natsStatus
 sp_nats_publish (jsPubAck **ack, SpNatsStore *ns, natsMsg *msg, jsErrCode *jerr)
 {
 	natsStatus st;
-	for (int t = 0; (st = js_PublishMsg (ack, ns->js, msg, NULL, jerr)) != NATS_OK && sp_nats_again (st, t); t++)
+	uint64_t t0 = sp_nats_now_ns ();
+	for (int t = 0; (st = js_PublishMsg (ack, ns->js, msg, NULL, jerr)) != NATS_OK && sp_nats_again (st, t, t0); t++)
 		;
 	return st;
 }
@@ -576,7 +586,8 @@ sp_nats_stream (SpNatsStore *ns, bool readonly, int replicas, SpError *err)
 	jsStreamInfo *si = NULL;
 	jsErrCode jerr = 0;
 	natsStatus st;
-	for (int t = 0; (st = js_GetStreamInfo (&si, ns->js, ns->stream, NULL, &jerr)) != NATS_OK && sp_nats_again (st, t); t++)
+	uint64_t t0 = sp_nats_now_ns ();
+	for (int t = 0; (st = js_GetStreamInfo (&si, ns->js, ns->stream, NULL, &jerr)) != NATS_OK && sp_nats_again (st, t, t0); t++)
 		;
 	if (st == NATS_OK) {
 		jsStreamInfo_Destroy (si);

@@ -4,8 +4,9 @@
 # no older than the last one reported durable (both modes); a stale primary
 # (SIGSTOP, a standby takes over and commits, SIGCONT) is fenced with a clear
 # error and its state never overwrites the standby's; the engine's node that
-# leads killed during commits; the engine unreachable at start; spdump reads
-# the store.
+# leads killed during commits; the whole engine down during commits (the
+# program goes on, and persists again once it is back); the engine
+# unreachable at start; spdump reads the store.
 source "$SRCDIR/lib.sh"
 cluster_sh="$SRCDIR/../../tools/nats-cluster.sh"
 cluster=$PWD/cluster
@@ -77,6 +78,22 @@ echo "node n1 killed: commits went on after $(( ($(date +%s%N) - t0) / 1000000 )
 "$SPDUMP" list "$store" > list.out || fail "spdump list of the NATS store: $(cat list.out)"
 grep -q "valid" list.out || fail "spdump lists no valid snapshot: $(cat list.out)"
 
-# 4. The engine unreachable at start: a clear error, nothing else.
+# 4. The whole engine down during commits: each commit fails with a clear error (after about 10 s of
+#    retries), the program goes on, and once the engine is back its commits succeed again.
+compile replicated.exe "$SRCDIR/Replicated.cs"
+"$SPMONO" --sp-store="nats://$servers/outage" replicated.exe survive 3 > outage.out 2>&1 &
+prog=$!
+for _ in $(seq 600); do grep -q durable outage.out && break; sleep 0.05; done
+grep -q durable outage.out || fail "no durable period before the outage: $(tail -5 outage.out)"
+"$cluster_sh" stop "$cluster"
+for _ in $(seq 1200); do grep -q "^failed" outage.out && break; sleep 0.05; done
+grep -q "^failed" outage.out || { kill -9 $prog; fail "no commit failed with the engine down: $(tail -5 outage.out)"; }
+for n in 1 2 3; do "$cluster_sh" restart "$cluster" $n; done
+for _ in $(seq 1200); do kill -0 $prog 2>/dev/null || break; sleep 0.05; done
+kill -9 $prog 2>/dev/null && fail "commits did not succeed again once the engine was back: $(tail -5 outage.out)"
+wait $prog || fail "the program failed during the outage: $(tail -5 outage.out)"
+echo "engine down: $(grep -m1 '^failed' outage.out)"
+
+# 5. The engine unreachable at start: a clear error, nothing else.
 expect_fail "connecting to the NATS servers" spm --sp-store=nats://127.0.0.1:1/x kill.exe
 echo "the replicated store: kills, fencing, a node down, spdump, an unreachable engine"
