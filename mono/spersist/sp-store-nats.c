@@ -443,7 +443,8 @@ sp_nats_next_catalog (SpNatsStore *ns, const SpNatsEntry *e, size_t *n, size_t *
 	size_t first = 0;
 	while (first < ns->ncatalog && sp_store_retirable (&ns->base, ns->catalog [first].sequence, ns->ncatalog + 1 - first))
 		first++;
-	memcpy (next, ns->catalog + first, (ns->ncatalog - first) * sizeof *next);
+	if (ns->ncatalog > first)
+		memcpy (next, ns->catalog + first, (ns->ncatalog - first) * sizeof *next);
 	next [ns->ncatalog - first] = *e;
 	*n = ns->ncatalog - first + 1;
 	*dropped = first;
@@ -468,7 +469,8 @@ sp_nats_finish (SpStore *s, SpError *err)
 	/* Committed: the snapshots the catalog no longer names are garbage, purged by retire. */
 	SpNatsEntry *grown = realloc (ns->garbage, (ns->ngarbage + dropped + 1) * sizeof *grown);
 	if (grown) {
-		memcpy (grown + ns->ngarbage, ns->catalog, dropped * sizeof *grown);
+		if (dropped)
+			memcpy (grown + ns->ngarbage, ns->catalog, dropped * sizeof *grown);
 		ns->garbage = grown;
 		ns->ngarbage += dropped;
 	}
