@@ -71,6 +71,21 @@ namespace SPersistence
 			return warm;
 		}
 
+		/// <summary>
+		/// False once another process committed to this program's store since this one
+		/// last did: on a replicated store (<c>--sp-store=nats://...</c>), a standby took
+		/// over. This process is then no longer the primary: its commits fail from then on
+		/// (SendPData or WaitPersisted throw, saying so), and it should stop acting on its
+		/// state. True otherwise, and always for a file or pmem store (one process at a
+		/// time holds those).
+		/// </summary>
+		public static bool IsPrimary ()
+		{
+			bool primary;
+			Check (sp_is_primary (out primary));
+			return primary;
+		}
+
 		/// <summary>Figures of the latest snapshot and of the restore.</summary>
 		public static SPStats GetStats ()
 		{
@@ -156,6 +171,9 @@ namespace SPersistence
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
 		static extern string sp_is_warm (out bool warm);
+
+		[MethodImpl (MethodImplOptions.InternalCall)]
+		static extern string sp_is_primary (out bool primary);
 
 		[MethodImpl (MethodImplOptions.InternalCall)]
 		static extern string sp_stats (long [] values);

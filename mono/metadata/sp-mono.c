@@ -344,6 +344,15 @@ sp_icall_is_warm (MonoBoolean *warm)
 }
 
 static MonoString *
+sp_icall_is_primary (MonoBoolean *primary)
+{
+	SpError err = { 0 };
+	int rc = sp_mono_enter (&err);
+	*primary = rc == 0 && !(sp_store && sp_store->fenced);
+	return sp_mono_leave (rc, &err);
+}
+
+static MonoString *
 sp_icall_send (void)
 {
 	SpError err = { 0 };
@@ -496,6 +505,7 @@ sp_mono_init (const char *program)
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_remove_root", sp_icall_remove_root);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_recv", sp_icall_recv);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_is_warm", sp_icall_is_warm);
+	mono_add_internal_call_internal ("SPersistence.SPC::sp_is_primary", sp_icall_is_primary);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_send", sp_icall_send);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_wait", sp_icall_wait);
 	mono_add_internal_call_internal ("SPersistence.SPC::sp_stats", sp_icall_stats);

@@ -82,6 +82,7 @@ typedef struct SpNatsStore {
 	SpNatsEntry *catalog;        /* the newest catalog read or published, oldest first */
 	size_t ncatalog;
 	uint64_t fence;              /* its stream sequence (0: none yet) */
+	bool unsure;                 /* a catalog's publication failed without an answer: it may have landed */
 	SpNatsEntry *garbage;        /* snapshots no catalog names any more, chunks to purge */
 	size_t ngarbage;
 	/* The snapshot being written */
@@ -159,6 +160,15 @@ sp_nats_message (natsMsg **msg, const char *subject, const void *data, size_t si
 	if (st == NATS_OK)
 		st = natsMsgHeader_Set (*msg, "Nats-Msg-Id", id);
 	return st;
+}
+
+/* Another process committed since this one last did: this one is no longer the primary, for good. */
+static int
+sp_nats_fenced (SpNatsStore *ns, SpError *err)
+{
+	ns->base.fenced = true;
+	return sp_error_set (err, "another process committed to store %s since this one last did: this process is no "
+			     "longer the primary, and its snapshot is not committed (the newer state is kept)", ns->base.location);
 }
 
 /* ---- the catalog ----------------------------------------------------------------- */
@@ -272,9 +282,10 @@ sp_nats_catalog_publish (SpNatsStore *ns, const SpNatsEntry *e, size_t n, SpErro
 		jsPubAck_Destroy (ack);
 		return 0;
 	}
+	if (jerr != JSStreamWrongLastSequenceErr)
+		ns->unsure = true;
 	if (jerr == JSStreamWrongLastSequenceErr)
-		return sp_error_set (err, "another process committed to store %s since this one last did: this process is no "
-				     "longer the primary, and its snapshot is not committed (the newer state is kept)", ns->base.location);
+		return sp_nats_fenced (ns, err);
 	return sp_nats_fail (err, "committing the store's catalog", st, jerr);
 }
 
@@ -451,10 +462,31 @@ sp_nats_next_catalog (SpNatsStore *ns, const SpNatsEntry *e, size_t *n, size_t *
 	return next;
 }
 
+/*
+ * A catalog this process published may have landed though no answer came
+ * (the engine went down meanwhile): read the newest one again.  Ours (its
+ * newest snapshot written by this process): it is the one to go on from.
+ * Another process's: that one took over, and this one is fenced.
+ */
+static int
+sp_nats_settle (SpNatsStore *ns, SpError *err)
+{
+	uint64_t fence = ns->fence;
+	if (sp_nats_catalog_load (ns, err) < 0)
+		return -1;
+	ns->unsure = false;
+	bool ours = ns->ncatalog && ns->catalog [ns->ncatalog - 1].writer == ns->writer;
+	if (ns->fence == fence || ours)
+		return 0;
+	return sp_nats_fenced (ns, err);
+}
+
 static int
 sp_nats_finish (SpStore *s, SpError *err)
 {
 	SpNatsStore *ns = (SpNatsStore *)s;
+	if (ns->unsure && sp_nats_settle (ns, err) < 0)
+		return -1;
 	if ((ns->npending || ns->parts == 0) && sp_nats_publish_chunk (ns, err) < 0)
 		return -1;
 	SpNatsEntry e = { .sequence = s->writing, .writer = ns->writer, .bytes = s->written, .chunks = ns->parts };

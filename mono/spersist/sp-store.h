@@ -100,6 +100,9 @@ struct SpStore {
 	uint64_t last_sequence;  /* highest sequence present or committed */
 	uint64_t writing;        /* sequence of the snapshot in progress (begin..finish/abort), 0 = none */
 	uint64_t written;        /* its bytes appended so far */
+	/* A store shared by processes (replicated: sp-store-nats.c): another one committed since this one last did,
+	 * which is no longer the primary (its commits fail from then on; SPC.IsPrimary says so). */
+	bool fenced;
 };
 
 /* Open (creating it when missing) the store at `location`. */

@@ -62,6 +62,21 @@ kill -9 $pid; wait $pid 2>/dev/null || true
 restored=$(sed -n 's/^restored //p' after.out)
 [ "$restored" -ge "$newest" ] || fail "after the fence: restored $restored, but the standby had $newest durable"
 echo "a stale primary is fenced; the standby's state is kept"
+# ... and SPC.IsPrimary says so: true while it commits, false once a standby committed over it.
+compile replicated.exe "$SRCDIR/Replicated.cs"
+store="nats://$servers/isprimary"
+"$SPMONO" --sp-store="$store" replicated.exe primary > primary.out 2>&1 &
+old=$!
+for _ in $(seq 600); do grep -q "^primary True" primary.out && break; sleep 0.05; done
+grep -q "^primary True" primary.out || fail "SPC.IsPrimary is not true for the primary: $(tail -5 primary.out)"
+kill -STOP $old
+spm --sp-store="$store" replicated.exe commit 2 > standby.out 2>&1 || fail "the standby's commits: $(cat standby.out)"
+kill -CONT $old
+for _ in $(seq 600); do kill -0 $old 2>/dev/null || break; sleep 0.05; done
+wait $old || fail "the fenced primary failed: $(tail -5 primary.out)"
+grep -q "no longer the primary" primary.out || fail "the fenced primary's error: $(tail -5 primary.out)"
+[ "$(tail -1 primary.out)" = "primary False" ] || fail "SPC.IsPrimary after the fence: $(tail -3 primary.out)"
+echo "SPC.IsPrimary: true while primary, false once fenced"
 
 # 3. The engine's node n1 killed during commits (the stream's leader, when it is): commits go on on the majority.
 store="nats://$servers/leader"
@@ -80,7 +95,6 @@ grep -q "valid" list.out || fail "spdump lists no valid snapshot: $(cat list.out
 
 # 4. The whole engine down during commits: each commit fails with a clear error (after about 10 s of
 #    retries), the program goes on, and once the engine is back its commits succeed again.
-compile replicated.exe "$SRCDIR/Replicated.cs"
 "$SPMONO" --sp-store="nats://$servers/outage" replicated.exe survive 3 > outage.out 2>&1 &
 prog=$!
 for _ in $(seq 600); do grep -q durable outage.out && break; sleep 0.05; done
