@@ -220,8 +220,9 @@ main (void)
 		cmocka_unit_test (test_commits_read_back),
 		cmocka_unit_test (test_stale_primary_is_fenced),
 		cmocka_unit_test (test_first_commits_race),
-		cmocka_unit_test (test_commit_with_a_node_down),
 		cmocka_unit_test (test_bad_locations),
+		/* Last: after a node restarts, the cluster may take seconds more to answer every request. */
+		cmocka_unit_test (test_commit_with_a_node_down),
 	};
 	return cmocka_run_group_tests (tests, cluster_up, cluster_down);
 }
