@@ -38,21 +38,6 @@ sp_mono_class_known_unpersistable (MonoClass *klass)
 	return __atomic_load_n (&sp_unpersistable [sp_unpersistable_slot (klass)], __ATOMIC_RELAXED) == klass;
 }
 
-/* Does `attrs` hold SPersistence.`name`?  Consumes attrs (and the lookup's error). */
-static gboolean
-sp_mono_attrs_have (MonoCustomAttrInfo *attrs, MonoError *error, const char *name)
-{
-	mono_error_cleanup (error);
-	gboolean found = FALSE;
-	for (int i = 0; attrs && i < attrs->num_attrs && !found; i++) {
-		MonoClass *k = attrs->attrs [i].ctor->klass;
-		found = !strcmp (m_class_get_name (k), name) && !strcmp (m_class_get_name_space (k), "SPersistence");
-	}
-	if (attrs && !attrs->cached)
-		mono_custom_attrs_free (attrs);
-	return found;
-}
-
 /* SPersistence.`name` in `attrs`, or NULL. */
 static const MonoCustomAttrEntry *
 sp_mono_attrs_find (MonoCustomAttrInfo *attrs, const char *name)
@@ -70,6 +55,16 @@ sp_mono_attrs_release (MonoCustomAttrInfo *attrs)
 {
 	if (attrs && !attrs->cached)
 		mono_custom_attrs_free (attrs);
+}
+
+/* Does `attrs` hold SPersistence.`name`?  Consumes attrs (and the lookup's error). */
+static gboolean
+sp_mono_attrs_have (MonoCustomAttrInfo *attrs, MonoError *error, const char *name)
+{
+	mono_error_cleanup (error);
+	gboolean found = sp_mono_attrs_find (attrs, name) != NULL;
+	sp_mono_attrs_release (attrs);
+	return found;
 }
 
 /*
