@@ -12,8 +12,11 @@
 #   nats-cluster.sh kill DIR NODE      node NODE (1-3) killed with SIGKILL
 #   nats-cluster.sh restart DIR NODE   node NODE started again (its data kept)
 #   nats-cluster.sh url DIR            the clients' URLs, comma-separated
+#   nats-cluster.sh leader DIR STREAM  the node (1-3) that leads STREAM: the
+#                                      running node that last logged its
+#                                      election (exit 1 if none did)
 set -euo pipefail
-cmd=${1:?usage: nats-cluster.sh start|stop|kill|restart|url DIR [PORT|NODE]}
+cmd=${1:?usage: nats-cluster.sh start|stop|kill|restart|url|leader DIR [PORT|NODE|STREAM]}
 dir=${2:?usage: nats-cluster.sh $cmd DIR}
 server=$(command -v nats-server || echo /usr/sbin/nats-server)
 
@@ -39,7 +42,7 @@ EOF
 
 start_node () {   # start_node N: node N in the background, its pid in DIR/nN/pid
 	local n=$1
-	"$server" -c "$dir/n$n/nats.conf" > "$dir/n$n/log" 2>&1 &
+	"$server" -c "$dir/n$n/nats.conf" >> "$dir/n$n/log" 2>&1 &
 	echo $! > "$dir/n$n/pid"
 }
 
@@ -52,6 +55,7 @@ start)
 	for n in 1 2 3; do
 		mkdir -p "$dir/n$n/data"
 		node_conf $n "$port" > "$dir/n$n/nats.conf"
+		: > "$dir/n$n/log"   # a restart appends to it: the leader command reads its history
 		start_node $n
 	done
 	# Ready once a node's log says JetStream elected a meta leader (the cluster formed).
@@ -83,12 +87,26 @@ restart)
 	n=${3:?usage: nats-cluster.sh restart DIR NODE}
 	start_node "$n"
 	;;
+leader)
+	stream=${3:?usage: nats-cluster.sh leader DIR STREAM}
+	# Each node logs "[pid] DATE TIME [INF] JetStream cluster new stream leader for
+	# '$G > STREAM'" when it is elected; the newest such line of a running node names the leader.
+	newest="" leader=""
+	for n in 1 2 3; do
+		[ -f "$dir/n$n/pid" ] && kill -0 "$(cat "$dir/n$n/pid")" 2>/dev/null || continue
+		line=$(grep -F "new stream leader for '\$G > $stream'" "$dir/n$n/log" | tail -1) || continue
+		stamp=$(echo "$line" | cut -d' ' -f2,3)
+		if [[ "$stamp" > "$newest" ]]; then newest=$stamp leader=$n; fi
+	done
+	[ -n "$leader" ] || { echo "nats-cluster.sh: no running node of $dir leads $stream" >&2; exit 1; }
+	echo "$leader"
+	;;
 url)
 	port=$(cat "$dir/port")
 	echo "nats://127.0.0.1:$port,nats://127.0.0.1:$((port + 1)),nats://127.0.0.1:$((port + 2))"
 	;;
 *)
-	echo "usage: nats-cluster.sh start|stop|kill|restart|url DIR [PORT|NODE]" >&2
+	echo "usage: nats-cluster.sh start|stop|kill|restart|url|leader DIR [PORT|NODE|STREAM]" >&2
 	exit 2
 	;;
 esac
