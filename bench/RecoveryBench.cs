@@ -10,6 +10,10 @@
 //       "start cold|warm restore_ns".
 //   RecoveryBench.exe check MECH N FILE   the persisted state is whole: N
 //       accounts, the total as built.
+//   RecoveryBench.exe commit sp N K       a cold start of N accounts, then K
+//       periods each moving money and persisting (SendPData, stop-the-world),
+//       one line each: "commit NS BYTES", the call's time by the program's
+//       clock and the snapshot's bytes (bench/run-replicated.sh).
 using System;
 using System.Diagnostics;
 using System.IO;
@@ -127,6 +131,24 @@ static class RecoveryBench
 		return 0;
 	}
 
+	static int Commit (int n, int periods)
+	{
+		Bank b = Build (n);
+		SPC.AddRoot (b);
+		var rng = new Random ();
+		for (int k = 0; k < periods; k++) {
+			Account from = b.Accounts [rng.Next (n)];
+			from.Balance--;
+			from.Next.Balance++;
+			b.Period++;
+			var sw = Stopwatch.StartNew ();
+			SPC.SendPData ();
+			long ns = (long)(sw.ElapsedTicks * (1e9 / Stopwatch.Frequency));
+			Console.WriteLine ("commit {0} {1}", ns, SPC.GetStats ().LastBytes);
+		}
+		return 0;
+	}
+
 	static int Main (string [] args)
 	{
 		string mech = args [1];
@@ -135,6 +157,8 @@ static class RecoveryBench
 			return Serve (mech, n, args [3]);
 		if (args [0] == "check")
 			return Check (mech, n, args [3]);
+		if (args [0] == "commit")
+			return Commit (n, int.Parse (args [3]));
 		return 2;
 	}
 }

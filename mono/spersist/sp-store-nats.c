@@ -1,10 +1,11 @@
 /*
  * sp-store-nats.c: the replicated store, on a NATS JetStream stream
- * ("nats://HOST:PORT[,HOST:PORT...]/NAME"; docs/REPLICATION.md says why
- * JetStream, and what the others would have cost).
+ * ("nats://HOST:PORT[,HOST:PORT...]/NAME[?replicas=N&wait=SECONDS]";
+ * docs/REPLICATION.md says why JetStream, and what the others would have
+ * cost).
  *
  * One stream per store, SP_<NAME>, subjects sp.<NAME>.>, replicated on
- * --sp-replicas nodes (3 by default: written to a majority, RAFT), in files.
+ * `replicas` nodes (3 by default: written to a majority, RAFT), in files.
  * Two kinds of message:
  *
  *   sp.<NAME>.c.<WRITER>.<SEQ>.<PART>   a chunk of snapshot SEQ (at most
@@ -46,8 +47,16 @@
 
 /* A chunk's bytes: well under the server's 1 MiB max_payload. */
 #define SP_NATS_CHUNK (512u << 10)
-/* A request's time limit (ms): a cluster that lost its majority fails a commit this late. */
-#define SP_NATS_TIMEOUT_MS 5000
+/*
+ * A try's time limit (ms).  A request that reached a leader which then died
+ * gets no answer: it is tried again, de-duplicated, once this is over.  5 s
+ * made a standby that took over while the stream's leader died wait two
+ * such limits (10.3 s to serve, 3 of 3 runs); 1 s, 4.8-8.6 s, which is the
+ * engine's own election.  A chunk's publication takes 2-10 ms on loopback.
+ */
+#define SP_NATS_TRY_MS 1000
+/* A connection's: to a server whose host does not answer at all. */
+#define SP_NATS_CONNECT_MS 2000
 #define SP_NATS_CATALOG_MAGIC 0x4c43504eu   /* "NPCL" */
 #define SP_NATS_MAX_SNAPSHOTS 65536
 /*
@@ -55,15 +64,30 @@
  * leader being elected (the stream has none for a second or two: "no
  * responders"), stalls JetStream's API; the client reconnects to another
  * node by itself.  Waits between tries double from 50 ms up to 1 s, and no
- * try starts 10 s after the first (a stream's leader killed: its successor
- * was elected in 2-5 s here); a try's own time limit is 5 s.  Publications
+ * try starts `wait` seconds after the first (30 by default: a stream's
+ * leader killed, its successor was elected in 5-8 s here, and a standby
+ * that opened the store while its leader and the metadata leader were both
+ * being replaced got no answer for more than 10 s); a try's own time limit
+ * is SP_NATS_TRY_MS.  Opening the store rides out the same faults, an engine not
+ * reachable yet included.  Publications
  * carry a message id, so a retry of one that did land is dropped by the
  * stream's de-duplication (and acknowledged as the original), never applied
  * twice.
  */
 #define SP_NATS_RETRY_US 50000
 #define SP_NATS_RETRY_MAX_US 1000000
-#define SP_NATS_RETRY_WINDOW_NS 10000000000ull
+#define SP_NATS_WAIT_DEFAULT_S 30
+#define SP_NATS_WAIT_MAX_S 3600
+#define SP_NATS_REPLICAS_MAX 5     /* JetStream's own limit */
+
+/* What a location says after "nats://". */
+typedef struct SpNatsLocation {
+	char **servers;              /* nats://HOST:PORT each */
+	int nservers;
+	char *name;
+	int replicas;
+	unsigned wait_s;
+} SpNatsLocation;
 
 typedef struct SpNatsEntry {
 	uint64_t sequence;
@@ -79,6 +103,7 @@ typedef struct SpNatsStore {
 	char *name;                  /* NAME */
 	char stream [128];           /* SP_<NAME> */
 	uint64_t writer;             /* this process's id in chunk subjects */
+	uint64_t wait_ns;            /* how long requests ride out passing faults */
 	SpNatsEntry *catalog;        /* the newest catalog read or published, oldest first */
 	size_t ncatalog;
 	uint64_t fence;              /* its stream sequence (0: none yet) */
@@ -121,10 +146,11 @@ sp_nats_now_ns (void)
 
 /* Should a request that ended so be tried again (try t, from 0; the first began at t0), after a wait? */
 static bool
-sp_nats_again (natsStatus st, int t, uint64_t t0)
+sp_nats_again (const SpNatsStore *ns, natsStatus st, jsErrCode jerr, int t, uint64_t t0)
 {
-	bool passing = st == NATS_TIMEOUT || st == NATS_NO_RESPONDERS || st == NATS_CONNECTION_DISCONNECTED;
-	if (!passing || sp_nats_now_ns () - t0 > SP_NATS_RETRY_WINDOW_NS)
+	bool passing = st == NATS_TIMEOUT || st == NATS_NO_RESPONDERS || st == NATS_CONNECTION_DISCONNECTED
+		|| st == NATS_NO_SERVER || jerr == JSClusterNotAvailErr;   /* "temporarily unavailable" */
+	if (!passing || sp_nats_now_ns () - t0 > ns->wait_ns)
 		return false;
 	uint64_t wait = (uint64_t)SP_NATS_RETRY_US << (t < 10 ? t : 10);
 	usleep ((useconds_t)(wait < SP_NATS_RETRY_MAX_US ? wait : SP_NATS_RETRY_MAX_US));
@@ -136,7 +162,7 @@ sp_nats_get_last (natsMsg **msg, SpNatsStore *ns, const char *subject, jsErrCode
 {
 	natsStatus st;
 	uint64_t t0 = sp_nats_now_ns ();
-	for (int t = 0; (st = js_GetLastMsg (msg, ns->js, ns->stream, subject, NULL, jerr)) != NATS_OK && sp_nats_again (st, t, t0); t++)
+	for (int t = 0; (st = js_GetLastMsg (msg, ns->js, ns->stream, subject, NULL, jerr)) != NATS_OK && sp_nats_again (ns, st, *jerr, t, t0); t++)
 		;
 	return st;
 }
@@ -147,7 +173,7 @@ sp_nats_publish (jsPubAck **ack, SpNatsStore *ns, natsMsg *msg, jsErrCode *jerr)
 {
 	natsStatus st;
 	uint64_t t0 = sp_nats_now_ns ();
-	for (int t = 0; (st = js_PublishMsg (ack, ns->js, msg, NULL, jerr)) != NATS_OK && sp_nats_again (st, t, t0); t++)
+	for (int t = 0; (st = js_PublishMsg (ack, ns->js, msg, NULL, jerr)) != NATS_OK && sp_nats_again (ns, st, *jerr, t, t0); t++)
 		;
 	return st;
 }
@@ -253,6 +279,34 @@ sp_nats_catalog_load (SpNatsStore *ns, SpError *err)
 }
 
 /*
+ * Is the store's newest catalog this process's, naming snapshot `sequence`
+ * last?  A catalog's publication refused for the fence after a try that got
+ * no answer: that try may have landed (the stream checks the fence before it
+ * de-duplicates).  Then the commit is done, and its catalog the fence.
+ */
+static bool
+sp_nats_landed (SpNatsStore *ns, uint64_t sequence)
+{
+	char subject [256];
+	sp_nats_subject_catalog (subject, sizeof subject, ns);
+	natsMsg *msg = NULL;
+	jsErrCode jerr = 0;
+	if (sp_nats_get_last (&msg, ns, subject, &jerr) != NATS_OK)
+		return false;
+	SpNatsEntry *newest = NULL;
+	size_t n = 0;
+	SpError ignored = { 0 };
+	bool ours = sp_nats_catalog_decode ((const uint8_t *)natsMsg_GetData (msg), (size_t)natsMsg_GetDataLength (msg),
+					    &newest, &n, &ignored) == 0
+		&& n && newest [n - 1].writer == ns->writer && newest [n - 1].sequence == sequence;
+	if (ours)
+		ns->fence = natsMsg_GetSequence (msg);
+	free (newest);
+	natsMsg_Destroy (msg);
+	return ours;
+}
+
+/*
  * Publish catalog e[0..n) if the store's newest catalog is still the one
  * this process last saw (the fence); it is then the newest.
  */
@@ -282,10 +336,9 @@ sp_nats_catalog_publish (SpNatsStore *ns, const SpNatsEntry *e, size_t n, SpErro
 		jsPubAck_Destroy (ack);
 		return 0;
 	}
-	if (jerr != JSStreamWrongLastSequenceErr)
-		ns->unsure = true;
 	if (jerr == JSStreamWrongLastSequenceErr)
-		return sp_nats_fenced (ns, err);
+		return sp_nats_landed (ns, e [n - 1].sequence) ? 0 : sp_nats_fenced (ns, err);
+	ns->unsure = true;
 	return sp_nats_fail (err, "committing the store's catalog", st, jerr);
 }
 
@@ -582,32 +635,80 @@ static const SpStoreOps sp_nats_store_ops = {
 /* ---- opening ---------------------------------------------------------------------- */
 
 /* "HOST:PORT,HOST:PORT/NAME" into servers ("nats://HOST:PORT" each) and NAME (letters, digits, '-', '_'). */
+/* A parameter after '?': replicas=N (1-5) or wait=SECONDS (1-3600). */
 static int
-sp_nats_parse (const char *location, char ***servers, int *nservers, char **name, SpError *err)
+sp_nats_parameter (const char *location, const char *param, size_t len, SpNatsLocation *loc, SpError *err)
 {
+	const char *eq = memchr (param, '=', len);
+	size_t key = eq ? (size_t)(eq - param) : len;
+	char value [16] = "";
+	if (eq && len - key - 1 < sizeof value)
+		memcpy (value, eq + 1, len - key - 1);
+	char *end = NULL;
+	long n = *value >= '0' && *value <= '9' ? strtol (value, &end, 10) : -1;
+	bool number = end && !*end;
+	if (key == 8 && !strncmp (param, "replicas", key)) {
+		if (!number || n < 1 || n > SP_NATS_REPLICAS_MAX)
+			return sp_error_set (err, "store '%s': replicas takes a count of nodes from 1 to %d, not '%.*s'",
+					     location, SP_NATS_REPLICAS_MAX, (int)(len - key - (eq != NULL)), eq ? eq + 1 : "");
+		loc->replicas = (int)n;
+		return 0;
+	}
+	if (key == 4 && !strncmp (param, "wait", key)) {
+		if (!number || n < 1 || n > SP_NATS_WAIT_MAX_S)
+			return sp_error_set (err, "store '%s': wait takes seconds from 1 to %d, not '%.*s'",
+					     location, SP_NATS_WAIT_MAX_S, (int)(len - key - (eq != NULL)), eq ? eq + 1 : "");
+		loc->wait_s = (unsigned)n;
+		return 0;
+	}
+	return sp_error_set (err, "store '%s': unknown parameter '%.*s' (a NATS store takes replicas=N and wait=SECONDS)",
+			     location, (int)key, param);
+}
+
+/* The parameters after '?', separated by '&'. */
+static int
+sp_nats_parameters (const char *location, const char *params, SpNatsLocation *loc, SpError *err)
+{
+	for (const char *p = params; *p; ) {
+		size_t len = strcspn (p, "&");
+		if (len == 0 || sp_nats_parameter (location, p, len, loc, err) < 0)
+			return len == 0 ? sp_error_set (err, "store '%s': an empty parameter after '?'", location) : -1;
+		p += len + (p [len] == '&');
+	}
+	return 0;
+}
+
+static int
+sp_nats_parse (const char *location, SpNatsLocation *loc, SpError *err)
+{
+	loc->replicas = 3;
+	loc->wait_s = SP_NATS_WAIT_DEFAULT_S;
 	const char *rest = location + strlen ("nats://"), *slash = strchr (rest, '/');
-	if (!slash || slash == rest || !slash [1])
-		return sp_error_set (err, "store '%s': a NATS store is nats://HOST:PORT[,HOST:PORT...]/NAME", location);
-	for (const char *c = slash + 1; *c; c++)
+	if (!slash || slash == rest || !slash [1] || slash [1] == '?')
+		return sp_error_set (err, "store '%s': a NATS store is nats://HOST:PORT[,HOST:PORT...]/NAME[?replicas=N&wait=SECONDS]", location);
+	size_t namelen = strcspn (slash + 1, "?");
+	for (const char *c = slash + 1; c < slash + 1 + namelen; c++)
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_'))
 			return sp_error_set (err, "store '%s': the name after '/' may hold letters, digits, '-' and '_' only", location);
-	if (strlen (slash + 1) > 64)
+	if (namelen > 64)
 		return sp_error_set (err, "store '%s': the name is longer than 64 characters", location);
-	*name = strdup (slash + 1);
-	*nservers = 1;
+	if (slash [1 + namelen] == '?' && sp_nats_parameters (location, slash + 2 + namelen, loc, err) < 0)
+		return -1;
+	loc->name = strndup (slash + 1, namelen);
+	loc->nservers = 1;
 	for (const char *c = rest; c < slash; c++)
-		*nservers += *c == ',';
-	*servers = calloc ((size_t)*nservers, sizeof **servers);
-	if (!*name || !*servers)
+		loc->nservers += *c == ',';
+	loc->servers = calloc ((size_t)loc->nservers, sizeof *loc->servers);
+	if (!loc->name || !loc->servers)
 		return sp_error_set (err, "out of memory");
 	const char *p = rest;
-	for (int i = 0; i < *nservers; i++) {
+	for (int i = 0; i < loc->nservers; i++) {
 		size_t len = strcspn (p, ",/");
 		if (!len)
 			return sp_error_set (err, "store '%s': an empty server in the list", location);
-		if (!((*servers) [i] = malloc (len + 8)))
+		if (!(loc->servers [i] = malloc (len + 8)))
 			return sp_error_set (err, "out of memory");
-		snprintf ((*servers) [i], len + 8, "nats://%.*s", (int)len, p);
+		snprintf (loc->servers [i], len + 8, "nats://%.*s", (int)len, p);
 		p += len + 1;
 	}
 	return 0;
@@ -621,7 +722,7 @@ sp_nats_stream (SpNatsStore *ns, bool readonly, int replicas, SpError *err)
 	jsErrCode jerr = 0;
 	natsStatus st;
 	uint64_t t0 = sp_nats_now_ns ();
-	for (int t = 0; (st = js_GetStreamInfo (&si, ns->js, ns->stream, NULL, &jerr)) != NATS_OK && sp_nats_again (st, t, t0); t++)
+	for (int t = 0; (st = js_GetStreamInfo (&si, ns->js, ns->stream, NULL, &jerr)) != NATS_OK && sp_nats_again (ns, st, jerr, t, t0); t++)
 		;
 	if (st == NATS_OK) {
 		jsStreamInfo_Destroy (si);
@@ -664,29 +765,39 @@ sp_nats_writer_id (void)
 	return id;
 }
 
+/* Connected to one of the servers, which may take the store's wait (an engine not up yet). */
 static int
-sp_nats_connect (SpNatsStore *ns, char **servers, int nservers, SpError *err)
+sp_nats_connect (SpNatsStore *ns, const SpNatsLocation *loc, SpError *err)
 {
 	natsOptions *opts = NULL;
 	natsStatus st = natsOptions_Create (&opts);
 	if (st == NATS_OK)
-		st = natsOptions_SetServers (opts, (const char **)servers, nservers);
+		st = natsOptions_SetServers (opts, (const char **)loc->servers, loc->nservers);
 	if (st == NATS_OK)
-		st = natsOptions_SetTimeout (opts, SP_NATS_TIMEOUT_MS);
+		st = natsOptions_SetTimeout (opts, SP_NATS_CONNECT_MS);
 	if (st == NATS_OK)
 		st = natsOptions_SetMaxReconnect (opts, -1);     /* keep trying: a node or the network comes back */
 	if (st == NATS_OK)
 		st = natsOptions_SetReconnectWait (opts, 100);   /* to another node at once (the default waits 2 s) */
-	if (st == NATS_OK)
-		st = natsConnection_Connect (&ns->nc, opts);
+	uint64_t t0 = sp_nats_now_ns ();
+	for (int t = 0; st == NATS_OK && (st = natsConnection_Connect (&ns->nc, opts)) != NATS_OK && sp_nats_again (ns, st, 0, t, t0); t++)
+		st = NATS_OK;
 	natsOptions_Destroy (opts);
 	if (st != NATS_OK)
 		return sp_nats_fail (err, "connecting to the NATS servers", st, 0);
 	jsOptions jo;
 	jsOptions_Init (&jo);
-	jo.Wait = SP_NATS_TIMEOUT_MS;
+	jo.Wait = SP_NATS_TRY_MS;
 	st = natsConnection_JetStream (&ns->js, ns->nc, &jo);
 	return st == NATS_OK ? 0 : sp_nats_fail (err, "opening JetStream", st, 0);
+}
+
+static void
+sp_nats_location_free (SpNatsLocation *loc)
+{
+	for (int i = 0; loc->servers && i < loc->nservers; i++)
+		free (loc->servers [i]);
+	free (loc->servers);
 }
 
 int
@@ -701,22 +812,19 @@ sp_store_nats_open (const char *location, bool readonly, SpStore **out, SpError 
 	ns->base.ops = &sp_nats_store_ops;
 	ns->base.readonly = readonly;
 	ns->writer = sp_nats_writer_id ();
-	char **servers = NULL;
-	int nservers = 0;
-	int rc = sp_nats_parse (location, &servers, &nservers, &ns->name, err);
+	SpNatsLocation loc = { 0 };
+	int rc = sp_nats_parse (location, &loc, err);
+	ns->name = loc.name;
 	if (rc == 0) {
 		snprintf (ns->stream, sizeof ns->stream, "SP_%s", ns->name);
-		const char *env = getenv ("SPMONO_NATS_REPLICAS");
-		int replicas = env && atoi (env) > 0 ? atoi (env) : 3;
-		rc = sp_nats_connect (ns, servers, nservers, err);
+		ns->wait_ns = (uint64_t)loc.wait_s * 1000000000u;
+		rc = sp_nats_connect (ns, &loc, err);
 		if (rc == 0)
-			rc = sp_nats_stream (ns, readonly, replicas, err);
+			rc = sp_nats_stream (ns, readonly, loc.replicas, err);
 		if (rc == 0)
 			rc = sp_nats_catalog_load (ns, err);
 	}
-	for (int i = 0; servers && i < nservers; i++)
-		free (servers [i]);
-	free (servers);
+	sp_nats_location_free (&loc);
 	if (rc < 0) {
 		sp_nats_close (&ns->base);
 		return sp_error_prefix (err, "store '%s'", location);

@@ -105,9 +105,10 @@ restored=$(sed -n 's/^restored //p' lead2.out)
 "$SPDUMP" list "$store" > list.out || fail "spdump list of the NATS store: $(cat list.out)"
 grep -q "valid" list.out || fail "spdump lists no valid snapshot: $(cat list.out)"
 
-# 4. The whole engine down during commits: each commit fails with a clear error (after about 10 s of
-#    retries), the program goes on, and once the engine is back its commits succeed again.
-"$SPMONO" --sp-store="nats://$servers/outage" replicated.exe survive 3 > outage.out 2>&1 &
+# 4. The whole engine down during commits: each commit fails with a clear error (after the store's
+#    wait, set to 3 s here, and a request's 5 s), the program goes on, and once the engine is back its
+#    commits succeed again.
+"$SPMONO" --sp-store="nats://$servers/outage?wait=3" replicated.exe survive 3 > outage.out 2>&1 &
 prog=$!
 for _ in $(seq 600); do grep -q durable outage.out && break; sleep 0.05; done
 grep -q durable outage.out || fail "no durable period before the outage: $(tail -5 outage.out)"
@@ -134,6 +135,6 @@ for mode in stw incremental; do
 done
 echo "delta chains on the NATS store restore exactly, both modes"
 
-# 6. The engine unreachable at start: a clear error, nothing else.
-expect_fail "connecting to the NATS servers" spm --sp-store=nats://127.0.0.1:1/x kill.exe
+# 6. The engine unreachable at start: a clear error once the store's wait is over, nothing else.
+expect_fail "connecting to the NATS servers" spm --sp-store="nats://127.0.0.1:1/x?wait=2" kill.exe
 echo "the replicated store: kills, fencing, a node down, spdump, an unreachable engine"

@@ -3,16 +3,28 @@
  * JetStream cluster started on loopback (tools/nats-cluster.sh): commits
  * read back whole, across chunks and a reconnect; retention; fencing (a
  * process whose store another one committed to since cannot commit over it);
- * a commit while a node (maybe the stream's leader) is down; bad locations
- * and an unreachable server, each with a clear error.
+ * a commit while a node (maybe the stream's leader) is down; the location's
+ * parameters (replicas reach the engine, wait bounds an unreachable
+ * engine's open); bad locations and parameters, each with a clear error.
  */
 #include "unit.h"
 
 #include "sp-store.h"
 
+/*
+ * The store's own source, for its static functions (a catalog's publication
+ * whose answer was lost is replayed below); its one public function renamed
+ * so as not to meet the library's.
+ */
+#define sp_store_nats_open sp_store_nats_open_under_test
+#include "../../mono/spersist/sp-store-nats.c"
+#undef sp_store_nats_open
+
+#include <nats/nats.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SPMONO_SOURCE_DIR
@@ -203,14 +215,100 @@ test_bad_locations (void **state)
 	assert_contains (err.msg, "letters, digits");
 	assert_int_equal (sp_store_open ("nats://,127.0.0.1:4222/x", 1, &s, &err), -1);
 	assert_contains (err.msg, "empty server");
-	/* Nobody listens there: said, in the store's words. */
-	assert_int_equal (sp_store_open ("nats://127.0.0.1:1/x", 1, &s, &err), -1);
+	static const struct { const char *params, *says; } bad [] = {
+		{ "?replicas=0", "replicas takes a count of nodes from 1 to 5, not '0'" },
+		{ "?replicas=6", "not '6'" },
+		{ "?replicas=three", "not 'three'" },
+		{ "?replicas", "not ''" },
+		{ "?wait=0", "wait takes seconds from 1 to 3600, not '0'" },
+		{ "?wait=-5", "not '-5'" },
+		{ "?wait=10s", "not '10s'" },
+		{ "?replicas=1&&wait=2", "an empty parameter" },
+		{ "?colour=red", "unknown parameter 'colour'" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
+		char loc [64];
+		snprintf (loc, sizeof loc, "nats://127.0.0.1:1/x%s", bad [i].params);
+		assert_int_equal (sp_store_open (loc, 1, &s, &err), -1);
+		assert_contains (err.msg, bad [i].says);
+	}
+	/* Nobody listens there: tried for the store's wait, then said in the store's words. */
+	struct timespec t0, t1;
+	clock_gettime (CLOCK_MONOTONIC, &t0);
+	assert_int_equal (sp_store_open ("nats://127.0.0.1:1/x?wait=2", 1, &s, &err), -1);
+	clock_gettime (CLOCK_MONOTONIC, &t1);
 	assert_contains (err.msg, "connecting to the NATS servers");
+	assert_true (t1.tv_sec - t0.tv_sec >= 2);
 	/* Read-only: a store that does not exist is not made. */
 	char missing [600];
 	snprintf (missing, sizeof missing, "%.*s/nosuchstore", (int)(strrchr (location, '/') - location), location);
 	assert_int_equal (sp_store_open_readonly (missing, &s, &err), -1);
 	assert_contains (err.msg, "does not exist");
+}
+
+/*
+ * A catalog's publication that landed although its answer was lost (a try
+ * timed out, the engine was busy or its leader changing) is tried again with
+ * the fence it had: the stream refuses that for the fence, and the commit is
+ * nonetheless done, not fenced (once seen after the whole engine came back:
+ * a program fenced by its own commit).  A real fence still fences.
+ */
+static void
+test_catalog_answer_lost (void **state)
+{
+	(void)state;
+	char loc [600];
+	snprintf (loc, sizeof loc, "%.*s/lostanswer", (int)(strrchr (location, '/') - location), location);
+	SpStore *s, *other;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (loc, 4, &s, &err), &err);
+	commit (s, sp_store_next_sequence (s), 100);
+	SpNatsStore *ns = (SpNatsStore *)s;
+	uint64_t fence = ns->fence;
+	SpNatsEntry next [2] = { ns->catalog [0], { .sequence = ns->catalog [0].sequence + 1, .writer = ns->writer } };
+	assert_ok (sp_nats_catalog_publish (ns, next, 2, &err), &err);
+	uint64_t landed = ns->fence;
+	assert_true (landed > fence);
+	ns->fence = fence;               /* its answer lost: the same publication tried again */
+	assert_ok (sp_nats_catalog_publish (ns, next, 2, &err), &err);
+	assert_int_equal (ns->fence, landed);
+	assert_false (s->fenced);
+	/* Another process commits: the same replay is now fenced. */
+	assert_ok (sp_store_open (loc, 4, &other, &err), &err);
+	commit (other, sp_store_next_sequence (other), 10);
+	ns->fence = landed;
+	next [1].sequence++;
+	assert_int_equal (sp_nats_catalog_publish (ns, next, 2, &err), -1);
+	assert_contains (err.msg, "no longer the primary");
+	assert_true (s->fenced);
+	sp_store_close (other);
+	sp_store_close (s);
+}
+
+/* replicas=N reaches the engine: the store's stream is made with N replicas. */
+static void
+test_replicas_parameter (void **state)
+{
+	(void)state;
+	char loc [600];
+	snprintf (loc, sizeof loc, "%.*s/single?replicas=1&wait=20", (int)(strrchr (location, '/') - location), location);
+	SpStore *s;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (loc, 1, &s, &err), &err);
+	commit (s, sp_store_next_sequence (s), 1000);
+	sp_store_close (s);
+	char url [600];
+	snprintf (url, sizeof url, "%.*s", (int)(strchr (location + 7, ',') - location), location);
+	natsConnection *nc = NULL;
+	jsCtx *js = NULL;
+	jsStreamInfo *si = NULL;
+	assert_int_equal (natsConnection_ConnectTo (&nc, url), NATS_OK);
+	assert_int_equal (natsConnection_JetStream (&js, nc, NULL), NATS_OK);
+	assert_int_equal (js_GetStreamInfo (&si, js, "SP_single", NULL, NULL), NATS_OK);
+	assert_int_equal (si->Config->Replicas, 1);
+	jsStreamInfo_Destroy (si);
+	jsCtx_Destroy (js);
+	natsConnection_Destroy (nc);
 }
 
 int
@@ -221,6 +319,8 @@ main (void)
 		cmocka_unit_test (test_stale_primary_is_fenced),
 		cmocka_unit_test (test_first_commits_race),
 		cmocka_unit_test (test_bad_locations),
+		cmocka_unit_test (test_replicas_parameter),
+		cmocka_unit_test (test_catalog_answer_lost),
 		/* Last: after a node restarts, the cluster may take seconds more to answer every request. */
 		cmocka_unit_test (test_commit_with_a_node_down),
 	};
