@@ -115,7 +115,7 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 #define SP_IS(name) (name_len == strlen (name) && strncmp (arg, name, name_len) == 0)
 	if (SP_IS ("--sp-store")) {
 		if (!value || !*value)
-			return sp_error_set (err, "--sp-store needs a location: --sp-store=DIR, file:DIR, pmem:FILE, nats://HOST:PORT[,...]/NAME or null:");
+			return sp_error_set (err, "--sp-store needs a location: --sp-store=DIR, file:DIR, pmem:FILE, nats://HOST:PORT[,...]/NAME[?replicas=N&wait=SECONDS] or null:");
 		free (o->store);
 		o->store = strdup (value);
 		return o->store ? 0 : sp_error_set (err, "out of memory");
@@ -244,8 +244,10 @@ sp_options_usage (FILE *out)
 		"                           nats://HOST:PORT[,HOST:PORT...]/NAME (a NATS JetStream\n"
 		"                           stream replicated on 3 nodes: a commit is acknowledged\n"
 		"                           by a majority; a process another one took over from\n"
-		"                           cannot commit any more), or null: (keeps nothing; for\n"
-		"                           measuring serialization).\n"
+		"                           cannot commit any more; ?replicas=N&wait=SECONDS set\n"
+		"                           the nodes and how long the store rides out an engine\n"
+		"                           that does not answer, default 30), or null: (keeps\n"
+		"                           nothing; for measuring serialization).\n"
 		"                           Default: $SPMONO_STORE, else PROGRAM.spstore next to\n"
 		"                           the program.\n"
 		"    --sp-keep=N            Keep the newest N snapshots (default %d).\n"

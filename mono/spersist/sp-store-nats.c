@@ -39,6 +39,7 @@
 
 #include <nats/nats.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,13 @@
  * engine's own election.  A chunk's publication takes 2-10 ms on loopback.
  */
 #define SP_NATS_TRY_MS 1000
+/*
+ * Chunks published and not answered yet, at most (4 MiB): a snapshot's
+ * chunks go out back to back instead of one round trip each, and the
+ * writer's slices do not wait for the network.  The commit waits for their
+ * answers before it publishes the catalog.
+ */
+#define SP_NATS_INFLIGHT 8
 /* A connection's: to a server whose host does not answer at all. */
 #define SP_NATS_CONNECT_MS 2000
 #define SP_NATS_CATALOG_MAGIC 0x4c43504eu   /* "NPCL" */
@@ -114,6 +122,11 @@ typedef struct SpNatsStore {
 	uint8_t *pending;            /* bytes not published yet (less than a chunk) */
 	size_t npending;
 	uint32_t parts;              /* chunks published */
+	/* Chunks whose asynchronous publication failed, kept by the library's thread; published again at finish */
+	pthread_mutex_t lock;
+	natsMsg **unanswered;
+	size_t nunanswered, unanswered_cap;
+	bool lost;                   /* one could not be kept (out of memory): the commit fails */
 } SpNatsStore;
 
 static int
@@ -470,12 +483,17 @@ sp_nats_publish_chunk (SpNatsStore *ns, SpError *err)
 	jsErrCode jerr = 0;
 	natsMsg *msg = NULL;
 	natsStatus st = sp_nats_message (&msg, subject, ns->pending, ns->npending, subject);    /* a chunk's subject is unique */
-	if (st == NATS_OK)
+	jsPubOptions po;
+	jsPubOptions_Init (&po);
+	po.MaxWait = SP_NATS_TRY_MS;
+	/* The library takes the message (and clears msg); when it has SP_NATS_INFLIGHT unanswered for long, this one waits for its answer. */
+	if (st == NATS_OK && js_PublishMsgAsync (ns->js, &msg, &po) != NATS_OK) {
 		st = sp_nats_publish (&ack, ns, msg, &jerr);
+		jsPubAck_Destroy (ack);
+	}
 	natsMsg_Destroy (msg);
 	if (st != NATS_OK)
 		return sp_nats_fail (err, "publishing a chunk of a snapshot", st, jerr);
-	jsPubAck_Destroy (ack);
 	ns->parts++;
 	ns->npending = 0;
 	return 0;
@@ -534,6 +552,70 @@ sp_nats_settle (SpNatsStore *ns, SpError *err)
 	return sp_nats_fenced (ns, err);
 }
 
+/* The library's thread: a chunk's publication failed or got no answer in time; kept to publish again. */
+static void
+sp_nats_chunk_unanswered (jsCtx *js, jsPubAckErr *pae, void *closure)
+{
+	(void)js;
+	SpNatsStore *ns = closure;
+	pthread_mutex_lock (&ns->lock);
+	if (ns->nunanswered == ns->unanswered_cap) {
+		size_t cap = ns->unanswered_cap ? 2 * ns->unanswered_cap : 16;
+		natsMsg **grown = realloc (ns->unanswered, cap * sizeof *grown);
+		if (grown) {
+			ns->unanswered = grown;
+			ns->unanswered_cap = cap;
+		}
+	}
+	if (ns->nunanswered < ns->unanswered_cap) {
+		ns->unanswered [ns->nunanswered++] = pae->Msg;
+		pae->Msg = NULL;                 /* ours now: the library does not destroy it */
+	} else {
+		ns->lost = true;
+	}
+	pthread_mutex_unlock (&ns->lock);
+}
+
+/*
+ * Every chunk of the snapshot answered: wait for those in flight, then
+ * publish again, one at a time with the usual retries, those that failed or
+ * got no answer (a retry of one that had landed is de-duplicated).
+ */
+static int
+sp_nats_chunks_answered (SpNatsStore *ns, SpError *err)
+{
+	jsPubOptions po;
+	jsPubOptions_Init (&po);
+	po.MaxWait = (int64_t)(ns->wait_ns / 1000000u) + SP_NATS_TRY_MS;
+	natsMsgList late = { 0 };
+	if (js_PublishAsyncComplete (ns->js, &po) != NATS_OK && js_PublishAsyncGetPendingList (&late, ns->js) != NATS_OK)
+		late.Count = 0;
+	pthread_mutex_lock (&ns->lock);
+	natsMsg **again = ns->unanswered;
+	size_t nagain = ns->nunanswered;
+	bool lost = ns->lost;
+	ns->unanswered = NULL;
+	ns->nunanswered = ns->unanswered_cap = 0;
+	ns->lost = false;
+	pthread_mutex_unlock (&ns->lock);
+	natsStatus st = NATS_OK;
+	jsErrCode jerr = 0;
+	for (size_t i = 0; i < nagain + (size_t)late.Count; i++) {
+		natsMsg **m = i < nagain ? &again [i] : &late.Msgs [i - nagain];
+		jsPubAck *ack = NULL;
+		if (st == NATS_OK)
+			st = sp_nats_publish (&ack, ns, *m, &jerr);
+		jsPubAck_Destroy (ack);
+		natsMsg_Destroy (*m);
+		*m = NULL;
+	}
+	free (again);
+	natsMsgList_Destroy (&late);
+	if (st != NATS_OK)
+		return sp_nats_fail (err, "publishing a chunk of a snapshot", st, jerr);
+	return lost ? sp_error_set (err, "publishing a chunk of a snapshot: out of memory keeping one to publish again") : 0;
+}
+
 static int
 sp_nats_finish (SpStore *s, SpError *err)
 {
@@ -541,6 +623,8 @@ sp_nats_finish (SpStore *s, SpError *err)
 	if (ns->unsure && sp_nats_settle (ns, err) < 0)
 		return -1;
 	if ((ns->npending || ns->parts == 0) && sp_nats_publish_chunk (ns, err) < 0)
+		return -1;
+	if (sp_nats_chunks_answered (ns, err) < 0)
 		return -1;
 	SpNatsEntry e = { .sequence = s->writing, .writer = ns->writer, .bytes = s->written, .chunks = ns->parts };
 	size_t n, dropped;
@@ -585,8 +669,10 @@ sp_nats_abort (SpStore *s)
 	SpNatsStore *ns = (SpNatsStore *)s;
 	SpNatsEntry e = { .sequence = s->writing, .writer = ns->writer };
 	SpError ignored = { 0 };
-	if (ns->parts)
+	if (ns->parts) {
+		(void)sp_nats_chunks_answered (ns, &ignored);   /* none lands after the purge */
 		(void)sp_nats_purge (ns, &e, &ignored);    /* best effort: chunks no catalog names are never read */
+	}
 	ns->npending = 0;
 	ns->parts = 0;
 }
@@ -610,6 +696,10 @@ sp_nats_close (SpStore *s)
 	SpNatsStore *ns = (SpNatsStore *)s;
 	jsCtx_Destroy (ns->js);
 	natsConnection_Destroy (ns->nc);
+	for (size_t i = 0; i < ns->nunanswered; i++)
+		natsMsg_Destroy (ns->unanswered [i]);
+	free (ns->unanswered);
+	pthread_mutex_destroy (&ns->lock);
 	free (ns->catalog);
 	free (ns->garbage);
 	free (ns->pending);
@@ -788,6 +878,9 @@ sp_nats_connect (SpNatsStore *ns, const SpNatsLocation *loc, SpError *err)
 	jsOptions jo;
 	jsOptions_Init (&jo);
 	jo.Wait = SP_NATS_TRY_MS;
+	jo.PublishAsync.MaxPending = SP_NATS_INFLIGHT;
+	jo.PublishAsync.ErrHandler = sp_nats_chunk_unanswered;
+	jo.PublishAsync.ErrHandlerClosure = ns;
 	st = natsConnection_JetStream (&ns->js, ns->nc, &jo);
 	return st == NATS_OK ? 0 : sp_nats_fail (err, "opening JetStream", st, 0);
 }
@@ -810,6 +903,7 @@ sp_store_nats_open (const char *location, bool readonly, SpStore **out, SpError 
 		return sp_error_set (err, "out of memory");
 	}
 	ns->base.ops = &sp_nats_store_ops;
+	pthread_mutex_init (&ns->lock, NULL);
 	ns->base.readonly = readonly;
 	ns->writer = sp_nats_writer_id ();
 	SpNatsLocation loc = { 0 };
