@@ -474,8 +474,13 @@ sp_nats_begin (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err)
 }
 
 /* Publish the pending bytes as the next chunk (acknowledged by a majority). */
+/*
+ * Publish the chunk in hand: asynchronously, or, when it is a snapshot's
+ * only one (a delta's, most often), with its answer awaited here (an
+ * asynchronous one and the wait for it took 2.0 ms against 1.1-1.3 ms, R3).
+ */
 static int
-sp_nats_publish_chunk (SpNatsStore *ns, SpError *err)
+sp_nats_publish_chunk (SpNatsStore *ns, bool only, SpError *err)
 {
 	char subject [256];
 	sp_nats_subject_chunk (subject, sizeof subject, ns, ns->writer, ns->base.writing, ns->parts);
@@ -487,7 +492,7 @@ sp_nats_publish_chunk (SpNatsStore *ns, SpError *err)
 	jsPubOptions_Init (&po);
 	po.MaxWait = SP_NATS_TRY_MS;
 	/* The library takes the message (and clears msg); when it has SP_NATS_INFLIGHT unanswered for long, this one waits for its answer. */
-	if (st == NATS_OK && js_PublishMsgAsync (ns->js, &msg, &po) != NATS_OK) {
+	if (st == NATS_OK && (only || js_PublishMsgAsync (ns->js, &msg, &po) != NATS_OK)) {
 		st = sp_nats_publish (&ack, ns, msg, &jerr);
 		jsPubAck_Destroy (ack);
 	}
@@ -509,7 +514,7 @@ sp_nats_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
 		ns->npending += n;
 		data += n;
 		size -= n;
-		if (ns->npending == SP_NATS_CHUNK && sp_nats_publish_chunk (ns, err) < 0)
+		if (ns->npending == SP_NATS_CHUNK && sp_nats_publish_chunk (ns, false, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -622,9 +627,10 @@ sp_nats_finish (SpStore *s, SpError *err)
 	SpNatsStore *ns = (SpNatsStore *)s;
 	if (ns->unsure && sp_nats_settle (ns, err) < 0)
 		return -1;
-	if ((ns->npending || ns->parts == 0) && sp_nats_publish_chunk (ns, err) < 0)
+	bool only = ns->parts == 0;      /* the chunk in hand is the snapshot's only one */
+	if ((ns->npending || only) && sp_nats_publish_chunk (ns, only, err) < 0)
 		return -1;
-	if (sp_nats_chunks_answered (ns, err) < 0)
+	if (!only && sp_nats_chunks_answered (ns, err) < 0)
 		return -1;
 	SpNatsEntry e = { .sequence = s->writing, .writer = ns->writer, .bytes = s->written, .chunks = ns->parts };
 	size_t n, dropped;

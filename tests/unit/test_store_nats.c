@@ -133,6 +133,37 @@ test_commits_read_back (void **state)
 }
 
 /*
+ * Chunk boundaries: a snapshot of exactly one chunk (published while
+ * appending, none left at the finish), of two, and of one byte more than
+ * one; appended in pieces that do not divide a chunk.  Each read back
+ * whole, from another connection too.
+ */
+static void
+test_chunk_boundaries (void **state)
+{
+	(void)state;
+	SpStore *s;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (location, 4, &s, &err), &err);
+	const size_t sizes [] = { SP_NATS_CHUNK, 2 * SP_NATS_CHUNK, SP_NATS_CHUNK + 1 };
+	uint64_t first = sp_store_next_sequence (s);
+	for (size_t i = 0; i < 3; i++) {
+		uint8_t *b = bytes_of (first + i, sizes [i]);
+		assert_ok (sp_store_begin (s, first + i, sizes [i], &err), &err);
+		for (size_t at = 0; at < sizes [i]; at += 100003)
+			assert_ok (sp_store_append (s, b + at, sizes [i] - at < 100003 ? sizes [i] - at : 100003, &err), &err);
+		assert_ok (sp_store_finish (s, &err), &err);
+		free (b);
+		assert_holds (s, first + i, sizes [i]);
+	}
+	sp_store_close (s);
+	assert_ok (sp_store_open_readonly (location, &s, &err), &err);
+	for (size_t i = 0; i < 3; i++)
+		assert_holds (s, first + i, sizes [i]);
+	sp_store_close (s);
+}
+
+/*
  * A standby takes over (opens the store, commits); the old primary, which
  * did not see that commit, is fenced: its commit fails saying so, and the
  * standby's snapshot stays the newest.
@@ -316,6 +347,7 @@ main (void)
 {
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test (test_commits_read_back),
+		cmocka_unit_test (test_chunk_boundaries),
 		cmocka_unit_test (test_stale_primary_is_fenced),
 		cmocka_unit_test (test_first_commits_race),
 		cmocka_unit_test (test_bad_locations),
