@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
 files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
-summaries table1.txt, table2.txt, control.txt, recovery.txt, delta.txt, fold.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt, evolve.txt.  Every figure is given as
+summaries table1.txt, table2.txt, control.txt, recovery.txt, delta.txt, fold.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt, evolve.txt, replicated.txt.  Every figure is given as
 min / median / max over its repetitions, with its conditions."""
 import collections
 import csv
@@ -209,6 +209,12 @@ SECTIONS = [
         "changed (a field widened, one removed, one added with a Default; the removed one carried as unknown",
         "data, or dropped with DropUnknown), processes in turn; then snapshots of the restored tree and",
         "decodes of them. Each restored tree is checked."]),
+    ("The replicated store against the file store", "run-replicated.sh", "replicated.txt", [
+        "A ring of N accounts (bench/RecoveryBench.cs). Commit: stop-the-world SendPData timed by the program,",
+        "a full snapshot (--sp-delta=off) and a delta of one changed pair; file store on tmpfs and on disk",
+        "(fsync), NATS JetStream on a 3-node cluster on loopback (tools/nats-cluster.sh, data on the same disk)",
+        "with 3 replicas and with 1. Serve: the primary killed with SIGKILL, the standby timed from its exec",
+        "to its first durable period; then with the stream's leader node killed too. Each state is checked."]),
 ]
 
 

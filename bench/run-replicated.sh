@@ -128,22 +128,24 @@ for r in csv.DictReader(open(sys.argv[1])):
 def spread(v, fmt="{:.2f}"):
     return " / ".join(fmt.format(x) for x in (min(v), statistics.median(v), max(v)))
 stores = ["file-tmpfs", "file-disk", "nats-r1", "nats-r3"]
-def table(kind, title, throughput):
+def table(kind, title, columns):
     keys = sorted(k for k in runs if k[0] == kind)
     if not keys:
         return
     print(title)
-    print("| objects | store | ms | " + ("MB/s | bytes |" if throughput else ""))
-    print("|---:|---|---:|" + ("---:|---:|" if throughput else ""))
+    print("| objects | store | ms |" + "".join(f" {c} |" for c in columns))
+    print("|---:|---|---:|" + "---:|" * len(columns))
     for k in sorted(keys, key=lambda k: (k[1], stores.index(k[2]))):
         rs = runs[k]
         line = f"| {k[1]} | {k[2]} | {spread([r[0] for r in rs])} |"
-        if throughput:
-            line += f" {spread([r[1] / r[0] / 1e3 for r in rs], '{:.0f}')} | {statistics.median([r[1] for r in rs]):.0f} |"
+        if "MB/s" in columns:
+            line += f" {spread([r[1] / r[0] / 1e3 for r in rs], '{:.0f}')} |"
+        if "bytes" in columns:
+            line += f" {statistics.median([r[1] for r in rs]):.0f} |"
         print(line)
     print()
-table("full", "Commit of a full snapshot (stop-the-world SendPData), ms and MB/s (min / median / max)", True)
-table("delta", "Commit of a delta (one account pair changed), ms (min / median / max)", True)
-table("serve", "Standby's time to serve after the primary's SIGKILL, exec to first durable period, ms", False)
-table("serve-leader", "The same, the stream's leader node killed with the primary", False)
+table("full", "Commit of a full snapshot (stop-the-world SendPData), ms and MB/s (min / median / max)", ["MB/s", "bytes"])
+table("delta", "Commit of a delta (one account pair changed), ms (min / median / max)", ["bytes"])
+table("serve", "Standby's time to serve after the primary's SIGKILL, exec to first durable period, ms", [])
+table("serve-leader", "The same, the stream's leader node killed with the primary", [])
 PY

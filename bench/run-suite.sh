@@ -37,6 +37,9 @@
 #   evolve.csv        a restart across a class change: restore, snapshots
 #                     carrying unknown data, per node against no change
 #                     (bench/run-evolve.sh)
+#   replicated.csv    the replicated store (NATS JetStream, 3 nodes on loopback)
+#                     against the file store: commit latency and throughput,
+#                     a standby's time to serve (bench/run-replicated.sh)
 #
 # Every workload checks its own result before its figures count; a failed
 # check stops the suite.  Table 1, the control loop and the pauses also run
@@ -57,7 +60,7 @@ if [ $smoke = 1 ]; then
 	table1_runs=2; pause_args=(300 20000 1000000 50 100 500); barrier_args=(2000000 1)
 	control_args=(200 1 1000 10000 10000/1000); recovery_args=(1 10000 100000)
 	longstore_args=(1000000 10000 3); delta_args=(5 10000 100000); fold_args=(1500 10000 100000)
-	evolve_runs=("25000 2 2")
+	evolve_runs=("25000 2 2"); replicated_args=(1 10000)
 else
 	tree_sizes="5000 10000 15000 20000 25000 100000 1000000"
 	int_sizes="5000 10000 15000 20000 25000 100000 1000000 10000000"; reps=5
@@ -66,7 +69,7 @@ else
 	control_args=(5000 3 1000 10000 100000 100000/1000); recovery_args=(3 10000 100000 1000000 10000000)
 	longstore_args=(10000000 100000 9); delta_args=(30 10000 100000 1000000 10000000)
 	fold_args=(3000 10000 100000 1000000 10000000)
-	evolve_runs=("25000 7 5" "1000000 5 3")
+	evolve_runs=("25000 7 5" "1000000 5 3"); replicated_args=(5 25000 100000 1000000)
 fi
 
 # Storage for SP: none (null:), tmpfs, and the disk the results are written on.
@@ -132,6 +135,7 @@ for run in "${evolve_runs[@]}"; do
 	tail -n +$([ -s "$out/evolve.csv.all" ] && echo 2 || echo 1) "$out/evolve-part.csv" >> "$out/evolve.csv.all"
 done
 mv "$out/evolve.csv.all" "$out/evolve.csv"; rm -f "$out/evolve-part.csv"
+bash "$here/run-replicated.sh" "${replicated_args[@]}" > "$out/replicated.txt"
 
 # ---- the machine, the runtimes --------------------------------------------------
 {
