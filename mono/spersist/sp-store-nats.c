@@ -94,7 +94,7 @@ typedef struct SpNatsLocation {
 	int nservers;
 	char *name;
 	int replicas;
-	unsigned wait_s;
+	int wait_s;
 } SpNatsLocation;
 
 typedef struct SpNatsEntry {
@@ -735,26 +735,24 @@ static const SpStoreOps sp_nats_store_ops = {
 static int
 sp_nats_parameter (const char *location, const char *param, size_t len, SpNatsLocation *loc, SpError *err)
 {
+	const struct { const char *name, *takes; long max; int *value; } known [] = {
+		{ "replicas", "a count of nodes", SP_NATS_REPLICAS_MAX, &loc->replicas },
+		{ "wait", "seconds", SP_NATS_WAIT_MAX_S, &loc->wait_s },
+	};
 	const char *eq = memchr (param, '=', len);
-	size_t key = eq ? (size_t)(eq - param) : len;
+	size_t key = eq ? (size_t)(eq - param) : len, vlen = eq ? len - key - 1 : 0;
 	char value [16] = "";
-	if (eq && len - key - 1 < sizeof value)
-		memcpy (value, eq + 1, len - key - 1);
+	if (vlen < sizeof value)
+		memcpy (value, param + len - vlen, vlen);
 	char *end = NULL;
 	long n = *value >= '0' && *value <= '9' ? strtol (value, &end, 10) : -1;
-	bool number = end && !*end;
-	if (key == 8 && !strncmp (param, "replicas", key)) {
-		if (!number || n < 1 || n > SP_NATS_REPLICAS_MAX)
-			return sp_error_set (err, "store '%s': replicas takes a count of nodes from 1 to %d, not '%.*s'",
-					     location, SP_NATS_REPLICAS_MAX, (int)(len - key - (eq != NULL)), eq ? eq + 1 : "");
-		loc->replicas = (int)n;
-		return 0;
-	}
-	if (key == 4 && !strncmp (param, "wait", key)) {
-		if (!number || n < 1 || n > SP_NATS_WAIT_MAX_S)
-			return sp_error_set (err, "store '%s': wait takes seconds from 1 to %d, not '%.*s'",
-					     location, SP_NATS_WAIT_MAX_S, (int)(len - key - (eq != NULL)), eq ? eq + 1 : "");
-		loc->wait_s = (unsigned)n;
+	for (size_t i = 0; i < sizeof known / sizeof known [0]; i++) {
+		if (strlen (known [i].name) != key || strncmp (param, known [i].name, key))
+			continue;
+		if (!end || *end || n < 1 || n > known [i].max)
+			return sp_error_set (err, "store '%s': %s takes %s from 1 to %ld, not '%.*s'",
+					     location, known [i].name, known [i].takes, known [i].max, (int)vlen, param + len - vlen);
+		*known [i].value = (int)n;
 		return 0;
 	}
 	return sp_error_set (err, "store '%s': unknown parameter '%.*s' (a NATS store takes replicas=N and wait=SECONDS)",
