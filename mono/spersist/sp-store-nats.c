@@ -584,10 +584,11 @@ sp_nats_chunk_unanswered (jsCtx *js, jsPubAckErr *pae, void *closure)
 /*
  * Every chunk of the snapshot answered: wait for those in flight, then
  * publish again, one at a time with the usual retries, those that failed or
- * got no answer (a retry of one that had landed is de-duplicated).
+ * got no answer (a retry of one that had landed is de-duplicated); or, for
+ * a snapshot given up (!republish), drop them.
  */
 static int
-sp_nats_chunks_answered (SpNatsStore *ns, SpError *err)
+sp_nats_chunks_answered (SpNatsStore *ns, bool republish, SpError *err)
 {
 	jsPubOptions po;
 	jsPubOptions_Init (&po);
@@ -603,7 +604,7 @@ sp_nats_chunks_answered (SpNatsStore *ns, SpError *err)
 	ns->nunanswered = ns->unanswered_cap = 0;
 	ns->lost = false;
 	pthread_mutex_unlock (&ns->lock);
-	natsStatus st = NATS_OK;
+	natsStatus st = republish ? NATS_OK : NATS_ILLEGAL_STATE;
 	jsErrCode jerr = 0;
 	for (size_t i = 0; i < nagain + (size_t)late.Count; i++) {
 		natsMsg **m = i < nagain ? &again [i] : &late.Msgs [i - nagain];
@@ -617,7 +618,7 @@ sp_nats_chunks_answered (SpNatsStore *ns, SpError *err)
 	free (again);
 	natsMsgList_Destroy (&late);
 	if (st != NATS_OK)
-		return sp_nats_fail (err, "publishing a chunk of a snapshot", st, jerr);
+		return republish ? sp_nats_fail (err, "publishing a chunk of a snapshot", st, jerr) : -1;
 	return lost ? sp_error_set (err, "publishing a chunk of a snapshot: out of memory keeping one to publish again") : 0;
 }
 
@@ -630,7 +631,7 @@ sp_nats_finish (SpStore *s, SpError *err)
 	bool only = ns->parts == 0;      /* the chunk in hand is the snapshot's only one */
 	if ((ns->npending || only) && sp_nats_publish_chunk (ns, only, err) < 0)
 		return -1;
-	if (!only && sp_nats_chunks_answered (ns, err) < 0)
+	if (!only && sp_nats_chunks_answered (ns, true, err) < 0)
 		return -1;
 	SpNatsEntry e = { .sequence = s->writing, .writer = ns->writer, .bytes = s->written, .chunks = ns->parts };
 	size_t n, dropped;
@@ -676,7 +677,7 @@ sp_nats_abort (SpStore *s)
 	SpNatsEntry e = { .sequence = s->writing, .writer = ns->writer };
 	SpError ignored = { 0 };
 	if (ns->parts) {
-		(void)sp_nats_chunks_answered (ns, &ignored);   /* none lands after the purge */
+		(void)sp_nats_chunks_answered (ns, false, &ignored);   /* none lands after the purge, none sent again */
 		(void)sp_nats_purge (ns, &e, &ignored);    /* best effort: chunks no catalog names are never read */
 	}
 	ns->npending = 0;
