@@ -379,6 +379,67 @@ sp_nats_sequences (SpStore *s, uint64_t **seqs, size_t *n, SpError *err)
 	return 0;
 }
 
+/*
+ * Reading a snapshot: its chunks fetched by SP_NATS_READERS threads at once
+ * (one request each; a standby at 1,000,000 objects read its 45 chunks one
+ * after the other in 0.3 s more than from a file).  Every chunk but the
+ * last holds SP_NATS_CHUNK bytes (a commit publishes a chunk once it is
+ * full), so each lands at its own offset.
+ */
+#define SP_NATS_READERS 4
+
+typedef struct SpNatsReading {
+	SpNatsStore *ns;
+	const SpNatsEntry *e;
+	uint8_t *out;
+	uint32_t next_part;          /* the next chunk to fetch (atomic) */
+	pthread_mutex_t lock;
+	bool failed;                 /* the first failure is in err */
+	SpError err;
+} SpNatsReading;
+
+/* Chunk `part` into its place; its length checked against the catalog. */
+static int
+sp_nats_read_chunk (SpNatsReading *r, uint32_t part, SpError *err)
+{
+	char subject [256];
+	sp_nats_subject_chunk (subject, sizeof subject, r->ns, r->e->writer, r->e->sequence, part);
+	natsMsg *msg = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = sp_nats_get_last (&msg, r->ns, subject, &jerr);
+	if (st != NATS_OK)
+		return sp_nats_fail (err, "reading a chunk of a snapshot", st, jerr);
+	uint64_t at = (uint64_t)part * SP_NATS_CHUNK, len = (uint64_t)natsMsg_GetDataLength (msg);
+	bool last = part + 1 == r->e->chunks;
+	int rc = 0;
+	if (at > r->e->bytes || len != (last ? r->e->bytes - at : SP_NATS_CHUNK))
+		rc = sp_error_set (err, "snapshot %" PRIu64 ": chunk %u holds %" PRIu64 " bytes, not what its catalog says "
+				   "(%" PRIu64 " bytes in %u chunks)", r->e->sequence, part, len, r->e->bytes, r->e->chunks);
+	else
+		memcpy (r->out + at, natsMsg_GetData (msg), len);
+	natsMsg_Destroy (msg);
+	return rc;
+}
+
+static void *
+sp_nats_reader (void *arg)
+{
+	SpNatsReading *r = arg;
+	for (;;) {
+		uint32_t part = __atomic_fetch_add (&r->next_part, 1, __ATOMIC_RELAXED);
+		if (part >= r->e->chunks || __atomic_load_n (&r->failed, __ATOMIC_RELAXED))
+			return NULL;
+		SpError err = { 0 };
+		if (sp_nats_read_chunk (r, part, &err) < 0) {
+			pthread_mutex_lock (&r->lock);
+			if (!r->failed)
+				r->err = err;
+			__atomic_store_n (&r->failed, true, __ATOMIC_RELAXED);
+			pthread_mutex_unlock (&r->lock);
+		}
+	}
+}
+
 static int
 sp_nats_read (SpStore *s, uint64_t sequence, uint8_t **data, size_t *size, SpError *err)
 {
@@ -388,33 +449,28 @@ sp_nats_read (SpStore *s, uint64_t sequence, uint8_t **data, size_t *size, SpErr
 	const SpNatsEntry *e = sp_nats_find (ns, sequence);
 	if (!e)
 		return sp_error_set (err, "snapshot %" PRIu64 " is not in store %s", sequence, s->location);
-	uint8_t *out = malloc (e->bytes ? e->bytes : 1);
-	if (!out)
+	if (e->chunks == 0 || (uint64_t)(e->chunks - 1) * SP_NATS_CHUNK > e->bytes || e->bytes - (uint64_t)(e->chunks - 1) * SP_NATS_CHUNK > SP_NATS_CHUNK)
+		return sp_error_set (err, "snapshot %" PRIu64 ": its catalog says %" PRIu64 " bytes in %u chunks of at most %u",
+				     sequence, e->bytes, e->chunks, SP_NATS_CHUNK);
+	SpNatsReading r = { .ns = ns, .e = e, .out = malloc (e->bytes ? e->bytes : 1) };
+	if (!r.out)
 		return sp_error_set (err, "snapshot %" PRIu64 ": out of memory for %" PRIu64 " bytes", sequence, e->bytes);
-	uint64_t at = 0;
-	for (uint32_t part = 0; part < e->chunks; part++) {
-		char subject [256];
-		sp_nats_subject_chunk (subject, sizeof subject, ns, e->writer, e->sequence, part);
-		natsMsg *msg = NULL;
-		jsErrCode jerr = 0;
-		natsStatus st = sp_nats_get_last (&msg, ns, subject, &jerr);
-		uint64_t len = st == NATS_OK ? (uint64_t)natsMsg_GetDataLength (msg) : 0;
-		if (st != NATS_OK || len > e->bytes - at) {
-			natsMsg_Destroy (msg);
-			free (out);
-			if (st == NATS_OK)
-				return sp_error_set (err, "snapshot %" PRIu64 ": chunk %u is longer than the catalog says", sequence, part);
-			return sp_nats_fail (err, "reading a chunk of a snapshot", st, jerr);
-		}
-		memcpy (out + at, natsMsg_GetData (msg), len);
-		at += len;
-		natsMsg_Destroy (msg);
+	pthread_mutex_init (&r.lock, NULL);
+	pthread_t readers [SP_NATS_READERS];
+	int started = 0;
+	while (started < SP_NATS_READERS && (uint32_t)started < e->chunks - 1 &&
+	       pthread_create (&readers [started], NULL, sp_nats_reader, &r) == 0)
+		started++;
+	sp_nats_reader (&r);                 /* this thread reads too (alone, for one chunk or without threads) */
+	for (int i = 0; i < started; i++)
+		pthread_join (readers [i], NULL);
+	pthread_mutex_destroy (&r.lock);
+	if (r.failed) {
+		free (r.out);
+		*err = r.err;
+		return -1;
 	}
-	if (at != e->bytes) {
-		free (out);
-		return sp_error_set (err, "snapshot %" PRIu64 ": its chunks hold %" PRIu64 " of its %" PRIu64 " bytes", sequence, at, e->bytes);
-	}
-	*data = out;
+	*data = r.out;
 	*size = e->bytes;
 	return 0;
 }

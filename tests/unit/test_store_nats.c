@@ -316,6 +316,45 @@ test_catalog_answer_lost (void **state)
 	sp_store_close (s);
 }
 
+/*
+ * A catalog that does not match its chunks (a damaged or hostile store) is
+ * refused with what is wrong, never read past: sizes that no commit writes,
+ * a last chunk shorter than said, chunks that are not there.
+ */
+static void
+test_catalog_chunks_disagree (void **state)
+{
+	(void)state;
+	char loc [600];
+	snprintf (loc, sizeof loc, "%.*s/disagree", (int)(strrchr (location, '/') - location), location);
+	SpStore *s;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (loc, 4, &s, &err), &err);
+	uint64_t seq = sp_store_next_sequence (s);
+	commit (s, seq, SP_NATS_CHUNK + 10);
+	SpNatsStore *ns = (SpNatsStore *)s;
+	SpNatsEntry *e = &ns->catalog [ns->ncatalog - 1], good = *e;
+	uint8_t *data;
+	size_t size;
+	e->bytes = 3 * (uint64_t)SP_NATS_CHUNK;        /* three chunks' bytes in two */
+	assert_int_equal (s->ops->read (s, seq, &data, &size, &err), -1);
+	assert_contains (err.msg, "its catalog says");
+	e->chunks = 0;
+	assert_int_equal (s->ops->read (s, seq, &data, &size, &err), -1);
+	assert_contains (err.msg, "its catalog says");
+	*e = good;
+	e->bytes += 10;                                 /* the last chunk holds 10 bytes, not 20 */
+	assert_int_equal (s->ops->read (s, seq, &data, &size, &err), -1);
+	assert_contains (err.msg, "chunk 1 holds 10 bytes");
+	*e = good;
+	e->writer ^= 1;                                 /* another writer's chunks: none */
+	assert_int_equal (s->ops->read (s, seq, &data, &size, &err), -1);
+	assert_contains (err.msg, "reading a chunk of a snapshot");
+	*e = good;
+	assert_holds (s, seq, SP_NATS_CHUNK + 10);
+	sp_store_close (s);
+}
+
 /* replicas=N reaches the engine: the store's stream is made with N replicas. */
 static void
 test_replicas_parameter (void **state)
@@ -353,6 +392,7 @@ main (void)
 		cmocka_unit_test (test_bad_locations),
 		cmocka_unit_test (test_replicas_parameter),
 		cmocka_unit_test (test_catalog_answer_lost),
+		cmocka_unit_test (test_catalog_chunks_disagree),
 		/* Last: after a node restarts, the cluster may take seconds more to answer every request. */
 		cmocka_unit_test (test_commit_with_a_node_down),
 	};
