@@ -355,6 +355,74 @@ test_catalog_chunks_disagree (void **state)
 	sp_store_close (s);
 }
 
+/*
+ * A catalog that is not one (another program's message on its subject, a
+ * damaged store) is refused with a clear error: cut, wrong magic, a count
+ * its size does not hold, a bad checksum, sequences out of order, a chunk
+ * count its bytes do not need.  A store whose newest catalog is such does
+ * not open.
+ */
+static void
+test_hostile_catalogs (void **state)
+{
+	(void)state;
+	SpNatsEntry good [2] = { { .sequence = 3, .writer = 7, .bytes = 10, .chunks = 1 },
+				 { .sequence = 4, .writer = 7, .bytes = SP_NATS_CHUNK + 1, .chunks = 2 } };
+	size_t size;
+	uint8_t *bytes = sp_nats_catalog_encode (good, 2, &size);
+	SpNatsEntry *e;
+	size_t n;
+	SpError err = { 0 };
+	assert_ok (sp_nats_catalog_decode (bytes, size, &e, &n, &err), &err);
+	assert_int_equal (n, 2);
+	assert_true (e [1].sequence == 4 && e [1].chunks == 2);
+	free (e);
+	static const struct { size_t at; uint8_t flip; size_t keep; const char *says; } bad [] = {
+		{ 0, 0, 6, "is not one" },                     /* cut in its count */
+		{ 0, 0x01, 0, "is not one" },                  /* magic */
+		{ 4, 0x10, 0, "names 18 snapshots" },          /* count */
+		{ 12, 0x01, 0, "fails its checksum" },         /* an entry's byte */
+		{ 0, 0, 63, "names 2 snapshots in 63 bytes" }, /* cut by one byte */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
+		uint8_t *copy = malloc (size);
+		memcpy (copy, bytes, size);
+		copy [bad [i].at] ^= bad [i].flip;
+		assert_int_equal (sp_nats_catalog_decode (copy, bad [i].keep ? bad [i].keep : size, &e, &n, &err), -1);
+		assert_contains (err.msg, bad [i].says);
+		free (copy);
+	}
+	free (bytes);
+	SpNatsEntry disorder [2] = { good [1], good [0] };
+	bytes = sp_nats_catalog_encode (disorder, 2, &size);
+	assert_int_equal (sp_nats_catalog_decode (bytes, size, &e, &n, &err), -1);
+	assert_contains (err.msg, "inconsistent at entry 1");
+	free (bytes);
+	SpNatsEntry chunks = good [1];
+	chunks.chunks = 3;
+	bytes = sp_nats_catalog_encode (&chunks, 1, &size);
+	assert_int_equal (sp_nats_catalog_decode (bytes, size, &e, &n, &err), -1);
+	assert_contains (err.msg, "inconsistent at entry 0");
+	free (bytes);
+	/* Published on a store's catalog subject: the store does not open, and says why. */
+	char loc [600], url [600];
+	snprintf (loc, sizeof loc, "%.*s/hostile", (int)(strrchr (location, '/') - location), location);
+	SpStore *s;
+	assert_ok (sp_store_open (loc, 2, &s, &err), &err);
+	commit (s, sp_store_next_sequence (s), 100);
+	sp_store_close (s);
+	snprintf (url, sizeof url, "%.*s", (int)(strchr (location + 7, ',') - location), location);
+	natsConnection *nc = NULL;
+	assert_int_equal (natsConnection_ConnectTo (&nc, url), NATS_OK);
+	jsCtx *js = NULL;
+	assert_int_equal (natsConnection_JetStream (&js, nc, NULL), NATS_OK);
+	assert_int_equal (js_Publish (NULL, js, "sp.hostile.catalog", "not a catalog", 13, NULL, NULL), NATS_OK);
+	jsCtx_Destroy (js);
+	natsConnection_Destroy (nc);
+	assert_int_equal (sp_store_open (loc, 2, &s, &err), -1);
+	assert_contains (err.msg, "the store's catalog is not one");
+}
+
 /* replicas=N reaches the engine: the store's stream is made with N replicas. */
 static void
 test_replicas_parameter (void **state)
@@ -393,6 +461,7 @@ main (void)
 		cmocka_unit_test (test_replicas_parameter),
 		cmocka_unit_test (test_catalog_answer_lost),
 		cmocka_unit_test (test_catalog_chunks_disagree),
+		cmocka_unit_test (test_hostile_catalogs),
 		/* Last: after a node restarts, the cluster may take seconds more to answer every request. */
 		cmocka_unit_test (test_commit_with_a_node_down),
 	};
