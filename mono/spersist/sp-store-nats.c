@@ -8,8 +8,9 @@
  * `replicas` nodes (3 by default: written to a majority, RAFT), in files.
  * Two kinds of message:
  *
- *   sp.<NAME>.c.<WRITER>.<SEQ>.<PART>   a chunk of snapshot SEQ (at most
- *                                       SP_NATS_CHUNK bytes), published by
+ *   sp.<NAME>.c.<WRITER>.<SEQ>.<PART>   a chunk of snapshot SEQ (exactly
+ *                                       SP_NATS_CHUNK bytes but the last,
+ *                                       which holds the rest), published by
  *                                       the process WRITER (a random 64-bit
  *                                       id drawn at open), so that two
  *                                       processes never publish to one subject;
@@ -17,11 +18,13 @@
  *                                       holds (its sequence, writer, chunks,
  *                                       bytes), oldest first.
  *
- * A commit publishes the snapshot's chunks, then a new catalog naming it:
- * the catalog's publication is the one atomic step (a snapshot is in the
- * store once a catalog names it, whole, or not at all).  Each publication
- * returns once the stream's leader has it on a majority of the nodes, so a
- * committed snapshot survives the loss of a minority.
+ * A commit publishes the snapshot's chunks (asynchronously, a few in
+ * flight), waits until each is acknowledged, then publishes a new catalog
+ * naming it: the catalog's publication is the one atomic step (a snapshot
+ * is in the store once a catalog names it, whole, or not at all).  An
+ * acknowledgement means the stream's leader has the message on a majority
+ * of the nodes, so a committed snapshot survives the loss of a minority.
+ * A read fetches a snapshot's chunks on a few threads at once.
  *
  * Fencing: the catalog is published with Nats-Expected-Last-Subject-Sequence
  * set to the stream sequence of the catalog this process last read or
