@@ -27,11 +27,16 @@ rt=(); chrt -f 60 true 2>/dev/null && rt=(chrt -f 60)
 csv=$out/control.csv
 echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns,skipped,warned" > "$csv"
 # MECHS and CPUS narrow the run (e.g. MECHS=sp-incremental CPUS=0 for the 10 runs on one CPU).
+# CONTROL_STORE=PREFIX: SP's store is PREFIX<run> instead of a directory on tmpfs, a new one each run
+# (e.g. nats://127.0.0.1:14222,127.0.0.1:14223,127.0.0.1:14224/ctl, the replicated store).
+run_id=0
 for cpus in ${CPUS:-0 0,1}; do
 	for n in "${sizes[@]}"; do
 		for mech in ${MECHS:-none sp-incremental sp-stw sp-incremental-null sp-stw-null bf}; do
 			for rep in $(seq "$reps"); do
-				opts=(--sp-store="$work/store" --sp-keep=1)
+				run_id=$((run_id + 1)); store=$work/store
+				[ -z "${CONTROL_STORE:-}" ] || store=$CONTROL_STORE$run_id
+				opts=(--sp-store="$store" --sp-keep=1)
 				case $mech in
 				sp-incremental*) opts+=(--sp-mode=incremental --sp-pause=${SP_PAUSE:-200} --sp-period=1000 --sp-priority=50) ;;
 				esac
@@ -44,7 +49,7 @@ for cpus in ${CPUS:-0 0,1}; do
 				warned=$(grep -c "SendPData calls came while a cycle ran" "$work/stderr" || true)
 				if [ "$prog" != none ] && [ "${mech%-null}" = "$mech" ]; then
 					last=last; case $mech in sp-incremental*) last=any ;; esac
-					"$sp" --sp-store="$work/store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \
+					"$sp" --sp-store="$store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \
 						|| { echo "$mech, $n objects, cpus $cpus: check failed" >&2; exit 1; }
 				fi
 				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row,$warned" >> "$csv"
