@@ -37,6 +37,7 @@
 
 #include "../spersist/sp-chain.h"
 #include "../spersist/sp-fold.h"
+#include "../spersist/sp-thread.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -186,11 +187,7 @@ sp_fold_start (void)
 	 * 1 kHz loop missed, by up to 164 ms.
 	 */
 	pthread_attr_t attr;
-	struct sched_param param = { .sched_priority = 0 };
-	pthread_attr_init (&attr);
-	pthread_attr_setinheritsched (&attr, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy (&attr, SCHED_OTHER);
-	pthread_attr_setschedparam (&attr, &param);
+	sp_thread_attr_normal (&attr);
 	pthread_t thread;
 	int rc = pthread_create (&thread, &attr, sp_fold_main, NULL);
 	pthread_attr_destroy (&attr);

@@ -39,6 +39,7 @@
 #if SPMONO_HAVE_NATS
 
 #include "sp-crc32c.h"
+#include "sp-thread.h"
 
 #include <nats/nats.h>
 #include <inttypes.h>
@@ -957,8 +958,50 @@ sp_nats_location_free (SpNatsLocation *loc)
 	free (loc->servers);
 }
 
+typedef struct SpNatsOpening {
+	const char *location;
+	bool readonly;
+	SpStore *store;
+	SpError err;
+	int rc;
+} SpNatsOpening;
+
+static int sp_nats_open (const char *location, bool readonly, SpStore **out, SpError *err);
+
+static void *
+sp_nats_open_main (void *arg)
+{
+	SpNatsOpening *o = arg;
+	o->rc = sp_nats_open (o->location, o->readonly, &o->store, &o->err);
+	return NULL;
+}
+
+/*
+ * Opened on a thread of the normal policy (sp-thread.h): the NATS client
+ * starts its own threads (timers, a connection's reader and flusher) there,
+ * and they inherit its policy.  Opened from a SCHED_FIFO program's thread,
+ * they ran at the control loop's priority and made it miss deadlines.
+ */
 int
 sp_store_nats_open (const char *location, bool readonly, SpStore **out, SpError *err)
+{
+	SpNatsOpening o = { .location = location, .readonly = readonly };
+	pthread_attr_t attr;
+	pthread_t thread;
+	sp_thread_attr_normal (&attr);
+	int rc = pthread_create (&thread, &attr, sp_nats_open_main, &o);
+	pthread_attr_destroy (&attr);
+	if (rc != 0)
+		return sp_nats_open (location, readonly, out, err);
+	pthread_join (thread, NULL);
+	*out = o.store;
+	if (o.rc < 0)
+		*err = o.err;
+	return o.rc;
+}
+
+static int
+sp_nats_open (const char *location, bool readonly, SpStore **out, SpError *err)
 {
 	*out = NULL;
 	SpNatsStore *ns = calloc (1, sizeof *ns);
