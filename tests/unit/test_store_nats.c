@@ -69,6 +69,20 @@ cluster_down (void **state)
 	return system (cmd) == 0 ? 0 : -1;
 }
 
+/* The store NAME (and parameters) on the test's cluster. */
+static void
+store_named (char *out, size_t size, const char *name)
+{
+	snprintf (out, size, "%.*s/%s", (int)(strrchr (location, '/') - location), location, name);
+}
+
+/* The URL of the cluster's first node, for a client of the engine's own. */
+static void
+first_server (char *out, size_t size)
+{
+	snprintf (out, size, "%.*s", (int)(strchr (location + strlen ("nats://"), ',') - location), location);
+}
+
 /* n bytes that depend on seq, so that one snapshot's bytes are never another's. */
 static uint8_t *
 bytes_of (uint64_t seq, size_t n)
@@ -198,7 +212,7 @@ test_first_commits_race (void **state)
 {
 	(void)state;
 	char fresh [600];
-	snprintf (fresh, sizeof fresh, "%.*s/race", (int)(strrchr (location, '/') - location), location);
+	store_named (fresh, sizeof fresh, "race");
 	SpStore *a, *b;
 	SpError err = { 0 };
 	assert_ok (sp_store_open (fresh, 1, &a, &err), &err);
@@ -272,7 +286,7 @@ test_bad_locations (void **state)
 	assert_true (t1.tv_sec - t0.tv_sec >= 2);
 	/* Read-only: a store that does not exist is not made. */
 	char missing [600];
-	snprintf (missing, sizeof missing, "%.*s/nosuchstore", (int)(strrchr (location, '/') - location), location);
+	store_named (missing, sizeof missing, "nosuchstore");
 	assert_int_equal (sp_store_open_readonly (missing, &s, &err), -1);
 	assert_contains (err.msg, "does not exist");
 }
@@ -289,7 +303,7 @@ test_catalog_answer_lost (void **state)
 {
 	(void)state;
 	char loc [600];
-	snprintf (loc, sizeof loc, "%.*s/lostanswer", (int)(strrchr (location, '/') - location), location);
+	store_named (loc, sizeof loc, "lostanswer");
 	SpStore *s, *other;
 	SpError err = { 0 };
 	assert_ok (sp_store_open (loc, 4, &s, &err), &err);
@@ -326,7 +340,7 @@ test_catalog_chunks_disagree (void **state)
 {
 	(void)state;
 	char loc [600];
-	snprintf (loc, sizeof loc, "%.*s/disagree", (int)(strrchr (location, '/') - location), location);
+	store_named (loc, sizeof loc, "disagree");
 	SpStore *s;
 	SpError err = { 0 };
 	assert_ok (sp_store_open (loc, 4, &s, &err), &err);
@@ -406,12 +420,12 @@ test_hostile_catalogs (void **state)
 	free (bytes);
 	/* Published on a store's catalog subject: the store does not open, and says why. */
 	char loc [600], url [600];
-	snprintf (loc, sizeof loc, "%.*s/hostile", (int)(strrchr (location, '/') - location), location);
+	store_named (loc, sizeof loc, "hostile");
 	SpStore *s;
 	assert_ok (sp_store_open (loc, 2, &s, &err), &err);
 	commit (s, sp_store_next_sequence (s), 100);
 	sp_store_close (s);
-	snprintf (url, sizeof url, "%.*s", (int)(strchr (location + 7, ',') - location), location);
+	first_server (url, sizeof url);
 	natsConnection *nc = NULL;
 	assert_int_equal (natsConnection_ConnectTo (&nc, url), NATS_OK);
 	jsCtx *js = NULL;
@@ -429,14 +443,14 @@ test_replicas_parameter (void **state)
 {
 	(void)state;
 	char loc [600];
-	snprintf (loc, sizeof loc, "%.*s/single?replicas=1&wait=20", (int)(strrchr (location, '/') - location), location);
+	store_named (loc, sizeof loc, "single?replicas=1&wait=20");
 	SpStore *s;
 	SpError err = { 0 };
 	assert_ok (sp_store_open (loc, 1, &s, &err), &err);
 	commit (s, sp_store_next_sequence (s), 1000);
 	sp_store_close (s);
 	char url [600];
-	snprintf (url, sizeof url, "%.*s", (int)(strchr (location + 7, ',') - location), location);
+	first_server (url, sizeof url);
 	natsConnection *nc = NULL;
 	jsCtx *js = NULL;
 	jsStreamInfo *si = NULL;
