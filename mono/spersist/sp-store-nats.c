@@ -269,27 +269,35 @@ sp_nats_catalog_decode (const uint8_t *data, size_t size, SpNatsEntry **out, siz
 }
 
 /* The newest catalog, and its stream sequence (the fence); none yet: an empty one, fence 0. */
+/* The store's newest catalog, and its stream sequence (none yet: no entries, sequence 0). */
 static int
-sp_nats_catalog_load (SpNatsStore *ns, SpError *err)
+sp_nats_catalog_read (SpNatsStore *ns, SpNatsEntry **entries, size_t *n, uint64_t *sequence, SpError *err)
 {
 	char subject [256];
 	sp_nats_subject_catalog (subject, sizeof subject, ns);
 	natsMsg *msg = NULL;
 	jsErrCode jerr = 0;
 	natsStatus st = sp_nats_get_last (&msg, ns, subject, &jerr);
-	free (ns->catalog);
-	ns->catalog = NULL;
-	ns->ncatalog = 0;
-	ns->fence = 0;
+	*entries = NULL;
+	*n = 0;
+	*sequence = 0;
 	if (st == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr)
 		return 0;
 	if (st != NATS_OK)
 		return sp_nats_fail (err, "reading the store's catalog", st, jerr);
 	int rc = sp_nats_catalog_decode ((const uint8_t *)natsMsg_GetData (msg), (size_t)natsMsg_GetDataLength (msg),
-					 &ns->catalog, &ns->ncatalog, err);
+					 entries, n, err);
 	if (rc == 0)
-		ns->fence = natsMsg_GetSequence (msg);
+		*sequence = natsMsg_GetSequence (msg);
 	natsMsg_Destroy (msg);
+	return rc;
+}
+
+static int
+sp_nats_catalog_load (SpNatsStore *ns, SpError *err)
+{
+	free (ns->catalog);
+	int rc = sp_nats_catalog_read (ns, &ns->catalog, &ns->ncatalog, &ns->fence, err);
 	if (rc == 0 && ns->ncatalog)
 		ns->base.last_sequence = ns->catalog [ns->ncatalog - 1].sequence;
 	return rc;
@@ -304,22 +312,15 @@ sp_nats_catalog_load (SpNatsStore *ns, SpError *err)
 static bool
 sp_nats_landed (SpNatsStore *ns, uint64_t sequence)
 {
-	char subject [256];
-	sp_nats_subject_catalog (subject, sizeof subject, ns);
-	natsMsg *msg = NULL;
-	jsErrCode jerr = 0;
-	if (sp_nats_get_last (&msg, ns, subject, &jerr) != NATS_OK)
-		return false;
-	SpNatsEntry *newest = NULL;
-	size_t n = 0;
+	SpNatsEntry *newest;
+	size_t n;
+	uint64_t fence;
 	SpError ignored = { 0 };
-	bool ours = sp_nats_catalog_decode ((const uint8_t *)natsMsg_GetData (msg), (size_t)natsMsg_GetDataLength (msg),
-					    &newest, &n, &ignored) == 0
+	bool ours = sp_nats_catalog_read (ns, &newest, &n, &fence, &ignored) == 0
 		&& n && newest [n - 1].writer == ns->writer && newest [n - 1].sequence == sequence;
 	if (ours)
-		ns->fence = natsMsg_GetSequence (msg);
+		ns->fence = fence;
 	free (newest);
-	natsMsg_Destroy (msg);
 	return ours;
 }
 
