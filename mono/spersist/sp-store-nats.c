@@ -899,7 +899,16 @@ sp_nats_stream (SpNatsStore *ns, bool readonly, int replicas, SpError *err)
 	cfg.Storage = js_FileStorage;
 	cfg.Replicas = replicas;
 	cfg.MaxMsgsPerSubject = 4;       /* chunks: one each; catalogs: the newest few */
-	st = js_AddStream (&si, ns->js, &cfg, NULL, &jerr);
+	/* A cluster just started may have elected its meta leader before every node joined:
+	 * "no suitable peers" then passes within the wait, like an engine not up yet. */
+	t0 = sp_nats_now_ns ();
+	for (int t = 0; (st = js_AddStream (&si, ns->js, &cfg, NULL, &jerr)) != NATS_OK
+		     && sp_nats_again (ns, st, jerr == JSClusterNoPeersErr ? JSClusterNotAvailErr : jerr, t, t0); t++)
+		;
+	if (st != NATS_OK && jerr == JSClusterNoPeersErr)
+		return sp_error_set (err, "store %s: the engine has not %d nodes with JetStream up for a stream of %d "
+				     "replicas (waited %" PRIu64 " s; fewer replicas with ?replicas=N)", ns->base.location,
+				     replicas, replicas, ns->wait_ns / 1000000000u);
 	if (st != NATS_OK)
 		return sp_nats_fail (err, "creating the store's stream", st, jerr);
 	jsStreamInfo_Destroy (si);

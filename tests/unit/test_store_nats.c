@@ -463,6 +463,20 @@ test_replicas_parameter (void **state)
 	natsConnection_Destroy (nc);
 }
 
+/* More replicas than the cluster has nodes: refused after the wait, saying so and what to do. */
+static void
+test_more_replicas_than_nodes (void **state)
+{
+	(void)state;
+	char loc [600];
+	store_named (loc, sizeof loc, "toowide?replicas=5&wait=1");
+	SpStore *s;
+	SpError err = { 0 };
+	assert_int_equal (sp_store_open (loc, 1, &s, &err), -1);
+	assert_contains (err.msg, "the engine has not 5 nodes with JetStream up");
+	assert_contains (err.msg, "?replicas=N");
+}
+
 int
 main (void)
 {
@@ -473,6 +487,7 @@ main (void)
 		cmocka_unit_test (test_first_commits_race),
 		cmocka_unit_test (test_bad_locations),
 		cmocka_unit_test (test_replicas_parameter),
+		cmocka_unit_test (test_more_replicas_than_nodes),
 		cmocka_unit_test (test_catalog_answer_lost),
 		cmocka_unit_test (test_catalog_chunks_disagree),
 		cmocka_unit_test (test_hostile_catalogs),
