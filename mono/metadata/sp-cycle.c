@@ -164,6 +164,7 @@ static struct {
 	uint32_t committed_crc;
 	gboolean busy;               /* holds a chunk (under sp_lock) */
 	gboolean last;               /* the chunk ends its snapshot: commit after it */
+	gboolean commit_due;         /* its last byte is written: the commit (sp_stream_finish) is the next run */
 	size_t done;                 /* bytes of buf written (the writer's own, outside sp_lock) */
 	SpStream stream;             /* the snapshot being streamed to the store (the writer's own) */
 	uint64_t abandoned_seq;      /* a snapshot not to write any more (its cycle failed, or its writing did) */
@@ -171,6 +172,7 @@ static struct {
 	SpError failure;             /* why the writer abandoned the running cycle's snapshot, for the SP task to fail it with */
 	SpModelDuration slice;       /* a slice's time */
 	SpModelDuration retire;      /* a retire slice's time (SP_WRITER_RETIRE_BYTES of an old snapshot removed) */
+	SpModelDuration commit;      /* a commit's time, wall (an fsync sleeps, but the kernel's writeback takes the CPU) */
 	uint64_t snapshot_ns;        /* writing time of the snapshot in progress (slices and commit) */
 	uint64_t cycle_ns;           /* writing time in the running cycle (SPStats) */
 	MonoCoopCond cond;           /* busy changed, or the writer may run (under sp_lock) */
@@ -198,6 +200,7 @@ static struct {
 	uint64_t woke_ns;            /* when the SP task was due back from its last sleep (the time since is charged when it sleeps again) */
 	uint64_t called_ns;          /* when a starting cycle last called the SP task (atomic: read as it wakes, before the lock) */
 	gboolean writer_owed;        /* the SP task could not go on for want of the writer: it gets a slice, whatever is left */
+	gboolean commit_turn;        /* the SP task left this period to a commit that fits no period's rest (sp_task_run_period) */
 	uint64_t start_ns;           /* a cycle's stopped instant not charged yet: the next period's budget pays for it */
 	uint64_t ran_until_ns;       /* when the last run (the SP task's or the writer's) ended */
 } sp_budget;
@@ -422,7 +425,30 @@ sp_budget_charge (uint64_t ns)
 /* Bytes of a slice: small enough for a few tens of microseconds of writing, a piece of the pause. */
 #define SP_WRITER_SLICE (64u << 10)
 
-/* Under sp_lock: may the writer write a slice now? */
+/*
+ * Under sp_lock: does the commit fit what is left of this period's budget
+ * and window?  Judged by the high estimate of commits: on disk it is an
+ * fsync of 1.0-1.1 ms here, during which the kernel's writeback took about
+ * 300 us of the program's CPU; run right after a period's own run, it made
+ * stretches of one period that lost 770-895 us at a 500 us target (session
+ * 22).  A commit that does not fit waits for the next period, which the
+ * SP task leaves to it (sp_task_run_period): it then runs alone.
+ */
+static gboolean
+sp_writer_commit_fits (void)
+{
+	uint64_t need = sp_writer.commit.high_ns;
+	return sp_budget.left_ns >= need && sp_mono_monotonic_ns () + need <= sp_budget.deadline_ns;
+}
+
+/* Under sp_lock: is a commit longer than half a budget, so that the SP task leaves no room for it in its periods? */
+static gboolean
+sp_writer_commit_alone (void)
+{
+	return sp_writer.commit.high_ns > (uint64_t)sp_options.pause_us * 1000 / 2;
+}
+
+/* Under sp_lock: may the writer write a slice, or commit, now? */
 static gboolean
 sp_writer_may_run (void)
 {
@@ -445,6 +471,8 @@ sp_writer_may_run (void)
 	 * of that size (it left the writer a few slices a period and lengthened
 	 * first cycles by 10-20%).  docs/INCREMENTAL.md has the figures.
 	 */
+	if (sp_writer.busy && sp_writer.commit_due)
+		return sp_budget.commit_turn || sp_writer_commit_fits ();
 	uint64_t need = sp_writer.busy ? sp_writer.slice.avg_ns : sp_writer.retire.high_ns;
 	if (sp_budget.writer_owed && (sp_writer.busy || sp_writer.retire.avg_ns > (uint64_t)sp_options.pause_us * 1000 / 2))
 		return TRUE;
@@ -458,6 +486,7 @@ sp_writer_abandon (uint64_t seq)
 	sp_writer.abandoned_seq = seq;
 	if (sp_writer.busy && sp_writer.seq == seq) {
 		sp_writer.busy = FALSE;
+		sp_writer.commit_due = FALSE;
 		mono_coop_cond_broadcast (&sp_writer.cond);
 	}
 }
@@ -480,6 +509,7 @@ static void
 sp_writer_chunk_done (void)
 {
 	sp_writer.busy = FALSE;
+	sp_writer.commit_due = FALSE;
 	sp_writer.done = 0;
 	if (sp_writer.buf.cap > 4 * (size_t)sp_options.buffer)
 		sp_buf_free (&sp_writer.buf);
@@ -540,13 +570,19 @@ sp_writer_slice (uint64_t seq, uint64_t patch_prev, gboolean last, SpError *err)
 	return rc < 0 ? -1 : final ? 1 : 0;
 }
 
-/* Under sp_lock, the writer holding a chunk: what finishing it takes, at the average slice (the commit one more). */
+/*
+ * Under sp_lock, the writer holding a chunk: what finishing it takes in this
+ * period, at the average slice, and the commit if it is one that fits a
+ * period's rest (one that does not gets a period of its own).
+ */
 static uint64_t
 sp_writer_pending_ns (void)
 {
 	size_t left = sp_writer.buf.len - __atomic_load_n (&sp_writer.done, __ATOMIC_RELAXED);
-	uint64_t slices = (left + SP_WRITER_SLICE - 1) / SP_WRITER_SLICE + (sp_writer.last ? 1 : 0);
-	return slices * sp_writer.slice.avg_ns;
+	uint64_t ns = (left + SP_WRITER_SLICE - 1) / SP_WRITER_SLICE * sp_writer.slice.avg_ns;
+	if (sp_writer.last && !sp_writer_commit_alone ())
+		ns += sp_writer.commit.high_ns;
+	return ns;
 }
 
 /*
@@ -575,6 +611,56 @@ sp_writer_retire_slice (void)
 	sp_model_duration_add (&sp_writer.retire, ns);
 	sp_budget_charge (ns);
 	sp_writer.retiring = more;
+}
+
+/*
+ * Under sp_lock, the writer holding a chunk: its next run, a slice or the
+ * commit, with the lock released and in GC-safe mode, charged to the budget
+ * (with the switch-in when the writer was asleep before it, `woken`).  The
+ * commit is a run of its own, placed by the budget like a slice
+ * (sp_writer_commit_fits), not appended to the last slice's.
+ */
+static void
+sp_writer_run (gboolean woken)
+{
+	uint64_t seq = sp_writer.seq, patch_prev = sp_writer.patch_prev;
+	gboolean last = sp_writer.last, commit = sp_writer.commit_due;
+	uint64_t t0 = sp_mono_monotonic_ns (), cpu0 = sp_mono_thread_cpu_ns ();
+	mono_coop_mutex_unlock (&sp_lock);
+	SpError err = { 0 };
+	int rc;
+	uint64_t cpu;
+	MONO_ENTER_GC_SAFE;
+	/* The fold task retires old snapshots meanwhile (deltas): the store's list of them is shared (sp-fold-task.c). */
+	sp_fold_store_lock ();
+	if (commit)
+		rc = sp_stream_finish (&sp_writer.stream, &err) < 0 ? -1 : 1;
+	else
+		rc = sp_writer_slice (seq, patch_prev, last, &err);
+	sp_fold_store_unlock ();
+	cpu = sp_mono_thread_cpu_ns () - cpu0;
+	MONO_EXIT_GC_SAFE;
+	uint64_t t1 = sp_mono_monotonic_ns ();
+	mono_coop_mutex_lock (&sp_lock);
+	/* The run's cost with the lock's hand-offs around it. */
+	uint64_t ns = sp_mono_monotonic_ns () - t0 + (woken ? SP_SWITCH_IN_NS : 0);
+	sp_model_duration_add (commit ? &sp_writer.commit : &sp_writer.slice, ns);
+	sp_budget_charge (ns);
+	sp_budget.commit_turn = FALSE;
+	sp_writer.snapshot_ns += t1 - t0;
+	sp_writer.cycle_ns += t1 - t0;
+	if (sp_options.writer == SP_WRITER_BUDGET)
+		sp_cycle.stats.work_cpu_ns += cpu;
+	sp_trace_run (commit ? "commit" : "writer", t0, t1);
+	sp_writer.commit_due = rc == 1 && !commit && sp_writer.abandoned_seq != seq;
+	if (rc < 0)
+		sp_writer_failed (seq, &err);
+	else if (rc == 1 && commit) {
+		sp_cycle_committed (seq, 0, NULL, sp_writer.snapshot_ns);
+		sp_writer.retiring = !sp_fold_retires ();       /* else the fold task's (sp_delta_cycle_committed woke it) */
+	}
+	if (sp_writer.abandoned_seq == seq || (sp_writer.done == sp_writer.buf.len && !sp_writer.commit_due))
+		sp_writer_chunk_done ();
 }
 
 /*
@@ -622,43 +708,9 @@ sp_writer_main (gpointer arg)
 			sp_writer_retire_slice ();
 			continue;
 		}
-		uint64_t seq = sp_writer.seq, patch_prev = sp_writer.patch_prev;
-		gboolean last = sp_writer.last;
 		sp_budget.writer_owed = FALSE;
-		uint64_t t0 = sp_mono_monotonic_ns (), t1, cpu0 = sp_mono_thread_cpu_ns (), cpu;
-		mono_coop_mutex_unlock (&sp_lock);
-		SpError err = { 0 };
-		int rc;
-		MONO_ENTER_GC_SAFE;
-		/* The fold task retires old snapshots meanwhile (deltas): the store's list of them is shared (sp-fold-task.c). */
-		sp_fold_store_lock ();
-		rc = sp_writer_slice (seq, patch_prev, last, &err);
-		t1 = sp_mono_monotonic_ns ();
-		if (rc == 1)
-			rc = sp_stream_finish (&sp_writer.stream, &err) < 0 ? -1 : 1;
-		sp_fold_store_unlock ();
-		cpu = sp_mono_thread_cpu_ns () - cpu0;
-		MONO_EXIT_GC_SAFE;
-		uint64_t t2 = sp_mono_monotonic_ns ();
-		mono_coop_mutex_lock (&sp_lock);
-		/* A slice's cost with the lock's hand-offs around it, and the switch-in when the writer was asleep before it. */
-		uint64_t slice = sp_mono_monotonic_ns () - t0 - (t2 - t1) + (woken ? SP_SWITCH_IN_NS : 0);
+		sp_writer_run (woken);
 		woken = FALSE;
-		sp_model_duration_add (&sp_writer.slice, slice);
-		sp_budget_charge (slice + (t2 - t1));
-		sp_writer.snapshot_ns += t2 - t0;
-		sp_writer.cycle_ns += t2 - t0;
-		if (sp_options.writer == SP_WRITER_BUDGET)
-			sp_cycle.stats.work_cpu_ns += cpu;
-		sp_trace_run (rc == 1 ? "commit" : "writer", t0, t2);
-		if (rc < 0)
-			sp_writer_failed (seq, &err);
-		else if (rc == 1) {
-			sp_cycle_committed (seq, 0, NULL, sp_writer.snapshot_ns);
-			sp_writer.retiring = !sp_fold_retires ();       /* else the fold task's (sp_delta_cycle_committed woke it) */
-		}
-		if (sp_writer.abandoned_seq == seq || sp_writer.done == sp_writer.buf.len)
-			sp_writer_chunk_done ();
 	}
 	return 0;
 }
@@ -726,11 +778,12 @@ sp_cycle_model_costs (SpModelCosts *costs)
 		.mark_ns = sp_unit_avg_ns [SP_UNIT_MARK], .objects_ns = sp_unit_avg_ns [SP_UNIT_OBJECTS],
 		.piece_ns = sp_unit_avg_ns [SP_UNIT_PIECE], .forget_ns = sp_unit_avg_ns [SP_UNIT_FORGET],
 		.slice_ns = sp_writer.slice.avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
+		.commit_ns = sp_writer.commit.high_ns,    /* as sp_writer_commit_alone judges it */
 		.use_permille = sp_learned.use_permille, .work_permille = sp_learned.work_permille,
 		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
 	};
 	if (sp_options.writer == SP_WRITER_BACKGROUND)
-		costs->slice_ns = 0;    /* the writer is not in the budget */
+		costs->slice_ns = costs->commit_ns = 0;    /* the writer is not in the budget */
 }
 
 /* Under sp_lock: what a cycle of the state as last seen would take now; cycle_ns 0 when nothing is known yet. */
@@ -1504,6 +1557,7 @@ sp_task_run_period (const struct timespec *release)
 	uint64_t budget = (uint64_t)sp_options.pause_us * 1000;
 	sp_budget.left_ns = budget;
 	sp_budget.deadline_ns = sp_task_window_end (sp_timespec_ns (release));
+	sp_budget.commit_turn = FALSE;
 	sp_budget.sp_running = TRUE;
 	/* The SP task's own share: the budget less its wake-up so far and its sleep to come (charged when it sleeps). */
 	uint64_t woke = sp_mono_monotonic_ns () - sp_budget.woke_ns, overhead = woke + SP_SLEEP_ENTRY_NS;
@@ -1513,6 +1567,19 @@ sp_task_run_period (const struct timespec *release)
 	overhead += sp_budget.start_ns;
 	sp_budget_charge (sp_budget.start_ns);
 	sp_budget.start_ns = 0;
+	/*
+	 * A commit waiting from the period before (too long to share one, or it
+	 * did not fit what the SP task left): this period is its own, and the SP
+	 * task's work waits for the next.  So every commit runs, and none
+	 * follows another run in the same window.
+	 */
+	if (sp_options.writer == SP_WRITER_BUDGET && sp_writer.busy && sp_writer.commit_due) {
+		sp_budget.commit_turn = TRUE;
+		sp_budget.writer_owed = FALSE;
+		sp_budget.sp_running = FALSE;
+		mono_coop_cond_broadcast (&sp_writer.cond);
+		return;
+	}
 	uint64_t own = budget > overhead ? budget - overhead : 0;
 	/*
 	 * A chunk waiting for the writer: the writer's part is what it needs to
@@ -1542,8 +1609,8 @@ sp_task_run_period (const struct timespec *release)
 static uint64_t
 sp_task_first_release (uint64_t last_release_ns)
 {
-	return sp_model_first_release (last_release_ns, sp_budget.ran_until_ns, (uint64_t)sp_options.period_us * 1000,
-				       (uint64_t)sp_options.pause_us * 1000);
+	return sp_model_first_release (last_release_ns, sp_task_window_end (last_release_ns), sp_budget.ran_until_ns,
+				       (uint64_t)sp_options.period_us * 1000, (uint64_t)sp_options.pause_us * 1000);
 }
 
 /* Under sp_lock: the release after the period released at `last_release_ns` (sp_model_next_release). */
@@ -1580,7 +1647,8 @@ sp_task_main (gpointer arg)
 		for (;;) {
 			last_release_ns = sp_timespec_ns (&release);
 			sp_task_run_period (&release);
-			sp_budget.ran_until_ns = sp_mono_monotonic_ns ();   /* the SP task's run of the period ends */
+			/* The period's runs end: the SP task's now, or the commit it left the period to as that takes. */
+			sp_budget.ran_until_ns = sp_mono_monotonic_ns () + (sp_budget.commit_turn ? sp_writer.commit.high_ns : 0);
 			if (!sp_task_has_work ())
 				break;
 			uint64_t next = sp_task_next_release (last_release_ns);
@@ -1609,6 +1677,7 @@ sp_tasks_start (SpError *err)
 		return sp_error_set (err, "cannot make the SP task's semaphore: %s", g_strerror (errno));
 	sp_buf_init (&sp_writer.buf);
 	sp_writer.retire = (SpModelDuration){ 50000, 50000 };  /* until measured: a 256 KiB truncation on tmpfs, about */
+	sp_writer.commit = (SpModelDuration){ 50000, 50000 };  /* until measured: a rename on tmpfs, about */
 	/* The two chunk buffers, a chunk and a unit's output each, their pages faulted in now rather than in increments. */
 	size_t room = (size_t)sp_options.buffer + sp_options.buffer / 2;
 	if (sp_buf_prepare (&sp_out, room) < 0 || sp_buf_prepare (&sp_writer.buf, room) < 0)

@@ -57,8 +57,9 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 	uint64_t sp = state->marks * costs->mark_ns + state->writes * costs->objects_ns + state->pieces * costs->piece_ns +
 		state->forgets * costs->forget_ns;
 	uint64_t writer = sp_model_div_up (state->bytes, costs->slice_bytes) * costs->slice_ns;
+	bool commit_alone = costs->commit_ns > costs->pause_ns / 2;
 	uint64_t share = sp_model_share (costs);
-	out->work_ns = (sp + writer) * (costs->work_permille ? costs->work_permille : 1000) / 1000;
+	out->work_ns = (sp + writer + (commit_alone ? 0 : costs->commit_ns)) * (costs->work_permille ? costs->work_permille : 1000) / 1000;
 	/* Work that fits one period's whole share needs no hand-off between periods, whose cost u stands for. */
 	SpModelCosts whole = *costs;
 	whole.use_permille = 1000;
@@ -68,6 +69,8 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 	if (!out->periods)
 		out->periods = 1;
 	out->cycle_ns = (out->periods - 1) * costs->period_ns + (out->work_ns - (out->periods - 1) * share);
+	if (commit_alone)
+		out->cycle_ns = out->periods++ * costs->period_ns + costs->commit_ns;
 	out->bytes = state->bytes;
 }
 
@@ -119,11 +122,13 @@ sp_model_next_release (uint64_t release, uint64_t window_end, uint64_t ran_until
 }
 
 uint64_t
-sp_model_first_release (uint64_t release, uint64_t ran_until, uint64_t period, uint64_t pause)
+sp_model_first_release (uint64_t release, uint64_t window_end, uint64_t ran_until, uint64_t period, uint64_t pause)
 {
 	if (!release)
 		return 0;
 	uint64_t after_run = ran_until + sp_model_rest (period, pause);
+	if (ran_until > window_end)
+		return after_run;
 	return after_run < release + period ? after_run : release + period;
 }
 

@@ -309,7 +309,7 @@ static class Program
 			Console.WriteLine ("WaitPersisted threw: " + e.Message);
 		}
 		T.Check (thrown, "WaitPersisted names the field and the type");
-		T.Check (SPC.GetStats ().Failures == 1, "the failure is counted");
+		T.Eq (1L, SPC.GetStats ().Failures, "failures counted");
 		cell.Any = null;
 		long waits = SPC.GetStats ().SendPDataWaits;
 		SPC.SendPData ();              // a long cycle...

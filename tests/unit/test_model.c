@@ -26,6 +26,29 @@ test_prediction_by_hand (void **state)
 	assert_false (sp_model_schedulable (&p, 30000000));
 }
 
+/* A commit that shares a period is work; one longer than half the pause (an fsync) takes a period of its own. */
+static void
+test_commit_shares_a_period_or_has_its_own (void **state)
+{
+	(void)state;
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
+	SpModelCosts c = costs;
+	SpModelPrediction p;
+	c.commit_ns = 40000;                                   /* a rename on tmpfs */
+	sp_model_predict (&s, &c, &p);
+	assert_int_equal (p.work_ns, 5365000 + 40000);
+	assert_int_equal (p.periods, 12);                      /* ceil (5405000 / 480000) */
+	assert_int_equal (p.cycle_ns, 11 * 3000000 + (5405000 - 11 * 480000));
+	c.commit_ns = 1000000;                                 /* an fsync to disk: after the SP task's last period */
+	sp_model_predict (&s, &c, &p);
+	assert_int_equal (p.work_ns, 5365000);
+	assert_int_equal (p.periods, 13);
+	assert_int_equal (p.cycle_ns, 12 * 3000000 + 1000000);
+	c.commit_ns = 250000;                                  /* exactly half the pause still shares */
+	sp_model_predict (&s, &c, &p);
+	assert_int_equal (p.periods, 12);
+}
+
 /* A state that fits one increment: one period, the cycle as long as its work. */
 static void
 test_small_state_one_period (void **state)
@@ -183,13 +206,15 @@ static void
 test_first_release_follows_the_calls (void **state)
 {
 	(void)state;
-	assert_int_equal (sp_model_first_release (0, 0, 1000 * US, 200 * US), 0);   /* nothing before: at once */
+	assert_int_equal (sp_model_first_release (0, 0, 0, 1000 * US, 200 * US), 0);   /* nothing before: at once */
 	/* The last period's run ended 120 after its release: the next may come 920 after it, not 1000. */
-	assert_int_equal (sp_model_first_release (10000 * US, 10120 * US, 1000 * US, 200 * US), 10920 * US);
-	/* Whatever ran late (a writer's slices), never later than a period after the last release. */
-	assert_int_equal (sp_model_first_release (10000 * US, 10900 * US, 1000 * US, 200 * US), 11000 * US);
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10120 * US, 1000 * US, 200 * US), 10920 * US);
+	/* Runs late within the window (a writer's slices): never later than a period after the last release. */
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10240 * US, 1000 * US, 200 * US), 11000 * US);
+	/* A run past the window (a commit alone in its period): the rest after it, later than a period. */
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10900 * US, 1000 * US, 200 * US), 11700 * US);
 	/* A target as long as the period: no rest to keep. */
-	assert_int_equal (sp_model_first_release (10000 * US, 10500 * US, 1000 * US, 1000 * US), 10500 * US);
+	assert_int_equal (sp_model_first_release (10000 * US, 11050 * US, 10500 * US, 1000 * US, 1000 * US), 10500 * US);
 }
 
 static void
@@ -277,6 +302,7 @@ main (void)
 {
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test (test_prediction_by_hand),
+		cmocka_unit_test (test_commit_shares_a_period_or_has_its_own),
 		cmocka_unit_test (test_small_state_one_period),
 		cmocka_unit_test (test_monotone_in_state_and_budget),
 		cmocka_unit_test (test_use_of_the_budget),
