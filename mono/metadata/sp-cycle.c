@@ -426,26 +426,22 @@ sp_budget_charge (uint64_t ns)
 #define SP_WRITER_SLICE (64u << 10)
 
 /*
- * Under sp_lock: does the commit fit what is left of this period's budget
- * and window?  Judged by the high estimate of commits: on disk it is an
- * fsync of 1.0-1.1 ms here, during which the kernel's writeback took about
- * 300 us of the program's CPU; run right after a period's own run, it made
- * stretches of one period that lost 770-895 us at a 500 us target (session
- * 22).  A commit that does not fit waits for the next period, which the
- * SP task leaves to it (sp_task_run_period): it then runs alone.
+ * Under sp_lock: are commits longer than half a budget, on average?  On disk
+ * a commit is an fsync of 1.0-1.1 ms here, during which the kernel's
+ * writeback took about 300 us of the program's CPU; run right after a
+ * period's own run, it made stretches of one period that lost 770-895 us at
+ * a 500 us target (session 22).  Such a commit runs alone: where the budget
+ * left fits its high estimate, or else at the start of the next period,
+ * which the SP task leaves to it (sp_task_run_period).  A shorter commit (a
+ * rename on tmpfs, 30-50 us) is placed as a slice is.  Judged by the
+ * average: by the high estimate, one stalled commit on tmpfs made the next
+ * tens of commits of a 1 kHz delta loop run in periods of their own, and a
+ * delta cycle took two periods (half the SendPData calls skipped).
  */
-static gboolean
-sp_writer_commit_fits (void)
-{
-	uint64_t need = sp_writer.commit.high_ns;
-	return sp_budget.left_ns >= need && sp_mono_monotonic_ns () + need <= sp_budget.deadline_ns;
-}
-
-/* Under sp_lock: is a commit longer than half a budget, so that the SP task leaves no room for it in its periods? */
 static gboolean
 sp_writer_commit_alone (void)
 {
-	return sp_writer.commit.high_ns > (uint64_t)sp_options.pause_us * 1000 / 2;
+	return sp_writer.commit.avg_ns > (uint64_t)sp_options.pause_us * 1000 / 2;
 }
 
 /* Under sp_lock: may the writer write a slice, or commit, now? */
@@ -469,12 +465,15 @@ sp_writer_may_run (void)
 	 * time in 36 (the page allocation; writes over the spare file do not),
 	 * too rarely for a high estimate to foresee and too often for a margin
 	 * of that size (it left the writer a few slices a period and lengthened
-	 * first cycles by 10-20%).  docs/INCREMENTAL.md has the figures.
+	 * first cycles by 10-20%).  docs/INCREMENTAL.md has the figures.  A
+	 * commit is judged as a slice, or as sp_writer_commit_alone says.
 	 */
-	if (sp_writer.busy && sp_writer.commit_due)
-		return sp_budget.commit_turn || sp_writer_commit_fits ();
-	uint64_t need = sp_writer.busy ? sp_writer.slice.avg_ns : sp_writer.retire.high_ns;
-	if (sp_budget.writer_owed && (sp_writer.busy || sp_writer.retire.avg_ns > (uint64_t)sp_options.pause_us * 1000 / 2))
+	gboolean alone = sp_writer.busy && sp_writer.commit_due && sp_writer_commit_alone ();
+	if (alone && sp_budget.commit_turn)
+		return TRUE;
+	uint64_t need = !sp_writer.busy ? sp_writer.retire.high_ns : alone ? sp_writer.commit.high_ns
+		: sp_writer.commit_due ? sp_writer.commit.avg_ns : sp_writer.slice.avg_ns;
+	if (sp_budget.writer_owed && !alone && (sp_writer.busy || sp_writer.retire.avg_ns > (uint64_t)sp_options.pause_us * 1000 / 2))
 		return TRUE;
 	return sp_budget.left_ns >= need && sp_mono_monotonic_ns () + need <= sp_budget.deadline_ns;
 }
@@ -581,7 +580,7 @@ sp_writer_pending_ns (void)
 	size_t left = sp_writer.buf.len - __atomic_load_n (&sp_writer.done, __ATOMIC_RELAXED);
 	uint64_t ns = (left + SP_WRITER_SLICE - 1) / SP_WRITER_SLICE * sp_writer.slice.avg_ns;
 	if (sp_writer.last && !sp_writer_commit_alone ())
-		ns += sp_writer.commit.high_ns;
+		ns += sp_writer.commit.avg_ns;
 	return ns;
 }
 
@@ -616,46 +615,55 @@ sp_writer_retire_slice (void)
 /*
  * Under sp_lock, the writer holding a chunk: its next run, a slice or the
  * commit, with the lock released and in GC-safe mode, charged to the budget
- * (with the switch-in when the writer was asleep before it, `woken`).  The
- * commit is a run of its own, placed by the budget like a slice
- * (sp_writer_commit_fits), not appended to the last slice's.
+ * (with the switch-in when the writer was asleep before it, `woken`).  A
+ * short commit ends the last slice's run; a long one is a run of its own,
+ * placed by the budget (sp_writer_commit_alone).  (Every commit a run of its
+ * own, a 1 kHz delta loop on tmpfs left 300-750 of 5,000 periods
+ * unpersisted against 12-300: a commit that no longer fit after the last
+ * slice waited a period, and the next SendPData found its cycle busy.)
  */
 static void
 sp_writer_run (gboolean woken)
 {
 	uint64_t seq = sp_writer.seq, patch_prev = sp_writer.patch_prev;
-	gboolean last = sp_writer.last, commit = sp_writer.commit_due;
-	uint64_t t0 = sp_mono_monotonic_ns (), cpu0 = sp_mono_thread_cpu_ns ();
+	gboolean last = sp_writer.last, commit_only = sp_writer.commit_due, alone = sp_writer_commit_alone ();
+	gboolean committing = FALSE;
+	uint64_t t0 = sp_mono_monotonic_ns (), cpu0 = sp_mono_thread_cpu_ns (), t_slice, cpu;
 	mono_coop_mutex_unlock (&sp_lock);
 	SpError err = { 0 };
 	int rc;
-	uint64_t cpu;
 	MONO_ENTER_GC_SAFE;
 	/* The fold task retires old snapshots meanwhile (deltas): the store's list of them is shared (sp-fold-task.c). */
 	sp_fold_store_lock ();
-	if (commit)
+	rc = commit_only ? 1 : sp_writer_slice (seq, patch_prev, last, &err);
+	t_slice = sp_mono_monotonic_ns ();
+	if (rc == 1 && (commit_only || !alone)) {
+		committing = TRUE;
 		rc = sp_stream_finish (&sp_writer.stream, &err) < 0 ? -1 : 1;
-	else
-		rc = sp_writer_slice (seq, patch_prev, last, &err);
+	}
 	sp_fold_store_unlock ();
 	cpu = sp_mono_thread_cpu_ns () - cpu0;
 	MONO_EXIT_GC_SAFE;
 	uint64_t t1 = sp_mono_monotonic_ns ();
 	mono_coop_mutex_lock (&sp_lock);
-	/* The run's cost with the lock's hand-offs around it. */
+	/* The run's cost with the lock's hand-offs around it; a slice's and a commit's learned apart. */
 	uint64_t ns = sp_mono_monotonic_ns () - t0 + (woken ? SP_SWITCH_IN_NS : 0);
-	sp_model_duration_add (commit ? &sp_writer.commit : &sp_writer.slice, ns);
+	uint64_t commit_ns = commit_only ? ns : committing ? t1 - t_slice : 0;
+	if (!commit_only)
+		sp_model_duration_add (&sp_writer.slice, ns - commit_ns);
+	if (committing)
+		sp_model_duration_add (&sp_writer.commit, commit_ns);
 	sp_budget_charge (ns);
 	sp_budget.commit_turn = FALSE;
 	sp_writer.snapshot_ns += t1 - t0;
 	sp_writer.cycle_ns += t1 - t0;
 	if (sp_options.writer == SP_WRITER_BUDGET)
 		sp_cycle.stats.work_cpu_ns += cpu;
-	sp_trace_run (commit ? "commit" : "writer", t0, t1);
-	sp_writer.commit_due = rc == 1 && !commit && sp_writer.abandoned_seq != seq;
+	sp_trace_run (committing ? "commit" : "writer", t0, t1);
+	sp_writer.commit_due = rc == 1 && !committing && sp_writer.abandoned_seq != seq;
 	if (rc < 0)
 		sp_writer_failed (seq, &err);
-	else if (rc == 1 && commit) {
+	else if (rc == 1 && committing) {
 		sp_cycle_committed (seq, 0, NULL, sp_writer.snapshot_ns);
 		sp_writer.retiring = !sp_fold_retires ();       /* else the fold task's (sp_delta_cycle_committed woke it) */
 	}
@@ -778,7 +786,7 @@ sp_cycle_model_costs (SpModelCosts *costs)
 		.mark_ns = sp_unit_avg_ns [SP_UNIT_MARK], .objects_ns = sp_unit_avg_ns [SP_UNIT_OBJECTS],
 		.piece_ns = sp_unit_avg_ns [SP_UNIT_PIECE], .forget_ns = sp_unit_avg_ns [SP_UNIT_FORGET],
 		.slice_ns = sp_writer.slice.avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
-		.commit_ns = sp_writer.commit.high_ns,    /* as sp_writer_commit_alone judges it */
+		.commit_ns = sp_writer.commit.avg_ns,
 		.use_permille = sp_learned.use_permille, .work_permille = sp_learned.work_permille,
 		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
 	};
@@ -1567,13 +1575,8 @@ sp_task_run_period (const struct timespec *release)
 	overhead += sp_budget.start_ns;
 	sp_budget_charge (sp_budget.start_ns);
 	sp_budget.start_ns = 0;
-	/*
-	 * A commit waiting from the period before (too long to share one, or it
-	 * did not fit what the SP task left): this period is its own, and the SP
-	 * task's work waits for the next.  So every commit runs, and none
-	 * follows another run in the same window.
-	 */
-	if (sp_options.writer == SP_WRITER_BUDGET && sp_writer.busy && sp_writer.commit_due) {
+	/* A commit too long to share a period, waiting: this period is its own, and the SP task's work waits for the next. */
+	if (sp_options.writer == SP_WRITER_BUDGET && sp_writer.busy && sp_writer.commit_due && sp_writer_commit_alone ()) {
 		sp_budget.commit_turn = TRUE;
 		sp_budget.writer_owed = FALSE;
 		sp_budget.sp_running = FALSE;
