@@ -139,7 +139,9 @@ def explain(trace_path, gaps, top=5, window=None):
         i = bisect.bisect_left(starts, s - 50_000_000)
         inside = [(a, b, w) for a, b, w in runs[i:] if a < e and b > s]
         covered = sum(min(b, e) - max(a, s) for a, b, w in inside)
-        parts = " ".join(f"{w} {(b - a) / 1e3:.0f}" for a, b, w in inside[:8])
+        parts = " ".join(f"{w} {(b - a) / 1e3:.0f}" for a, b, w in inside[:14])
+        if len(inside) > 14:
+            parts += f" and {len(inside) - 14} more runs"  # the whole count says whether a budget was overrun
         out.append(f"    gap {l / 1e3:.0f} us: persistence and collections ran {covered / 1e3:.0f} us of it ({parts or 'nothing traced'})")
     return out
 

@@ -786,7 +786,7 @@ sp_cycle_model_costs (SpModelCosts *costs)
 		.mark_ns = sp_unit_avg_ns [SP_UNIT_MARK], .objects_ns = sp_unit_avg_ns [SP_UNIT_OBJECTS],
 		.piece_ns = sp_unit_avg_ns [SP_UNIT_PIECE], .forget_ns = sp_unit_avg_ns [SP_UNIT_FORGET],
 		.slice_ns = sp_writer.slice.avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
-		.commit_ns = sp_writer.commit.avg_ns,
+		.commit_ns = sp_writer.commit.avg_ns,       /* the average, as sp_writer_commit_alone judges it */
 		.use_permille = sp_learned.use_permille, .work_permille = sp_learned.work_permille,
 		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
 	};

@@ -66,7 +66,7 @@ typedef struct SpModelCosts {
 	uint64_t forget_ns;      /* one step of forgetting */
 	uint64_t slice_ns;       /* the writer's slice */
 	uint64_t slice_bytes;
-	uint64_t commit_ns;      /* the commit (sp_stream_finish), wall time */
+	uint64_t commit_ns;      /* the commit (sp_stream_finish), wall time, average */
 	uint64_t wake_ns;        /* the SP task's wake-up, a period */
 	uint64_t use_permille;   /* u, in thousandths (0: 1000) */
 	uint64_t work_permille;  /* k: the server's work over the sum of its units' costs, thousandths (0: 1000) */
