@@ -173,6 +173,7 @@ static struct {
 	SpModelDuration slice;       /* a slice's time */
 	SpModelDuration retire;      /* a retire slice's time (SP_WRITER_RETIRE_BYTES of an old snapshot removed) */
 	SpModelDuration commit;      /* a commit's time, wall (an fsync sleeps, but the kernel's writeback takes the CPU) */
+	SpModelDuration writeback;   /* a writeback step's time (sp_stream_writeback: SP_STREAM_WRITEBACK_BYTES queued) */
 	uint64_t snapshot_ns;        /* writing time of the snapshot in progress (slices and commit) */
 	uint64_t cycle_ns;           /* writing time in the running cycle (SPStats) */
 	MonoCoopCond cond;           /* busy changed, or the writer may run (under sp_lock) */
@@ -466,13 +467,15 @@ sp_writer_may_run (void)
 	 * too rarely for a high estimate to foresee and too often for a margin
 	 * of that size (it left the writer a few slices a period and lengthened
 	 * first cycles by 10-20%).  docs/INCREMENTAL.md has the figures.  A
-	 * commit is judged as a slice, or as sp_writer_commit_alone says.
+	 * commit is judged as a slice, or as sp_writer_commit_alone says; a
+	 * writeback step by its high estimate, as a retire slice.
 	 */
 	gboolean alone = sp_writer.busy && sp_writer.commit_due && sp_writer_commit_alone ();
 	if (alone && sp_budget.commit_turn)
 		return TRUE;
 	uint64_t need = !sp_writer.busy ? sp_writer.retire.high_ns : alone ? sp_writer.commit.high_ns
-		: sp_writer.commit_due ? sp_writer.commit.avg_ns : sp_writer.slice.avg_ns;
+		: sp_writer.commit_due ? sp_writer.commit.avg_ns
+		: sp_writer.stream.writeback_due ? sp_writer.writeback.high_ns : sp_writer.slice.avg_ns;
 	if (sp_budget.writer_owed && !alone && (sp_writer.busy || sp_writer.retire.avg_ns > (uint64_t)sp_options.pause_us * 1000 / 2))
 		return TRUE;
 	return sp_budget.left_ns >= need && sp_mono_monotonic_ns () + need <= sp_budget.deadline_ns;
@@ -560,8 +563,8 @@ sp_writer_slice (uint64_t seq, uint64_t patch_prev, gboolean last, SpError *err)
 		sp_stream_abort (&sp_writer.stream);        /* an abandoned snapshot's */
 		sp_writer.snapshot_ns = 0;
 		rc = patch_prev ? sp_writer_patch_prev_crc (seq, patch_prev, err) : 0;
-		if (rc == 0)
-			rc = sp_stream_begin (&sp_writer.stream, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err);
+		if (rc == 0 && (rc = sp_stream_begin (&sp_writer.stream, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err)) == 0)
+			sp_stream_caller_writes_back (&sp_writer.stream);     /* a step of its own (sp_writer_run) */
 	}
 	if (rc == 0)
 		rc = sp_stream_write (&sp_writer.stream, sp_writer.buf.data + sp_writer.done, n, final, err);
@@ -578,7 +581,8 @@ static uint64_t
 sp_writer_pending_ns (void)
 {
 	size_t left = sp_writer.buf.len - __atomic_load_n (&sp_writer.done, __ATOMIC_RELAXED);
-	uint64_t ns = (left + SP_WRITER_SLICE - 1) / SP_WRITER_SLICE * sp_writer.slice.avg_ns;
+	uint64_t ns = (left + SP_WRITER_SLICE - 1) / SP_WRITER_SLICE * sp_writer.slice.avg_ns
+		+ left / SP_STREAM_WRITEBACK_BYTES * sp_writer.writeback.avg_ns;
 	if (sp_writer.last && !sp_writer_commit_alone ())
 		ns += sp_writer.commit.avg_ns;
 	return ns;
@@ -627,7 +631,7 @@ sp_writer_run (gboolean woken)
 {
 	uint64_t seq = sp_writer.seq, patch_prev = sp_writer.patch_prev;
 	gboolean last = sp_writer.last, commit_only = sp_writer.commit_due, alone = sp_writer_commit_alone ();
-	gboolean committing = FALSE;
+	gboolean committing = FALSE, writeback = !commit_only && sp_writer.stream.writeback_due;
 	uint64_t t0 = sp_mono_monotonic_ns (), cpu0 = sp_mono_thread_cpu_ns (), t_slice, cpu;
 	mono_coop_mutex_unlock (&sp_lock);
 	SpError err = { 0 };
@@ -635,7 +639,9 @@ sp_writer_run (gboolean woken)
 	MONO_ENTER_GC_SAFE;
 	/* The fold task retires old snapshots meanwhile (deltas): the store's list of them is shared (sp-fold-task.c). */
 	sp_fold_store_lock ();
-	rc = commit_only ? 1 : sp_writer_slice (seq, patch_prev, last, &err);
+	if (writeback)
+		sp_stream_writeback (&sp_writer.stream);
+	rc = commit_only ? 1 : writeback ? 0 : sp_writer_slice (seq, patch_prev, last, &err);
 	t_slice = sp_mono_monotonic_ns ();
 	if (rc == 1 && (commit_only || !alone)) {
 		committing = TRUE;
@@ -650,7 +656,7 @@ sp_writer_run (gboolean woken)
 	uint64_t ns = sp_mono_monotonic_ns () - t0 + (woken ? SP_SWITCH_IN_NS : 0);
 	uint64_t commit_ns = commit_only ? ns : committing ? t1 - t_slice : 0;
 	if (!commit_only)
-		sp_model_duration_add (&sp_writer.slice, ns - commit_ns);
+		sp_model_duration_add (writeback ? &sp_writer.writeback : &sp_writer.slice, ns - commit_ns);
 	if (committing)
 		sp_model_duration_add (&sp_writer.commit, commit_ns);
 	sp_budget_charge (ns);
@@ -659,7 +665,7 @@ sp_writer_run (gboolean woken)
 	sp_writer.cycle_ns += t1 - t0;
 	if (sp_options.writer == SP_WRITER_BUDGET)
 		sp_cycle.stats.work_cpu_ns += cpu;
-	sp_trace_run (committing ? "commit" : "writer", t0, t1);
+	sp_trace_run (committing ? "commit" : writeback ? "writeback" : "writer", t0, t1);
 	sp_writer.commit_due = rc == 1 && !committing && sp_writer.abandoned_seq != seq;
 	if (rc < 0)
 		sp_writer_failed (seq, &err);
@@ -787,11 +793,13 @@ sp_cycle_model_costs (SpModelCosts *costs)
 		.piece_ns = sp_unit_avg_ns [SP_UNIT_PIECE], .forget_ns = sp_unit_avg_ns [SP_UNIT_FORGET],
 		.slice_ns = sp_writer.slice.avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
 		.commit_ns = sp_writer.commit.avg_ns,       /* the average, as sp_writer_commit_alone judges it */
+		.writeback_ns = sp_store_writes_back (sp_store) ? sp_writer.writeback.avg_ns : 0,
+		.writeback_bytes = SP_STREAM_WRITEBACK_BYTES,
 		.use_permille = sp_learned.use_permille, .work_permille = sp_learned.work_permille,
 		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
 	};
 	if (sp_options.writer == SP_WRITER_BACKGROUND)
-		costs->slice_ns = costs->commit_ns = 0;    /* the writer is not in the budget */
+		costs->slice_ns = costs->commit_ns = costs->writeback_ns = 0;    /* the writer is not in the budget */
 }
 
 /* Under sp_lock: what a cycle of the state as last seen would take now; cycle_ns 0 when nothing is known yet. */
@@ -1681,6 +1689,7 @@ sp_tasks_start (SpError *err)
 	sp_buf_init (&sp_writer.buf);
 	sp_writer.retire = (SpModelDuration){ 50000, 50000 };  /* until measured: a 256 KiB truncation on tmpfs, about */
 	sp_writer.commit = (SpModelDuration){ 50000, 50000 };  /* until measured: a rename on tmpfs, about */
+	sp_writer.writeback = (SpModelDuration){ 100000, 100000 };  /* until measured: 512 KiB queued on ext4, about */
 	/* The two chunk buffers, a chunk and a unit's output each, their pages faulted in now rather than in increments. */
 	size_t room = (size_t)sp_options.buffer + sp_options.buffer / 2;
 	if (sp_buf_prepare (&sp_out, room) < 0 || sp_buf_prepare (&sp_writer.buf, room) < 0)

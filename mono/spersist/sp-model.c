@@ -57,6 +57,8 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 	uint64_t sp = state->marks * costs->mark_ns + state->writes * costs->objects_ns + state->pieces * costs->piece_ns +
 		state->forgets * costs->forget_ns;
 	uint64_t writer = sp_model_div_up (state->bytes, costs->slice_bytes) * costs->slice_ns;
+	if (costs->writeback_bytes)
+		writer += state->bytes / costs->writeback_bytes * costs->writeback_ns;
 	bool commit_alone = costs->commit_ns > costs->pause_ns / 2;
 	uint64_t share = sp_model_share (costs);
 	out->work_ns = (sp + writer + (commit_alone ? 0 : costs->commit_ns)) * (costs->work_permille ? costs->work_permille : 1000) / 1000;

@@ -8,7 +8,7 @@
  *
  *   SP work     W_sp = marks * mark + writes * objects + pieces * piece
  *                      + forgets * forget
- *   writer      W_w  = ceil(S / slice_bytes) * slice
+ *   writer      W_w  = ceil(S / slice_bytes) * slice + floor(S / writeback_bytes) * writeback
  *   commit      C    = commit, when it is at most half the pause (it
  *                      shares a period), else 0
  *   work        W    = (W_sp + W_w + C) * k
@@ -27,7 +27,7 @@
  * forgetting 64 KiB of bookkeeping: the last cycle's counts, the best
  * knowledge of the state at SendPData; after a warm restart, estimated from
  * the restored snapshot's objects), S its bytes, and mark, objects, piece,
- * forget, slice the measured cost of one unit of each kind (moving averages
+ * forget, slice, writeback the measured cost of one unit of each kind (moving averages
  * kept by the SP and writer tasks on this machine), wake the SP task's cost of
  * waking up, k how much more the server's work is than the sum of its
  * units' averages (the first unit of an increment, after a sleep, finds cold
@@ -67,6 +67,8 @@ typedef struct SpModelCosts {
 	uint64_t slice_ns;       /* the writer's slice */
 	uint64_t slice_bytes;
 	uint64_t commit_ns;      /* the commit (sp_stream_finish), wall time, average */
+	uint64_t writeback_ns;   /* a writeback step (0: the store has none) */
+	uint64_t writeback_bytes;
 	uint64_t wake_ns;        /* the SP task's wake-up, a period */
 	uint64_t use_permille;   /* u, in thousandths (0: 1000) */
 	uint64_t work_permille;  /* k: the server's work over the sum of its units' costs, thousandths (0: 1000) */

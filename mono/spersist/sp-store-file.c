@@ -52,7 +52,7 @@ typedef struct SpFileStore {
 	int lock_fd;
 	int tmp_fd;              /* the snapshot in progress (begin..finish), -1 = none */
 	char tmp [64];           /* its name */
-	off_t flushed;           /* bytes handed to writeback already (sp_file_start_writeback) */
+	off_t flushed;           /* bytes handed to writeback already (sp_file_writeback) */
 	off_t tmp_size;          /* the spare's size when the snapshot in progress writes over it, else 0 */
 	int old_fd;              /* the snapshot being retired, -1 = none */
 	char old [64];           /* its name (.old) */
@@ -429,30 +429,29 @@ sp_file_begin (SpStore *s, uint64_t seq, uint64_t size_hint, SpError *err)
 
 /*
  * Start the kernel writing what was appended (sync_file_range, which does not
- * wait), as it is appended: the final fsync then finds little left, so the
- * commit's one step that takes time in proportion to the snapshot shrinks to
- * waiting for the device, not queueing all of it at once.  An error here is
- * not fatal: fsync reports what matters.  Queueing the writeback is CPU work
- * in this thread, in proportion to the bytes (the file system maps the
- * blocks, the block layer builds the requests): 4 MiB at a time took 100-430
- * us on ext4 here, a stall in one of the writer's slices out of 64 that
- * broke the pause bound once a cycle for every 4 MiB (session 14).  Every
- * 512 KiB the stall is an eighth of that.  (Every slice's 64 KiB was tried:
- * no better for the longest gap, and many small requests.)
+ * wait), as it is appended (sp-stream.h calls this every 512 KiB): the final
+ * fsync then finds little left, so the commit's one step that takes time in
+ * proportion to the snapshot shrinks to waiting for the device, not
+ * queueing all of it at once.  An error here is not fatal: fsync reports
+ * what matters.  Queueing the writeback is CPU work in this thread, in
+ * proportion to the bytes (the file system maps the blocks, the block layer
+ * builds the requests): 4 MiB at a time took 100-430 us on ext4 here, a
+ * stall in one of the writer's slices out of 64 that broke the pause bound
+ * once a cycle for every 4 MiB (session 14).  512 KiB take 100-140 us, a
+ * step of the writer's own since session 23.  (Every slice's 64 KiB was
+ * tried: no better for the longest gap, and many small requests.)
  */
-#define SP_FILE_WRITEBACK_BYTES (512u << 10)
-
 static void
-sp_file_start_writeback (SpFileStore *fs, off_t end)
+sp_file_writeback (SpStore *s)
 {
+	SpFileStore *fs = (SpFileStore *)s;
 #ifdef SYNC_FILE_RANGE_WRITE
-	if (end - fs->flushed < (off_t)SP_FILE_WRITEBACK_BYTES)
-		return;
-	sync_file_range (fs->tmp_fd, fs->flushed, end - fs->flushed, SYNC_FILE_RANGE_WRITE);
+	off_t end = (off_t)s->written;
+	if (end > fs->flushed)
+		sync_file_range (fs->tmp_fd, fs->flushed, end - fs->flushed, SYNC_FILE_RANGE_WRITE);
 	fs->flushed = end;
 #else
 	(void)fs;
-	(void)end;
 #endif
 }
 
@@ -465,7 +464,6 @@ sp_file_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
 	if (sp_file_write_all (fs->tmp_fd, data, size) < 0)
 		return sp_error_set_errno (err, errno, "committing snapshot %" PRIu64 " to %s failed at write",
 					   s->writing, s->location);
-	sp_file_start_writeback (fs, (off_t)(s->written + size));
 	return 0;
 }
 
@@ -651,6 +649,7 @@ static const SpStoreOps sp_file_store_ops = {
 	.release = sp_file_release,
 	.begin = sp_file_begin,
 	.append = sp_file_append,
+	.writeback = sp_file_writeback,
 	.finish = sp_file_finish,
 	.abort = sp_file_abort,
 	.retire = sp_file_retire,

@@ -101,6 +101,19 @@ sp_store_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
 	return 0;
 }
 
+bool
+sp_store_writes_back (const SpStore *s)
+{
+	return s->ops->writeback != NULL;
+}
+
+void
+sp_store_writeback (SpStore *s)
+{
+	if (s->writing && s->ops->writeback)
+		s->ops->writeback (s);
+}
+
 int
 sp_store_finish (SpStore *s, SpError *err)
 {

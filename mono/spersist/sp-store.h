@@ -68,6 +68,13 @@ typedef struct SpStoreOps {
 	int (*begin) (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err);
 	/* Its next `size` bytes (they may be on their way to the medium: finish makes them durable). */
 	int (*append) (SpStore *s, const uint8_t *data, size_t size, SpError *err);
+	/*
+	 * Optional (NULL: appended bytes are on their way already): start the
+	 * medium writing what was appended so far, without waiting for it, so
+	 * that finish has little left to wait for.  Its cost is queueing the
+	 * writes, in proportion to the bytes; sp-stream.h says who calls it.
+	 */
+	void (*writeback) (SpStore *s);
 	/* Durable and committed, atomically. */
 	int (*finish) (SpStore *s, SpError *err);
 	/* Drop the snapshot in progress (after a failed append or finish, or a failed cycle). */
@@ -132,6 +139,10 @@ static inline bool sp_store_can_replace (const SpStore *s) { return s->ops->repl
 int sp_store_retire (SpStore *s, uint64_t max_bytes);
 /* A whole snapshot in one go: begin, append, finish, then every old snapshot retired. */
 int sp_store_commit (SpStore *s, const uint8_t *data, size_t size, uint64_t sequence, SpError *err);
+/* Start writing what the snapshot in progress appended so far (ops->writeback; nothing when the store has none). */
+void sp_store_writeback (SpStore *s);
+/* Has the store a writeback step (ops->writeback)? */
+bool sp_store_writes_back (const SpStore *s);
 static inline uint64_t sp_store_next_sequence (const SpStore *s) { return s->last_sequence + 1; }
 
 /* The chain of the snapshot sp_store_load_newest took: its full snapshot first, the newest last. */

@@ -43,7 +43,28 @@ sp_stream_write (SpStream *st, uint8_t *data, size_t len, bool last, SpError *er
 		return -1;
 	}
 	st->bytes += len;
+	if (!st->sealed && st->bytes - st->written_back >= SP_STREAM_WRITEBACK_BYTES && sp_store_writes_back (st->store)) {
+		if (st->caller_writes_back)
+			st->writeback_due = true;
+		else
+			sp_stream_writeback (st);
+	}
 	return 0;
+}
+
+void
+sp_stream_caller_writes_back (SpStream *st)
+{
+	st->caller_writes_back = true;
+}
+
+void
+sp_stream_writeback (SpStream *st)
+{
+	if (st->sequence && !st->sealed)
+		sp_store_writeback (st->store);
+	st->written_back = st->bytes;
+	st->writeback_due = false;
 }
 
 int

@@ -49,6 +49,24 @@ test_commit_shares_a_period_or_has_its_own (void **state)
 	assert_int_equal (p.periods, 12);
 }
 
+/* A store with a writeback step: one per whole interval of bytes, none for the rest (finish does it). */
+static void
+test_writeback_steps (void **state)
+{
+	(void)state;
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = (1u << 20) + 1000 };
+	SpModelCosts c = costs;
+	SpModelPrediction plain, with;
+	sp_model_predict (&s, &c, &plain);
+	c.writeback_ns = 120000;
+	c.writeback_bytes = 512u << 10;
+	sp_model_predict (&s, &c, &with);
+	assert_int_equal (with.work_ns, plain.work_ns + 2 * 120000);
+	c.writeback_bytes = 0;                                 /* none: no steps */
+	sp_model_predict (&s, &c, &with);
+	assert_int_equal (with.work_ns, plain.work_ns);
+}
+
 /* A state that fits one increment: one period, the cycle as long as its work. */
 static void
 test_small_state_one_period (void **state)
@@ -303,6 +321,7 @@ main (void)
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test (test_prediction_by_hand),
 		cmocka_unit_test (test_commit_shares_a_period_or_has_its_own),
+		cmocka_unit_test (test_writeback_steps),
 		cmocka_unit_test (test_small_state_one_period),
 		cmocka_unit_test (test_monotone_in_state_and_budget),
 		cmocka_unit_test (test_use_of_the_budget),

@@ -1166,6 +1166,109 @@ stream_snapshot (SpStore *st, uint64_t seq, size_t piece, SpError *err)
 	return rc;
 }
 
+/* A store that records what it is told: when, in appended bytes, it was told to write back. */
+typedef struct CountingStore {
+	SpStore base;
+	size_t appended;
+	size_t writebacks_at [8];
+	int writebacks;
+} CountingStore;
+
+static int
+counting_begin (SpStore *s, uint64_t sequence, uint64_t size_hint, SpError *err)
+{
+	(void)s, (void)sequence, (void)size_hint, (void)err;
+	return 0;
+}
+
+static int
+counting_append (SpStore *s, const uint8_t *data, size_t size, SpError *err)
+{
+	(void)data, (void)err;
+	((CountingStore *)s)->appended += size;
+	return 0;
+}
+
+static void
+counting_writeback (SpStore *s)
+{
+	CountingStore *c = (CountingStore *)s;
+	if (c->writebacks < 8)
+		c->writebacks_at [c->writebacks] = c->appended;
+	c->writebacks++;
+}
+
+static int
+counting_finish (SpStore *s, SpError *err)
+{
+	(void)s, (void)err;
+	return 0;
+}
+
+static void
+counting_abort (SpStore *s)
+{
+	(void)s;
+}
+
+static const SpStoreOps counting_ops = {
+	.name = "counting", .begin = counting_begin, .append = counting_append, .writeback = counting_writeback,
+	.finish = counting_finish, .abort = counting_abort,
+};
+
+/* Stream 1.75 writeback intervals in 64 KiB pieces, the caller in charge of writeback or not. */
+static void
+stream_for_writeback (CountingStore *c, SpStream *st, bool caller)
+{
+	static uint8_t piece [64 << 10];
+	SpError err = { 0 };
+	*c = (CountingStore){ .base = { .ops = &counting_ops, .location = (char *)"counting" } };
+	assert_ok (sp_stream_begin (st, &c->base, 1, 0, &err), &err);
+	if (caller)
+		sp_stream_caller_writes_back (st);
+	size_t pieces = SP_STREAM_WRITEBACK_BYTES / sizeof piece * 7 / 4;
+	for (size_t i = 0; i < pieces; i++) {
+		assert_ok (sp_stream_write (st, piece, sizeof piece, i + 1 == pieces, &err), &err);
+		if (caller && st->writeback_due) {
+			assert_int_equal (c->appended, SP_STREAM_WRITEBACK_BYTES);   /* due as the interval is full, not before */
+			assert_int_equal (c->writebacks, 0);                         /* not done inside the write */
+			sp_stream_writeback (st);
+		}
+		assert_false (st->writeback_due);
+	}
+	assert_ok (sp_stream_finish (st, &err), &err);
+}
+
+/*
+ * Writeback every SP_STREAM_WRITEBACK_BYTES: by the stream itself, or, for a
+ * caller in charge (the writer task's step of its own), never inside a write;
+ * none after the last piece (finish makes it durable) and none for a store
+ * without the step.
+ */
+static void
+test_stream_writeback_schedule (void **state)
+{
+	(void)state;
+	CountingStore c;
+	SpStream st;
+	stream_for_writeback (&c, &st, false);
+	assert_int_equal (c.writebacks, 1);
+	assert_int_equal (c.writebacks_at [0], SP_STREAM_WRITEBACK_BYTES);
+	stream_for_writeback (&c, &st, true);
+	assert_int_equal (c.writebacks, 1);
+	assert_int_equal (c.writebacks_at [0], SP_STREAM_WRITEBACK_BYTES);
+	SpStoreOps none = counting_ops;
+	none.writeback = NULL;
+	SpError err = { 0 };
+	c = (CountingStore){ .base = { .ops = &none, .location = (char *)"counting" } };
+	assert_ok (sp_stream_begin (&st, &c.base, 1, 0, &err), &err);
+	sp_stream_caller_writes_back (&st);
+	static uint8_t big [SP_STREAM_WRITEBACK_BYTES * 2];
+	assert_ok (sp_stream_write (&st, big, sizeof big, false, &err), &err);
+	assert_false (st.writeback_due);
+	sp_stream_abort (&st);
+}
+
 /* Pieces of any size commit the same bytes as a whole commit, in the file and pmem stores. */
 static void
 test_stream_in_pieces_equals_whole (void **state)
@@ -1419,6 +1522,7 @@ main (void)
 		cmocka_unit_test_setup_teardown (test_second_open_in_other_process_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_bad_locations, setup, teardown),
 		cmocka_unit_test (test_null_store_keeps_nothing),
+		cmocka_unit_test (test_stream_writeback_schedule),
 		cmocka_unit_test_setup_teardown (test_foreign_names_are_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_file_crash_at_every_step, setup, teardown),
 		cmocka_unit_test_setup_teardown (test_file_replace_crash_at_every_step, setup, teardown),
