@@ -581,8 +581,9 @@ static uint64_t
 sp_writer_pending_ns (void)
 {
 	size_t left = sp_writer.buf.len - __atomic_load_n (&sp_writer.done, __ATOMIC_RELAXED);
-	uint64_t ns = (left + SP_WRITER_SLICE - 1) / SP_WRITER_SLICE * sp_writer.slice.avg_ns
-		+ left / SP_STREAM_WRITEBACK_BYTES * sp_writer.writeback.avg_ns;
+	uint64_t ns = (left + SP_WRITER_SLICE - 1) / SP_WRITER_SLICE * sp_writer.slice.avg_ns;
+	if (sp_store_writes_back (sp_store))
+		ns += left / SP_STREAM_WRITEBACK_BYTES * sp_writer.writeback.avg_ns;
 	if (sp_writer.last && !sp_writer_commit_alone ())
 		ns += sp_writer.commit.avg_ns;
 	return ns;
