@@ -437,6 +437,29 @@ test_hostile_catalogs (void **state)
 	assert_contains (err.msg, "the store's catalog is not one");
 }
 
+/*
+ * Which failures a request rides out within the store's wait: the engine or a node going away
+ * (an I/O error on the connection included: a leader killed mid-publish gave EPIPE), never a
+ * refusal; and none once the wait is over.
+ */
+static void
+test_passing_faults (void **state)
+{
+	(void)state;
+	SpNatsStore ns = { .wait_ns = 5000000000u };
+	uint64_t now = sp_nats_now_ns ();
+	const natsStatus passing [] = { NATS_TIMEOUT, NATS_NO_RESPONDERS, NATS_CONNECTION_DISCONNECTED, NATS_NO_SERVER,
+					NATS_IO_ERROR, NATS_STALE_CONNECTION };
+	for (size_t i = 0; i < sizeof passing / sizeof passing [0]; i++) {
+		assert_true (sp_nats_again (&ns, passing [i], 0, 0, now));
+		assert_false (sp_nats_again (&ns, passing [i], 0, 0, now - 6000000000u));   /* the wait is over */
+	}
+	assert_true (sp_nats_again (&ns, NATS_ERR, JSClusterNotAvailErr, 0, now));
+	assert_false (sp_nats_again (&ns, NATS_ERR, JSStreamWrongLastSequenceErr, 0, now));   /* the fence */
+	assert_false (sp_nats_again (&ns, NATS_INVALID_ARG, 0, 0, now));
+	assert_false (sp_nats_again (&ns, NATS_CONNECTION_CLOSED, 0, 0, now));
+}
+
 /* replicas=N reaches the engine: the store's stream is made with N replicas. */
 static void
 test_replicas_parameter (void **state)
@@ -488,6 +511,7 @@ main (void)
 		cmocka_unit_test (test_bad_locations),
 		cmocka_unit_test (test_replicas_parameter),
 		cmocka_unit_test (test_more_replicas_than_nodes),
+		cmocka_unit_test (test_passing_faults),
 		cmocka_unit_test (test_catalog_answer_lost),
 		cmocka_unit_test (test_catalog_chunks_disagree),
 		cmocka_unit_test (test_hostile_catalogs),
