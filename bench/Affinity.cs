@@ -16,7 +16,22 @@ static class Affinity
 	[DllImport ("libc")]
 	public static extern int sched_getscheduler (int pid);
 
+	[DllImport ("libc")]
+	static extern int getrusage (int who, [In, Out] IntPtr [] usage);
+
 	const long SysGettid = 186;     // x86-64
+	const int RusageThread = 1;
+	public const int RusageWords = 18;      // struct rusage, x86-64: two timevals, 14 longs
+
+	// How many times the kernel took the calling thread off its CPU (voluntary and
+	// involuntary context switches, ru_nvcsw + ru_nivcsw): a gap in which this did not
+	// change went to interrupts or to the hypervisor, not to another thread.  usage: a
+	// buffer of RusageWords, allocated once (IntPtr[]: it cannot be persisted).
+	public static long Switches (IntPtr [] usage)
+	{
+		getrusage (RusageThread, usage);
+		return (long)usage [16] + (long)usage [17];
+	}
 
 	public static int CurrentThread () { return syscall (SysGettid); }
 

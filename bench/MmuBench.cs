@@ -9,8 +9,9 @@
 // JIT, and the first cycle's growth of the runtime's tables; MMU_FIRST=1
 // measures that cycle too), and one more once the tasks are pinned.  Then a
 // probe thread, "the application", spins reading the monotonic clock and
-// records every gap between two reads of 2 us or more: first for IDLE_S seconds with no persistence (the machine's
-// floor, in the same process, the same run), then while a driver thread
+// records every gap between two reads of 2 us or more: first with no persistence (the machine's
+// floor, in the same process, the same run) for IDLE_S seconds or as long as the measured cycles
+// are expected to take (the warm-up's cycles' pace), whichever is longer, then while a driver thread
 // runs cycles 1..CYCLES back to back (a few hundred objects updated, SendPData,
 // WaitPersisted), from just before the first SendPData until the last
 // WaitPersisted returned: whole cycles, the commit included.  The probe
@@ -24,9 +25,11 @@
 // run-mmu.sh keeps it off the probe's CPU, so that what the probe loses is
 // persistence's (and the machine's).  Output (stdout): `cpus,app,sp,driver`, `task,COMM,TID,POLICY`
 // for each task pinned, then for each phase `phase,NAME,start_ns,duration_ns,reads,gaps`,
-// `probe,NAME,POLICY` (0: SCHED_OTHER) and `gap,NAME,start_ns,length_ns` (CLOCK_MONOTONIC,
+// `probe,NAME,POLICY` (0: SCHED_OTHER) and `gap,NAME,start_ns,length_ns,switched` (CLOCK_MONOTONIC,
 // as SPMONO_TRACE's; the probe reads it through Stopwatch, 100 ns ticks, about 28 ns a read
-// where a P/Invoke of clock_gettime takes 80-95 ns), and a row a cycle from SPC.GetStats:
+// where a P/Invoke of clock_gettime takes 80-95 ns; switched: 1 if the kernel took the probe
+// off its CPU during the gap, getrusage's context switches, 0 if the time went to interrupts or
+// the hypervisor with the probe on its CPU), and a row a cycle from SPC.GetStats:
 // `cycle,increments,max_pause_ns,cycle_ns,predicted_cycle_ns,bytes,writer_ns`.
 //
 // check: the restored state is the one of the last cycle: every object's
@@ -62,7 +65,9 @@ public static class MmuBench
 
 	static volatile bool stop, ready, go;
 	static long goNs, endNs;        // the phase: from the driver's go to the probe's last read
-	// Pairs: start, length.  IntPtr[] because it cannot be persisted: a barrier that
+	// Triples: start, length, and 1 if the kernel took the probe off its CPU during the gap
+	// (a context switch: another thread ran), 0 if not (interrupts, or the hypervisor
+	// stopped the virtual CPU: nothing of the process ran then).  IntPtr[] because it cannot be persisted: a barrier that
 	// meets it while a cycle marks refuses it once and leaves it alone after that.
 	// (A long[] would be copied into the snapshot by the probe's own barrier, and
 	// native memory written through a pointer takes the address barrier's slow path.)
@@ -130,6 +135,8 @@ public static class MmuBench
 		Pin (Affinity.CurrentThread (), "MMU_APP_CPU");
 		probePolicy = Affinity.sched_getscheduler (0);
 		ngaps = 0;
+		var usage = new IntPtr [Affinity.RusageWords];
+		long switches = Affinity.Switches (usage);
 		long n = 0, last = NowNs ();
 		// Spinning already (compiled, pinned, on its CPU) when the driver says go; the
 		// phase starts at the driver's own reading, so a probe late to see it loses that time.
@@ -140,8 +147,13 @@ public static class MmuBench
 		while (!stop) {
 			long now = NowNs ();
 			if (now - last >= GapNs && ngaps < MaxGaps) {
-				gaps [2 * ngaps] = (IntPtr)last;
-				gaps [2 * ngaps + 1] = (IntPtr)(now - last);
+				// The system call's own time (under a microsecond) falls in the next
+				// interval: a gap if it is 2 us or more, counted against persistence.
+				long s = Affinity.Switches (usage);
+				gaps [3 * ngaps] = (IntPtr)last;
+				gaps [3 * ngaps + 1] = (IntPtr)(now - last);
+				gaps [3 * ngaps + 2] = (IntPtr)(s != switches ? 1 : 0);
+				switches = s;
 				ngaps++;
 			}
 			last = now;
@@ -151,7 +163,8 @@ public static class MmuBench
 		reads = n;
 	}
 
-	static void Measure (string name, Action work)
+	// Runs work under the probe and prints the phase; returns its length in seconds.
+	static double Measure (string name, Action work)
 	{
 		stop = ready = go = false;
 		var probe = new Thread (Probe);
@@ -172,7 +185,8 @@ public static class MmuBench
 			Console.Error.WriteLine ("phase {0}: more than {1} gaps, the rest not recorded", name, MaxGaps);
 		}
 		for (int i = 0; i < ngaps; i++)
-			Console.WriteLine ("gap,{0},{1},{2}", name, (long)gaps [2 * i], (long)gaps [2 * i + 1]);
+			Console.WriteLine ("gap,{0},{1},{2},{3}", name, (long)gaps [3 * i], (long)gaps [3 * i + 1], (long)gaps [3 * i + 2]);
+		return (endNs - goNs) / 1e9;
 	}
 
 	// One cycle of the driver: updates, SendPData, WaitPersisted, the statistics kept.
@@ -193,7 +207,7 @@ public static class MmuBench
 
 	static int Run (int objects, int array, int cycles, double idleSeconds)
 	{
-		gaps = new IntPtr [2 * MaxGaps];
+		gaps = new IntPtr [3 * MaxGaps];
 		Console.WriteLine ("cpus,{0},{1},{2}", Environment.GetEnvironmentVariable ("MMU_APP_CPU") ?? "any",
 				   Environment.GetEnvironmentVariable ("MMU_SP_CPU") ?? "any", Environment.GetEnvironmentVariable ("MMU_DRIVER_CPU") ?? "any");
 		Pin (Affinity.CurrentThread (), "MMU_DRIVER_CPU");
@@ -206,6 +220,7 @@ public static class MmuBench
 		// grown to the state, the tasks started and pinned.  MMU_FIRST=1 measures the
 		// first cycle itself instead (the tasks are then pinned after it).
 		bool first = Environment.GetEnvironmentVariable ("MMU_FIRST") == "1";
+		double floorSeconds = idleSeconds;
 		if (!first) {
 			Cycle (p, 0, stats);
 			PinTasks ();
@@ -217,17 +232,23 @@ public static class MmuBench
 			// probe, the tasks' CPU idled between increments, and waking an idle virtual CPU
 			// made every unit of work dearer: the SP task's wake-up 49-75 us against 28-33 us
 			// beside the spinning probe, predictions for cycle 1 up to 113% long.
-			Measure ("warm", () => {
+			double warm = Measure ("warm", () => {
 				for (int c = 0; c < WarmCycles; c++) {
 					SPC.SendPData ();
 					SPC.WaitPersisted ();
 				}
 			});
+			// The floor at least as long as the cycles it is compared with: the machine's rare
+			// events (perf on this VM: a 4 ms pass of the kernel's conntrack gc_worker every few
+			// seconds, rcu_preempt runs of 3 ms, kdamond 1 ms, all on the probe's CPU, none of
+			// persistence) then have the same chance to land in either phase.  With 3 s of floor
+			// against 4.3-6.7 s of cycles at 1,000,000 objects, they landed in the cycles more often.
+			floorSeconds = Math.Max (idleSeconds, warm * cycles / WarmCycles);
 		}
 		GC.Collect ();
 		// The warm-up's old snapshots are removed after its commit, a slice a period: let them go first.
 		Thread.Sleep (300);
-		Measure ("idle", () => Thread.Sleep ((int)(idleSeconds * 1000)));
+		Measure ("idle", () => Thread.Sleep ((int)(floorSeconds * 1000)));
 		Measure ("sp", () => {
 			for (int c = first ? 0 : 1; c <= cycles; c++)
 				Cycle (p, c, stats);

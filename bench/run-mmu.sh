@@ -2,14 +2,18 @@
 # run-mmu.sh [--smoke] [CYCLES] [SIZES...]: what the application loses while its
 # state is persisted, by its own clock (bench/MmuBench.cs): an application
 # thread spinning on the clock records every gap, first with no persistence
-# (the machine's floor, in the same process and run), then over whole cycles
+# (the machine's floor, in the same process and run, at least as long as the
+# cycles are expected to take), then over whole cycles
 # back to back (the commit included).  Reports the longest gap, p99.9, the time
 # lost and the minimum mutator utilization at windows of one period, ten
 # periods and 100 ms, beside the floor, and whether the targets are met
 # (issue 16): one CPU, the application on the CPU of the SP and writer tasks
 # under SCHED_FIFO (--sp-priority): max gap <= pause + the floor's max gap,
 # MMU(period) >= 1 - pause/period - 0.05; two CPUs, the application on the
-# other CPU: max gap within the floor's.
+# other CPU: max gap within the floor's.  Each gap is also split by the
+# kernel's account (did it take the probe off its CPU: another thread ran; or
+# not: interrupts, the hypervisor), and the targets are printed again counting
+# only the gaps with the probe off its CPU.
 #
 # SIZES: OBJECTS or OBJECTS+ARRAY (small objects, and an int[ARRAY]); default
 # 25000 100000 100000+10000000 1000000.  Stores: tmpfs, the disk bench/results
@@ -41,7 +45,7 @@ mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work
 sp=$build/bin/spmono
 python=/usr/bin/python3; [ -x "$python" ] || python=python3   # Debian's, with python3-matplotlib for the plots
 csv=$out/mmu.csv; rm -f "$csv"
-echo "MMU benchmark: --sp-pause=$pause --sp-period=$period --sp-priority=50, $cycles cycles a run, ${idle} s of floor; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "MMU benchmark: --sp-pause=$pause --sp-period=$period --sp-priority=50, $cycles cycles a run, a floor of ${idle} s or as long as the cycles; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for size in "${sizes[@]}"; do
 	objects=${size%%+*}; array=0; [ "$size" != "$objects" ] && array=${size#*+}
 	for store in ${STORES:-tmpfs disk null}; do
