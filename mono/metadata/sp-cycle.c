@@ -1798,6 +1798,8 @@ sp_cycle_request (SpError *err)
 		gboolean busy = sp_cycle_busy (&kind);
 		if (busy && !sp_options.busy_wait && !after_failure) {
 			sp_stats [SP_STAT_SEND_SKIPS]++;
+			uint64_t now = sp_mono_monotonic_ns ();
+			sp_trace_run ("skip", now, now);
 			return 0;
 		}
 		if (busy) {

@@ -277,6 +277,32 @@ sp_delta_most_changed (guint changed)
 	return changed >= SP_DELTA_SORT_MIN && (uint64_t)changed * 2 > sp_ser.nobjects;
 }
 
+/*
+ * Folds fell behind: the chain's deltas past what the fold task has folded
+ * (or is folding) passed SP_FOLD_BEHIND times the ratio, so the next
+ * snapshot is full.  Said once on stderr (every time with --sp-verbose):
+ * the program did nothing wrong, and yet its snapshots cost a whole state
+ * again, and in incremental mode a full cycle spans many periods, during
+ * which a program that changes much of its state may change most of it,
+ * so that the snapshot after it is full too (a 1 kHz loop updating 1,000 of
+ * 1,000,000 objects on one CPU then wrote only full snapshots, 680 periods
+ * each, and skipped every SendPData between them: session 24).
+ */
+static void
+sp_delta_say_folds_behind (uint64_t beyond)
+{
+	static gboolean said;
+	if (said && !sp_options.verbose)
+		return;
+	fprintf (stderr, "spmono: warning: the fold task fell behind: the delta chain on snapshot %llu grew %llu bytes past what it "
+		 "folded, more than %u times --sp-delta-ratio=%u%% of its base (%llu bytes), so the next snapshot is full; the fold "
+		 "task runs at the lowest priority and needs about a fold's time every %u%% of the base in deltas: leave it CPU "
+		 "time, or raise --sp-delta-ratio%s\n", (unsigned long long)sp_delta.base_seq, (unsigned long long)beyond,
+		 SP_FOLD_BEHIND, sp_options.delta_ratio, (unsigned long long)sp_delta.base_bytes, sp_options.delta_ratio,
+		 said ? "" : " (said once; --sp-verbose says it every time)");
+	said = TRUE;
+}
+
 static gboolean
 sp_delta_next_is_delta (guint changed)
 {
@@ -287,7 +313,10 @@ sp_delta_next_is_delta (guint changed)
 	/* Folding ends a chain's growth off the program's path; a full snapshot only if folds fall behind. */
 	if (sp_fold_usable ()) {
 		uint64_t beyond = sp_delta.delta_bytes - sp_fold_covered (sp_delta.base_seq);
-		return beyond * 100 < (uint64_t)sp_options.delta_ratio * SP_FOLD_BEHIND * sp_delta.base_bytes;
+		if (beyond * 100 < (uint64_t)sp_options.delta_ratio * SP_FOLD_BEHIND * sp_delta.base_bytes)
+			return TRUE;
+		sp_delta_say_folds_behind (beyond);
+		return FALSE;
 	}
 	return sp_delta.delta_bytes * 100 < (uint64_t)sp_options.delta_ratio * sp_delta.base_bytes;
 }

@@ -63,6 +63,7 @@ static struct {
 	pthread_mutex_t store_lock;  /* the store's commit and retirement state */
 	pthread_cond_t idle;         /* a fold ended (tests: sp_fold_sync) */
 	gboolean sync;               /* tests (SPMONO_TEST_FOLD_SYNC): SendPData waits for a fold under way */
+	gboolean stall;              /* tests (SPMONO_TEST_FOLD_STALL): the task takes folds but never does one (folds fall behind) */
 	gboolean blocked;            /* under sp_lock: a fold of this chain failed; none until a full snapshot starts a new one */
 } sp_fold;
 
@@ -113,9 +114,9 @@ sp_fold_main (void *arg)
 	setpriority (PRIO_PROCESS, (id_t)syscall (SYS_gettid), 19);
 	pthread_mutex_lock (&sp_fold.lock);
 	for (;;) {
-		while (!sp_fold.want && !sp_fold.retire_due)
+		while ((!sp_fold.want || sp_fold.stall) && !sp_fold.retire_due)
 			pthread_cond_wait (&sp_fold.wake, &sp_fold.lock);
-		uint64_t seq = sp_fold.want;
+		uint64_t seq = sp_fold.stall ? 0 : sp_fold.want;
 		gboolean retire = sp_fold.retire_due;
 		sp_fold.retire_due = FALSE;
 		pthread_mutex_unlock (&sp_fold.lock);
@@ -199,6 +200,7 @@ sp_fold_start (void)
 	pthread_detach (thread);
 	sp_fold.on = TRUE;
 	sp_fold.sync = g_getenv ("SPMONO_TEST_FOLD_SYNC") != NULL;
+	sp_fold.stall = g_getenv ("SPMONO_TEST_FOLD_STALL") != NULL;
 	return TRUE;
 }
 
@@ -211,8 +213,8 @@ sp_fold_start (void)
 static void
 sp_fold_sync (void)
 {
-	if (!sp_fold.on || !sp_fold.sync)
-		return;
+	if (!sp_fold.on || !sp_fold.sync || sp_fold.stall)
+		return;         /* (a stalled task would never end the fold under way) */
 	pthread_mutex_lock (&sp_fold.lock);
 	while (sp_fold.want)
 		pthread_cond_wait (&sp_fold.idle, &sp_fold.lock);

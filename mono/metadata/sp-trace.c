@@ -4,7 +4,8 @@
  *
  * SPMONO_TRACE=FILE: every run of the SP task (an increment) and of the writer
  * (a slice, with the commit when it ends a snapshot), every cycle's stopped
- * instant and every collection's stopped world, as "what,start_ns,end_ns"
+ * instant and every collection's stopped world, and each SendPData that took
+ * no snapshot ("skip", an instant), as "what,start_ns,end_ns"
  * lines (CLOCK_MONOTONIC), written to FILE when the program ends.  For
  * finding what took a CPU from the program, beside the program's own clock
  * (bench/run-mmu.sh); the first SP_TRACE_MAX runs are kept.

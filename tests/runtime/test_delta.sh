@@ -9,7 +9,8 @@
 # first), the store holds a folded base and a few deltas, restarts and kill -9
 # during folds restore exactly, and objects the program dropped are let go by
 # a full snapshot once they outgrow the ratio; a fold that meets a full disk
-# is said once and changes nothing but that new bases are full snapshots again.
+# is said once and changes nothing but that new bases are full snapshots again;
+# folds that fall behind make the next snapshot full, said once.
 source "$SRCDIR/lib.sh"
 compile delta.exe "$SRCDIR/Delta.cs"
 DELTA=(--sp-store=store --sp-delta=on --sp-verbose)
@@ -115,6 +116,22 @@ grep -Eq "^full snapshots ([2-9]|[1-9][0-9]+), folds 0$" foldfail.out || fail "n
 rm -f control
 "$SPMONO" "${FOLDING[@]}" delta.exe check > check.out 2>&1 || fail "check after a failed fold: $(tail -5 check.out)"
 grep -q "^restored 40$" check.out || fail "check did not restore 40 after a failed fold: $(cat check.out)"
+# 5b. Folds that fall behind (SPMONO_TEST_FOLD_STALL: the fold task takes a fold and never does it):
+#     once the chain passes 4 times the ratio beyond it, the next snapshot is full, and the user is
+#     told why, once, without --sp-verbose; in both modes; the state restores.
+for m in stw incremental; do
+	rm -rf store
+	env -u SPMONO_TEST_FOLD_SYNC SPMONO_TEST_FOLD_STALL=1 "$SPMONO" --sp-store=store --sp-delta=on --sp-delta-ratio=5 --sp-mode=$m --sp-busy=wait \
+		delta.exe run 60 > behind.out 2>&1 || fail "$m: run with folds stalled: $(tail -5 behind.out)"
+	grep -q "warning: the fold task fell behind: .*--sp-delta-ratio=5%.* so the next snapshot is full" behind.out \
+		|| fail "$m: no warning that folds fell behind: $(grep -v '^spmono: delta' behind.out | tail -5)"
+	[ "$(grep -c 'fold task fell behind' behind.out)" -eq 1 ] || fail "$m: folds behind not said once: $(grep -c 'fell behind' behind.out)"
+	grep -Eq "^full snapshots ([2-9]|[1-9][0-9]+), folds 0$" behind.out || fail "$m: no full snapshot with folds behind: $(grep '^full' behind.out)"
+	"$SPMONO" --sp-store=store --sp-delta=on delta.exe check > check.out 2>&1 || fail "$m: check after folds behind: $(tail -5 check.out)"
+	grep -q "^restored 60$" check.out || fail "$m: check did not restore 60 after folds behind: $(cat check.out)"
+done
+echo "folds stalled: a full snapshot once the chain is 4 times the ratio past them, said once, in both modes"
+
 rm -rf store
 "$SPMONO" "${DELTA[@]}" delta.exe run 90 > /dev/null 2>&1 || fail "run to 90 before the kill trials"
 
