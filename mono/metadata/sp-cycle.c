@@ -1226,6 +1226,8 @@ sp_cycle_hand_over_step (void)
 			return 1;
 		sp_cycle.forgotten = TRUE;
 	}
+	if (sp_options.delta && sp_delta_clear_taken_step ())
+		return 1;
 	/* Only the last chunk is left: the writer takes it when it has drained its own (sp_writer_chunk_done). */
 	return sp_cycle.final_pending ? SP_WORK_WAITING : 0;
 }

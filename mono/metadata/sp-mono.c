@@ -86,7 +86,7 @@ sp_mono_stream_all (uint64_t seq, gboolean delta, SpStream *st, uint64_t *ser_ns
 	if (delta)
 		sp_delta_header (&h);
 	if ((delta ? sp_ser_begin_delta (&sp_ser, &sp_out, &h, err) : sp_ser_begin (&sp_ser, &sp_out, &h, err)) < 0 ||
-	    (delta && sp_delta_give_changed (TRUE, err) < 0) ||
+	    (delta && sp_delta_give_changed (err) < 0) ||
 	    sp_stream_begin (st, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err) < 0)
 		return -1;
 	int rc = 0;

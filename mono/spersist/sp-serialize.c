@@ -92,6 +92,8 @@ static int
 sp_ser_start (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 {
 	s->out = out;
+	s->due = NULL;
+	s->ndue = s->due_next = 0;
 	s->cycle = __atomic_add_fetch (&sp_ser_cycle_counter, 1, __ATOMIC_RELAXED);
 	s->nclasses = s->nroots = 0;
 	s->marked = 0;
@@ -147,6 +149,37 @@ sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err)
 	 */
 	s->state [lid] &= SP_SER_REACHED;
 	return sp_queue_push (&s->queue, lid) < 0 ? sp_ser_oom (err) : 0;
+}
+
+void
+sp_ser_set_due (SpSerializer *s, const uint32_t *lids, size_t n, uint8_t *marks, size_t marks_cap)
+{
+	s->due = lids;
+	s->ndue = n;
+	s->due_next = 0;
+	s->due_marks = marks;
+	s->due_marks_cap = marks_cap;
+}
+
+/* Object lid, if it is a changed object not given to sp_ser_changed yet, is now. */
+static inline int
+sp_ser_feed_one (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	if (lid >= s->due_marks_cap || s->due_marks [lid] != SP_SER_DUE)
+		return 0;
+	s->due_marks [lid] = SP_SER_FED;
+	return sp_ser_changed (s, lid, err);
+}
+
+/* The next changed objects of the list, up to max, to the queue (those a barrier met first are there already). */
+#define SP_SER_FEED_BATCH 64
+static int
+sp_ser_feed (SpSerializer *s, SpError *err)
+{
+	for (size_t end = MIN (s->ndue, s->due_next + SP_SER_FEED_BATCH); s->due_next < end; s->due_next++)
+		if (sp_ser_feed_one (s, s->due [s->due_next], err) < 0)
+			return -1;
+	return 0;
 }
 
 /* Room in s->state for LID lid (every LID handed out has its state byte). */
@@ -1285,8 +1318,14 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			done += SP_SER_PIECE_COST - 1;
 			continue;
 		}
-		if (!sp_queue_pop (&s->queue, &lid))
+		if (!sp_queue_pop (&s->queue, &lid)) {
+			if (s->due_next < s->ndue) {
+				if (sp_ser_feed (s, err) < 0)
+					return -1;
+				continue;
+			}
 			return s->npreserved ? SP_SER_STEP_WAITING : 0;
+		}
 		uint32_t far_lid = 0, near_lid = 0;
 		(void)sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &far_lid);
 		/* After marking, a record takes its children's LIDs from marking's (sp-kids.h): they are not read. */
@@ -1311,7 +1350,7 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		if (s->partial_lid != lid)
 			sp_ser_complete (s, obj, lid);
 	}
-	return sp_queue_count (&s->queue) || s->partial_lid || s->npreserved ? 1 : 0;
+	return sp_queue_count (&s->queue) || s->partial_lid || s->npreserved || s->due_next < s->ndue ? 1 : 0;
 }
 
 /*
@@ -1531,6 +1570,9 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpError 
 	uint32_t lid = sp_ser_lid_if_known (s, obj);
 	if (!lid)
 		return !obj || s->mark_done ? 0 : sp_ser_write_unmarked (s, obj, ticket, err);
+	/* A changed object of the chain not given yet: due now, its record before the store. */
+	if (s->ndue && lid <= s->prior && sp_ser_feed_one (s, lid, err) < 0)
+		return -1;
 	if (s->npreserved && sp_ser_copy_awaited (s, lid))
 		return SP_SER_WRITE_WAIT;
 	if (lid == s->partial_lid) {
@@ -1621,9 +1663,9 @@ sp_ser_placeholder (SpSerializer *s, uint32_t lid, SpError *err)
 int
 sp_ser_close (SpSerializer *s, SpError *err)
 {
-	if (sp_queue_count (&s->queue) || s->partial_lid || s->npreserved)
+	if (sp_queue_count (&s->queue) || s->partial_lid || s->npreserved || s->due_next < s->ndue)
 		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued",
-				     sp_queue_count (&s->queue) + (s->partial_lid != 0) + s->npreserved);
+				     sp_queue_count (&s->queue) + (s->partial_lid != 0) + s->npreserved + (s->ndue - s->due_next));
 	/* A poisoned object of the chain keeps its earlier record: only new LIDs need one. */
 	for (size_t i = 0; i < s->npoison; i++)
 		if (s->poison [i].lid > s->prior && !(s->state [s->poison [i].lid] & SP_SER_WRITTEN) &&

@@ -62,6 +62,11 @@ typedef struct SpSerializer {
 	SpWrittenSet *written;   /* if set, every object whose record a step completes is added (sp-wset.h) */
 	SpKids kids;             /* marking: each marked object's children's LIDs, for its record (sp-kids.h) */
 	struct _GHashTable *cards; /* delta chains (sp_ser_track_cards): LID -> SpCards of each long primitive array written */
+	/* A delta's changed objects given lazily (sp_ser_set_due): the list, how far it is fed, and a mark a LID. */
+	const uint32_t *due;
+	size_t ndue, due_next;
+	uint8_t *due_marks;      /* [lid]: SP_SER_DUE, or SP_SER_FED once given to sp_ser_changed */
+	size_t due_marks_cap;
 	/* sp_ser_reset_step's progress: which structure, and how far into it. */
 	unsigned reset_phase;
 	size_t reset_at, reset_end;
@@ -101,6 +106,20 @@ int sp_ser_reset_step (SpSerializer *s, size_t max_bytes);
 int sp_ser_begin_delta (SpSerializer *s, SpBuf *out, SpSnapHeader *h, SpError *err);
 /* Object lid of the chain (at most s->prior) changed: its new value goes in the delta. */
 int sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err);
+/*
+ * The changed objects of a delta, given at once rather than one by one
+ * (incremental mode: the snapshot's instant, with the world stopped, then
+ * costs nothing per object).  Each is given to sp_ser_changed when
+ * sp_ser_step has written what is queued before it, or when
+ * sp_ser_write_now meets it first (a store into it must not land before its
+ * record is written), whichever comes first; sp_ser_close checks that all
+ * were.  marks [lid] is SP_SER_DUE for each LID of the list (the caller's,
+ * set already; not grown while the snapshot is written) and becomes
+ * SP_SER_FED.  Both stay the caller's and must live until the snapshot ends.
+ */
+#define SP_SER_DUE 1
+#define SP_SER_FED 2
+void sp_ser_set_due (SpSerializer *s, const uint32_t *lids, size_t n, uint8_t *marks, size_t marks_cap);
 /*
  * For delta chains: remember, for each long array of primitives written, a
  * hash of each of its cards (sp-cards.h), so that a delta patches only the
