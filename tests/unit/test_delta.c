@@ -496,6 +496,10 @@ typedef struct Writer {
 	uint32_t ids [2];
 	FakeClass *node, *nodes, *ints;
 	bool barriers;                 /* deltas: a store barrier writes the int array while the steps run */
+	bool lazy;                     /* deltas: the changed objects given as a list (sp_ser_set_due), as incremental mode does */
+	uint32_t due [4 * W_NODES];
+	uint8_t *due_marks;
+	size_t due_marks_cap;
 } Writer;
 
 static void *
@@ -528,9 +532,13 @@ barrier_writes_ints (Writer *w, size_t k, SpError *err)
 	if (k % 2)
 		while (w->ser.partial_lid != ints && sp_ser_step (&w->ser, 1, err) == 1)
 			;
+	/* Given lazily and not reached by the steps yet, the array is due all the same: the barrier writes it. */
+	bool unfed = w->lazy && ints < w->due_marks_cap && w->due_marks [ints] == SP_SER_DUE;
 	SpPreserveTicket t;
 	int rc = sp_ser_write_now (&w->ser, w->roots [1], &t, err);
 	assert_true (rc >= 0);
+	if (unfed)
+		assert_true (rc > 0 && w->due_marks [ints] == SP_SER_FED);
 	if (rc == SP_SER_WRITE_COPY) {
 		uint8_t *copy = malloc (t.bytes);
 		memcpy (copy, (uint8_t *)fake_elem (w->roots [1], 0) + t.offset, t.bytes);
@@ -553,16 +561,29 @@ write_snapshot (Writer *w, size_t k)
 		p->h.prev_sequence = k;
 		p->h.prev_crc = w->part [k - 1].crc;
 		assert_ok (sp_ser_begin_delta (&w->ser, &p->b, &p->h, &err), &err);
+		size_t ndue = 0;
+		if (w->lazy) {
+			free (w->due_marks);
+			w->due_marks_cap = (size_t)w->ser.prior + 1;
+			w->due_marks = calloc (w->due_marks_cap, 1);
+		}
 		for (size_t i = 0; i < w->nchanged; i++) {
 			uint32_t lid = sp_ser_lid_if_known (&w->ser, w->changed [i]);
 			bool again = false;
 			for (size_t j = 0; j < i; j++)
 				again |= w->changed [j] == w->changed [i];
-			if (lid && lid <= w->ser.prior) {
-				assert_ok (sp_ser_changed (&w->ser, lid, &err), &err);
-				w->distinct_changed += !again;
+			if (lid && lid <= w->ser.prior && !again) {
+				if (w->lazy) {
+					w->due [ndue++] = lid;
+					w->due_marks [lid] = SP_SER_DUE;
+				} else {
+					assert_ok (sp_ser_changed (&w->ser, lid, &err), &err);
+				}
+				w->distinct_changed++;
 			}
 		}
+		if (w->lazy)
+			sp_ser_set_due (&w->ser, w->due, ndue, w->due_marks, w->due_marks_cap);
 	}
 	w->nchanged = 0;
 	for (size_t r = 0; r < 2; r++)
@@ -574,6 +595,9 @@ write_snapshot (Writer *w, size_t k)
 		;
 	assert_ok (more, &err);
 	assert_ok (sp_ser_finish (&w->ser, &err), &err);
+	/* Given lazily, every changed object was given, by a step or by the barrier that met it first. */
+	for (size_t i = 0; w->lazy && k && i < w->ser.ndue; i++)
+		assert_int_equal (w->due_marks [w->due [i]], SP_SER_FED);
 	p->crc = (uint32_t)sp_get_le (p->b.data + p->b.len - 4, 4);
 	p->nobjects = w->ser.nobjects;
 	w->parts [k] = (SpChainPart){ p->b.data, p->b.len };
@@ -665,12 +689,13 @@ check_folds (Writer *w, size_t k)
  * snapshot, with identity and sharing.  With and without identity slots.
  */
 static void
-check_writer_chains (bool slots, bool cards, bool barriers)
+check_writer_chains (bool slots, bool cards, bool barriers, bool lazy)
 {
 	craft_register_classes ();
 	fake_set_identity_slots (slots);
 	Writer *w = calloc (1, sizeof *w);
 	w->barriers = barriers;
+	w->lazy = lazy;
 	assert_int_equal (sp_ser_init (&w->ser), 0);
 	if (cards)
 		sp_ser_track_cards (&w->ser);
@@ -703,6 +728,7 @@ check_writer_chains (bool slots, bool cards, bool barriers)
 	for (size_t k = 0; k <= W_ROUNDS; k++)
 		sp_buf_free (&w->part [k].b);
 	sp_ser_free (&w->ser);
+	free (w->due_marks);
 	free (w);
 }
 
@@ -710,21 +736,21 @@ static void
 test_writer_chains_restore_the_state (void **state)
 {
 	(void)state;
-	check_writer_chains (false, false, false);
+	check_writer_chains (false, false, false, false);
 }
 
 static void
 test_writer_chains_with_identity_slots (void **state)
 {
 	(void)state;
-	check_writer_chains (true, false, false);
+	check_writer_chains (true, false, false, false);
 }
 
 static void
 test_writer_chains_with_cards (void **state)
 {
 	(void)state;
-	check_writer_chains (true, true, false);
+	check_writer_chains (true, true, false, false);
 }
 
 /* The barrier's writes of a delta's long array (incremental mode): starting it, or taking over its pieces, from a copy. */
@@ -732,7 +758,7 @@ static void
 test_barrier_copies_patch_changed_cards (void **state)
 {
 	(void)state;
-	check_writer_chains (true, true, true);
+	check_writer_chains (true, true, true, false);
 }
 
 /* ... and without cards, the copy's pieces patch the whole array. */
@@ -740,7 +766,22 @@ static void
 test_barrier_copies_patch_whole_arrays (void **state)
 {
 	(void)state;
-	check_writer_chains (false, false, true);
+	check_writer_chains (false, false, true, false);
+}
+
+/* Incremental mode's way: the changed objects given as a list, fed as the steps reach them or a barrier meets one first. */
+static void
+test_writer_chains_changed_given_lazily (void **state)
+{
+	(void)state;
+	check_writer_chains (true, true, false, true);
+}
+
+static void
+test_writer_chains_lazily_with_barriers (void **state)
+{
+	(void)state;
+	check_writer_chains (false, false, true, true);
 }
 
 /* A delta with nothing changed holds the roots only, and restores the same state. */
@@ -929,6 +970,8 @@ main (void)
 		cmocka_unit_test_teardown (test_writer_chains_restore_the_state, fake_teardown),
 		cmocka_unit_test_teardown (test_writer_chains_with_identity_slots, fake_teardown),
 		cmocka_unit_test_teardown (test_writer_chains_with_cards, fake_teardown),
+		cmocka_unit_test_teardown (test_writer_chains_changed_given_lazily, fake_teardown),
+		cmocka_unit_test_teardown (test_writer_chains_lazily_with_barriers, fake_teardown),
 		cmocka_unit_test_teardown (test_barrier_copies_patch_changed_cards, fake_teardown),
 		cmocka_unit_test_teardown (test_barrier_copies_patch_whole_arrays, fake_teardown),
 		cmocka_unit_test_teardown (test_unreached_junk_that_cannot_be_persisted, fake_teardown),
