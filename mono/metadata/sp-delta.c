@@ -260,25 +260,6 @@ sp_delta_barrier (MonoObject *obj)
 }
 
 /*
- * Should the snapshot about to be taken be a delta, with `changed` objects
- * changed?  Not when the chain has grown past --sp-delta-ratio of its base,
- * nor when many objects changed, more than half the state: a full snapshot
- * then costs no more (it walks the graph in order, where a delta visits the
- * changed objects one by one, each a cache miss: 2.2x the full snapshot with
- * all of 1,000,000 objects changed) and starts a new chain.  (A few changed
- * objects of a small state cost little either way: a delta then.)  Under
- * sp_lock.
- */
-#define SP_DELTA_SORT_MIN 32768
-
-/* More than half of the state changed (a set of a few objects in a small state does not count: cheap either way). */
-static gboolean
-sp_delta_most_changed (guint changed)
-{
-	return changed >= SP_DELTA_SORT_MIN && (uint64_t)changed * 2 > sp_ser.nobjects;
-}
-
-/*
  * Folds fell behind: the chain's deltas past what the fold task has folded
  * (or is folding) passed SP_FOLD_BEHIND times the ratio, so the next
  * snapshot is full.  Said once on stderr (every time with --sp-verbose):
@@ -304,12 +285,24 @@ sp_delta_say_folds_behind (uint64_t beyond)
 	said = TRUE;
 }
 
+/*
+ * Should the snapshot about to be taken be a delta?  Whenever the chain can
+ * go on: not when a full snapshot is due, nor when the chain has grown past
+ * --sp-delta-ratio of its base and no fold ends it.  However much of the
+ * state changed: a delta writes the changed objects in LID order, the
+ * graph's, as a full snapshot does, and each costs less than in a full one
+ * (its LID is known).  Session 25, 1,000,000 objects, 632,000 of them
+ * changed: stop-the-world 27 ms against 52 for a full snapshot,
+ * incremental 30 ms of increments against 80.  (Before, more than half the
+ * state changed made a full snapshot, when a delta gave its objects in the
+ * order they were stored: and an incremental full cycle long enough for the
+ * program to change half its state meanwhile was followed by another, for
+ * good.)  Under sp_lock.
+ */
 static gboolean
-sp_delta_next_is_delta (guint changed)
+sp_delta_next_is_delta (void)
 {
 	if (!sp_delta_on () || !(sp_delta.chained || sp_delta.head_pending) || sp_delta.full_due)
-		return FALSE;
-	if (sp_delta_most_changed (changed))
 		return FALSE;
 	/* Folding ends a chain's growth off the program's path; a full snapshot only if folds fall behind. */
 	if (sp_fold_usable ()) {
@@ -426,34 +419,25 @@ sp_delta_header (SpSnapHeader *h)
 	return FALSE;
 }
 
-static int
-sp_delta_lid_cmp (const void *a, const void *b)
-{
-	guint32 x = *(const guint32 *)a, y = *(const guint32 *)b;
-	return x < y ? -1 : x > y;
-}
-
 /*
- * Stop-the-world mode: hand the delta the objects taken at its instant
- * (incremental mode gives them as a list: sp_delta_cycle_stopped).  Many of them in LID
- * order: LIDs follow the graph's breadth-first order, which follows
- * allocation order, so the serializer then meets them about in address order
- * (1,000,000 objects, 100,000 changed in random order: 19 ms in the order
- * stored, 12 ms sorted).  Fewer are left in the order stored: there, sorting
- * cost more than it saved (10,000: 2.3 ms either way; 1,000 of 100,000: 56
- * us, 110 us sorted).
+ * Either mode: the delta gets the objects taken at its instant as a list,
+ * each fed to the serializer as its steps reach it (or, in incremental
+ * mode, as a barrier meets it first): the instant costs nothing per object.
+ * Many of them are fed in LID order, found by their marks (sp_ser_set_due):
+ * LIDs follow the graph's breadth-first order, which follows allocation
+ * order, so the serializer meets them about in address order, as a full
+ * snapshot does.  Their marks in in_taken are SP_SER_DUE (1, as the barrier
+ * set them), SP_SER_FED once given.  (Session 25, 1,000,000 objects,
+ * DeltaBench on tmpfs: stop-the-world sorted the list with qsort, 91 ms for
+ * 632,000 changed where a full snapshot took 51; incremental mode fed it in
+ * the order stored, 25-31 ms of increments for 95,000 changed, 10 ms in LID
+ * order.)
  */
-
-static int
-sp_delta_give_changed (SpError *err)
+static void
+sp_delta_give_taken (void)
 {
-	GArray *taken = sp_delta.taken;
-	if (taken->len >= SP_DELTA_SORT_MIN)
-		qsort (taken->data, taken->len, sizeof (guint32), sp_delta_lid_cmp);   /* eglib has no g_array_sort */
-	for (guint i = 0; i < taken->len; i++)
-		if (sp_ser_changed (&sp_ser, g_array_index (taken, guint32, i), err) < 0)
-			return -1;
-	return 0;
+	sp_ser_set_due (&sp_ser, (const uint32_t *)sp_delta.taken->data, sp_delta.taken->len, sp_delta.in_taken,
+			sp_delta.in_taken_cap);
 }
 
 /*
@@ -655,16 +639,6 @@ sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const Sp
  *   commit    the chain goes on from the snapshot (sp_delta_cycle_committed).
  */
 
-/* Objects recorded as changed so far (barriers add to the set meanwhile). */
-static guint
-sp_delta_changed_count (void)
-{
-	mono_os_mutex_lock (&sp_delta.set_lock);
-	guint changed = sp_delta.changed->len;
-	mono_os_mutex_unlock (&sp_delta.set_lock);
-	return changed;
-}
-
 /* Under sp_lock, the cycle before committed (or failed): what the next cycle is. */
 static SpDeltaCycleKind
 sp_delta_cycle_kind (void)
@@ -675,9 +649,7 @@ sp_delta_cycle_kind (void)
 	/* A store log that overflowed cannot be attributed at the instant: known now, the cycle is full. */
 	if (sp_unseen.log.overflowed)
 		sp_delta_force_full ("more stores through pointers than the log holds, which no barrier saw");
-	/* So far (stores go on until the instant): more than half the state makes it full, as in stop-the-world mode. */
-	guint changed = sp_delta_changed_count ();
-	gboolean delta = sp_delta_next_is_delta (changed);
+	gboolean delta = sp_delta_next_is_delta ();
 	sp_fold_store_unlock ();
 	if (delta)
 		return SP_DELTA_CYCLE_DELTA;
@@ -698,17 +670,13 @@ sp_delta_cycle_stopped (gboolean delta, SpError *err)
 		sp_delta.full_due = FALSE;
 	gboolean attributed = sp_delta_take_stopped ();
 	/*
-	 * The taken objects go to the serializer as a list, fed to it as its
-	 * steps reach them or a barrier meets one (sp_ser_set_due): the instant
-	 * costs nothing per object.  Given one by one here, with the world
-	 * stopped, it took 1.1-1.4 ms for 100,000 changed objects of 1,000,000
-	 * and 2.5-3.0 ms for 400,000 (session 24, SPMONO_TRACE), past any
-	 * --sp-pause.  Their marks in in_taken are SP_SER_DUE (1, as the
-	 * barrier set them), SP_SER_FED once given.
+	 * The taken objects go to the serializer as a list (sp_delta_give_taken).
+	 * Given one by one here, with the world stopped, they took 1.1-1.4 ms
+	 * for 100,000 changed objects of 1,000,000 and 2.5-3.0 ms for 400,000
+	 * (session 24, SPMONO_TRACE), past any --sp-pause.
 	 */
 	if (delta)
-		sp_ser_set_due (&sp_ser, (const uint32_t *)sp_delta.taken->data, sp_delta.taken->len, sp_delta.in_taken,
-				sp_delta.in_taken_cap);
+		sp_delta_give_taken ();
 	sp_delta.recording = TRUE;
 	sp_delta.cycle_is_delta = delta;
 	__atomic_store_n (&sp_delta.cycle_open, TRUE, __ATOMIC_RELEASE);
@@ -732,18 +700,13 @@ sp_delta_cycle_closed (gboolean failed)
 /*
  * At a cycle's end, under sp_lock: may the next snapshot be a delta on this
  * one?  Then the serializer keeps its LIDs.  Not when a full one is due
- * already, nor when most of the state changed, during this cycle or before
- * its instant: the next snapshot would be about as large as a full one, and
- * cost more (the changed objects met one by one, not in the graph's
- * order); a program that changes most of its state every period then
- * writes full snapshots, as without deltas (letting the LIDs go here, in
- * the hand-over, rather than at its next SendPData, which would skip it).
+ * already (letting the LIDs go here, in the hand-over, rather than at the
+ * next SendPData, which would skip it).
  */
 static gboolean
 sp_delta_keep_after_cycle (uint64_t seq)
 {
 	sp_delta.flight [seq & 1].objects = sp_ser.objects_written;
-	guint changed = sp_delta_changed_count ();
 	/*
 	 * A barrier met objects it could not write (holding something that
 	 * cannot be persisted; the snapshot did not reach them): the snapshot
@@ -751,7 +714,7 @@ sp_delta_keep_after_cycle (uint64_t seq)
 	 */
 	if (sp_ser.npoison)
 		sp_delta_force_full ("a barrier met objects that could not be written (they held what cannot be persisted)");
-	gboolean keep = !sp_delta.full_due && !sp_delta_most_changed (changed) && !sp_delta_most_changed (sp_delta.taken->len);
+	gboolean keep = !sp_delta.full_due;
 	if (!keep)
 		sp_delta_forget ();
 	/* The next cycle may be a delta on this one before its commit (sp_cycle_request: pipelined). */
@@ -781,7 +744,7 @@ static gboolean
 sp_delta_may_pipeline (uint64_t pending_seq)
 {
 	return sp_delta.head_pending && sp_delta.head_seq == pending_seq && !sp_delta.full_due && sp_delta_on () &&
-	       !sp_unseen.log.overflowed && !sp_delta_most_changed (sp_delta_changed_count ());
+	       !sp_unseen.log.overflowed;
 }
 
 /* Snapshot seq of a delta-mode cycle failed: the next is full (and nothing is a delta on it). */

@@ -85,9 +85,11 @@ sp_mono_stream_all (uint64_t seq, gboolean delta, SpStream *st, uint64_t *ser_ns
 	sp_ser_set_chunk (&sp_ser, sp_options.buffer);
 	if (delta)
 		sp_delta_header (&h);
-	if ((delta ? sp_ser_begin_delta (&sp_ser, &sp_out, &h, err) : sp_ser_begin (&sp_ser, &sp_out, &h, err)) < 0 ||
-	    (delta && sp_delta_give_changed (err) < 0) ||
-	    sp_stream_begin (st, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err) < 0)
+	if ((delta ? sp_ser_begin_delta (&sp_ser, &sp_out, &h, err) : sp_ser_begin (&sp_ser, &sp_out, &h, err)) < 0)
+		return -1;
+	if (delta)
+		sp_delta_give_taken ();
+	if (sp_stream_begin (st, sp_store, seq, (uint64_t)sp_stats [SP_STAT_LAST_BYTES], err) < 0)
 		return -1;
 	int rc = 0;
 	for (guint i = 0; i < sp_roots->len && rc == 0; i++) {
@@ -139,7 +141,7 @@ sp_mono_send (SpError *err)
 	sp_trace_run ("store-lock", t_lock, sp_mono_monotonic_ns ());
 	if (sp_options.delta) {
 		sp_delta_take_fold ();
-		delta = sp_delta_next_is_delta (sp_delta.taken->len);
+		delta = sp_delta_next_is_delta ();
 	}
 	if (sp_mono_stream_all (seq, delta, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
 		sp_fold_store_unlock ();

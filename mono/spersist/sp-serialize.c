@@ -94,6 +94,7 @@ sp_ser_start (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	s->out = out;
 	s->due = NULL;
 	s->ndue = s->due_next = 0;
+	s->due_scan = false;
 	s->cycle = __atomic_add_fetch (&sp_ser_cycle_counter, 1, __ATOMIC_RELAXED);
 	s->nclasses = s->nroots = 0;
 	s->marked = 0;
@@ -151,14 +152,33 @@ sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err)
 	return sp_queue_push (&s->queue, lid) < 0 ? sp_ser_oom (err) : 0;
 }
 
+/*
+ * Many changed objects are given in LID order, found by scanning their
+ * marks, not in the list's order (the order they were first stored into).
+ * LIDs follow the graph's breadth-first order, which follows allocation
+ * order, so the steps then meet them about in address order, as a full
+ * snapshot does; in the list's order each is a cache miss.  The scan costs
+ * a byte a LID of the chain, so only where at least one LID in
+ * SP_SER_SCAN_DENSITY is due.
+ */
+#define SP_SER_SCAN_DENSITY 64
+
 void
 sp_ser_set_due (SpSerializer *s, const uint32_t *lids, size_t n, uint8_t *marks, size_t marks_cap)
 {
-	s->due = lids;
-	s->ndue = n;
-	s->due_next = 0;
 	s->due_marks = marks;
 	s->due_marks_cap = marks_cap;
+	s->due_scan = n && (uint64_t)n * SP_SER_SCAN_DENSITY >= s->prior;
+	if (s->due_scan) {
+		/* due_next..ndue: the LIDs left to scan. */
+		s->due = NULL;
+		s->due_next = 1;
+		s->ndue = MIN ((size_t)s->prior + 1, marks_cap);
+	} else {
+		s->due = lids;
+		s->due_next = 0;
+		s->ndue = n;
+	}
 }
 
 /* Object lid, if it is a changed object not given to sp_ser_changed yet, is now. */
@@ -171,11 +191,40 @@ sp_ser_feed_one (SpSerializer *s, uint32_t lid, SpError *err)
 	return sp_ser_changed (s, lid, err);
 }
 
-/* The next changed objects of the list, up to max, to the queue (those a barrier met first are there already). */
+/* The next changed objects, a batch, to the queue (those a barrier met first are there already). */
 #define SP_SER_FEED_BATCH 64
+
+/* In LID order: up to a batch found, scanning at most SP_SER_FEED_BATCH * SP_SER_SCAN_DENSITY marks, a word at a time. */
+static int
+sp_ser_feed_scan (SpSerializer *s, SpError *err)
+{
+	size_t end = MIN (s->ndue, s->due_next + SP_SER_FEED_BATCH * SP_SER_SCAN_DENSITY);
+	unsigned found = 0;
+	while (s->due_next < end && found < SP_SER_FEED_BATCH) {
+		uint64_t word = 0;
+		if (s->due_next + sizeof word <= end)
+			memcpy (&word, s->due_marks + s->due_next, sizeof word);
+		else
+			word = s->due_marks [s->due_next];
+		if (!word) {
+			s->due_next += s->due_next + sizeof word <= end ? sizeof word : 1;
+			continue;
+		}
+		if (s->due_marks [s->due_next] == SP_SER_DUE) {
+			found++;
+			if (sp_ser_feed_one (s, (uint32_t)s->due_next, err) < 0)
+				return -1;
+		}
+		s->due_next++;
+	}
+	return 0;
+}
+
 static int
 sp_ser_feed (SpSerializer *s, SpError *err)
 {
+	if (s->due_scan)
+		return sp_ser_feed_scan (s, err);
 	for (size_t end = MIN (s->ndue, s->due_next + SP_SER_FEED_BATCH); s->due_next < end; s->due_next++)
 		if (sp_ser_feed_one (s, s->due [s->due_next], err) < 0)
 			return -1;

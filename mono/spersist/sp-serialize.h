@@ -64,7 +64,8 @@ typedef struct SpSerializer {
 	struct _GHashTable *cards; /* delta chains (sp_ser_track_cards): LID -> SpCards of each long primitive array written */
 	/* A delta's changed objects given lazily (sp_ser_set_due): the list, how far it is fed, and a mark a LID. */
 	const uint32_t *due;
-	size_t ndue, due_next;
+	size_t ndue, due_next;    /* the list's length and next index, or (due_scan) the LIDs' end and the next to scan */
+	bool due_scan;            /* given in LID order, by scanning due_marks */
 	uint8_t *due_marks;      /* [lid]: SP_SER_DUE, or SP_SER_FED once given to sp_ser_changed */
 	size_t due_marks_cap;
 	/* sp_ser_reset_step's progress: which structure, and how far into it. */
