@@ -218,6 +218,13 @@ for mode in stw incremental; do
 	delta_bytes=$(sed -n 's/^spmono: delta 2: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' churn.out)
 	[ -n "$delta_bytes" ] && [ "$delta_bytes" -lt "$full_bytes" ] || fail "$mode, most changed: a delta of $delta_bytes bytes, the full snapshot $full_bytes"
 	"$SPMONO" --sp-store=store --sp-delta=on deltabench.exe check 100000 1000000 4 || fail "$mode, most changed: not restored"
+	# ... and after a full snapshot forced by folds behind (stalled), the next is a delta again: a program
+	# that changed most of its state during a long full cycle is not held in full snapshots for good.
+	rm -rf store
+	env -u SPMONO_TEST_FOLD_SYNC SPMONO_TEST_FOLD_STALL=1 "$SPMONO" --sp-store=store --sp-mode=$mode --sp-busy=wait --sp-delta=on \
+		--sp-delta-ratio=5 --sp-verbose deltabench.exe 100000 1000000 6 > churn.out 2>&1 || fail "$mode, most changed, folds stalled: $(tail -5 churn.out)"
+	grep -E "^spmono: (snapshot|delta) " churn.out | grep -A1 "^spmono: snapshot [2-9]:" | grep -q "^spmono: delta " \
+		|| fail "$mode, most changed: no delta after a full snapshot forced by folds behind: $(grep '^spmono: [sd]' churn.out)"
 done
 
 # 9. Bad combinations are refused by name.
