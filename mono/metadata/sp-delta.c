@@ -19,7 +19,11 @@
  *     every thread's remembered objects expire then (the generation of
  *     sp_unseen), so the next store into one adds it again;
  *   - an object with no LID is new: the delta reaches it through a changed
- *     object or a root, and writes it whole.
+ *     object or a root, and writes it whole;
+ *   - the taken set goes to the serializer as a list (sp_delta_give_taken),
+ *     which writes many of its objects in LID order, the graph's, as a full
+ *     snapshot meets them: a delta costs less than a full snapshot however
+ *     much of the state changed, and is taken whenever the chain can go on.
  *
  * A store through a pointer that no object barrier covered is logged
  * (sp-unseen.c, as in an incremental cycle), and the object it fell into is
