@@ -12,6 +12,11 @@
 # and of the serialization alone, and the median bytes, full against delta.
 # Each run is then restarted and its restored state checked against the
 # last period's (DeltaBench.exe check) before its figures count.
+# PROBE=1 (environment): the program's threads and the runtime's tasks on CPU
+# 0, and a probe thread on CPU 1 reading the clock in a loop; it prints the
+# longest gap the probe saw while each period persisted (a snapshot's instant
+# stops every thread of the program) beside the longest it saw while the
+# period's stores ran, nothing persisted (the floor, in the same run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
@@ -20,11 +25,16 @@ sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000 10000000)
 shares=(${SHARES:-1000 10000 100000 1000000})
 out=$here/results; mkdir -p "$out"
 work=$(mktemp -d /dev/shm/spdelta.XXXXXX); trap 'rm -rf "$work"' EXIT
-mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/DeltaBench.exe" "$here/DeltaBench.cs"
+mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work/DeltaBench.exe" "$here/DeltaBench.cs" "$here/Affinity.cs"
+pin=(); probe=()
+if [ -n "${PROBE:-}" ]; then
+	[ "$(nproc)" -ge 2 ] || { echo "run-delta: PROBE needs two CPUs" >&2; exit 1; }
+	pin=(taskset -c 0); probe=(env DELTA_PROBE_CPU=1)
+fi
 cp "$build/lib/SPersistence.dll" "$work/"
 csv=$out/delta.csv
 modes=(${MODES:-stw incremental})
-echo "spmode,mode,n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns" > "$csv"
+echo "spmode,mode,n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns,probe_persist_ns,probe_stores_ns" > "$csv"
 for spmode in "${modes[@]}"; do
 for n in "${sizes[@]}"; do
 	these=("${shares[@]}"); [ "$n" -ge 10000000 ] && these=(100 "${shares[@]}")
@@ -32,7 +42,7 @@ for n in "${sizes[@]}"; do
 		for mode in full delta; do
 			rm -rf "$work/store"
 			flag=off; [ $mode = delta ] && flag=on
-			"$build/bin/spmono" --sp-store="$work/store" --sp-mode=$spmode --sp-busy=wait --sp-delta=$flag \
+			"${probe[@]}" "${pin[@]}" "$build/bin/spmono" --sp-store="$work/store" --sp-mode=$spmode --sp-busy=wait --sp-delta=$flag \
 				"$work/DeltaBench.exe" "$n" "$pm" "$periods" | sed "s/^/$spmode,$mode,/" >> "$csv"
 			# The figures count only if a restart finds the last period's state.
 			"$build/bin/spmono" --sp-store="$work/store" --sp-delta=$flag "$work/DeltaBench.exe" check "$n" "$pm" "$periods" \
@@ -62,4 +72,19 @@ for spmode in sorted({k[0] for k in rows}, key=lambda m: m != 'stw'):
     print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>10.3f} / {f[1]:>9.3f} {f[2]:>9.3f} {f[3]:>11} | {d[0]:>10.3f} / {d[1]:>10.3f} {d[2]:>9.3f} {d[3]:>10} | {f[4] / d[4]:>7.1f}x {f[2] / d[2]:>6.1f}x | {f[5]:>8.3f} {d[5]:>8.3f}")
 print("speed-up: mean send time with full snapshots over that with deltas (new bases included); work: of the medians")
 print("last columns: the period's stores themselves, median ms, without barriers (full) and with deltas' barrier")
+probed = [r for rs in rows.values() for r in rs if int(r['probe_stores_ns']) or int(r['probe_persist_ns'])]
+if probed:
+  print()
+  print("The probe on CPU 1 (PROBE=1): its longest gap, us, while a period persisted (median / max of the periods),")
+  print("beside its longest while the periods' stores ran, nothing persisted (the floor: max of the periods)")
+  for spmode in sorted({k[0] for k in rows}, key=lambda m: m != 'stw'):
+    print(f"--sp-mode={spmode}")
+    print(f"{'objects':>10} {'changed':>8} | {'full: persisting':>17} {'floor':>7} | {'delta: persisting':>18} {'floor':>7}")
+    for n, pm in sorted({(k[1], k[2]) for k in rows if k[0] == spmode}):
+      def gaps(mode):
+        rs = rows[(spmode, n, pm, mode)]
+        g = [int(r['probe_persist_ns']) / 1e3 for r in rs]
+        return statistics.median(g), max(g), max(int(r['probe_stores_ns']) / 1e3 for r in rs)
+      f, d = gaps('full'), gaps('delta')
+      print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>8.0f} / {f[1]:>6.0f} {f[2]:>7.0f} | {d[0]:>9.0f} / {d[1]:>6.0f} {d[2]:>7.0f}")
 PY

@@ -159,9 +159,11 @@ sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err)
  * order, so the steps then meet them about in address order, as a full
  * snapshot does; in the list's order each is a cache miss.  The scan costs
  * a byte a LID of the chain, so only where at least one LID in
- * SP_SER_SCAN_DENSITY is due.
+ * SP_SER_SCAN_DENSITY is due (session 25, DeltaBench: 100,000 changed of
+ * 10,000,000 took 32 ms in the list's order, 26 scanned; 10,000 of them,
+ * 2.9 ms listed, 5.1 scanned).
  */
-#define SP_SER_SCAN_DENSITY 64
+#define SP_SER_SCAN_DENSITY 256
 
 void
 sp_ser_set_due (SpSerializer *s, const uint32_t *lids, size_t n, uint8_t *marks, size_t marks_cap)

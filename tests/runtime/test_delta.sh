@@ -206,7 +206,7 @@ echo "incremental: $pipelined deltas started before the commit before them, kill
 #     snapshot before them (a delta costs less than a full snapshot however much changed: its objects
 #     are written in LID order); the state restores.  The chain passes --sp-delta-ratio at its first
 #     delta: deltas go on while the fold task catches up, three at least before folds could be behind.
-compile deltabench.exe "$SRCDIR/../../bench/DeltaBench.cs"
+compile deltabench.exe "$SRCDIR/../../bench/DeltaBench.cs" "$SRCDIR/../../bench/Affinity.cs"
 for mode in stw incremental; do
 	rm -rf store
 	"$SPMONO" --sp-store=store --sp-mode=$mode --sp-busy=wait --sp-delta=on --sp-verbose deltabench.exe 100000 1000000 4 \
