@@ -511,6 +511,30 @@ new_node (Writer *w, int32_t value)
 	return n;
 }
 
+/* A writer with a serializer and the classes registered; its nodes are App.Node. */
+static Writer *
+writer_new (bool lazy)
+{
+	craft_register_classes ();
+	Writer *w = calloc (1, sizeof *w);
+	assert_non_null (w);
+	w->lazy = lazy;
+	assert_int_equal (sp_ser_init (&w->ser), 0);
+	w->node = fake_class_find ("App.Node");
+	return w;
+}
+
+/* The writer and its first `parts` snapshots. */
+static void
+writer_free (Writer *w, size_t parts)
+{
+	for (size_t k = 0; k < parts; k++)
+		sp_buf_free (&w->part [k].b);
+	sp_ser_free (&w->ser);
+	free (w->due_marks);
+	free (w);
+}
+
 static void
 note (Writer *w, void *obj)
 {
@@ -693,16 +717,12 @@ check_folds (Writer *w, size_t k)
 static void
 check_writer_chains (bool slots, bool cards, bool barriers, bool lazy)
 {
-	craft_register_classes ();
 	fake_set_identity_slots (slots);
-	Writer *w = calloc (1, sizeof *w);
+	Writer *w = writer_new (lazy);
 	w->barriers = barriers;
-	w->lazy = lazy;
-	assert_int_equal (sp_ser_init (&w->ser), 0);
 	if (cards)
 		sp_ser_track_cards (&w->ser);
 	sp_ser_set_chunk (&w->ser, 4096);      /* long arrays in pieces: patches continue as PATCH records */
-	w->node = fake_class_find ("App.Node");
 	w->nodes = fake_class_ref_array ("App.Node[]", "App.Node");
 	w->ints = fake_class_find ("System.Int32[]");
 	w->roots [0] = fake_new_array (w->nodes, W_NODES);
@@ -727,11 +747,7 @@ check_writer_chains (bool slots, bool cards, bool barriers, bool lazy)
 		if (k && cards)
 			assert_true (w->part [k].b.len < 48 * 1024);
 	}
-	for (size_t k = 0; k <= W_ROUNDS; k++)
-		sp_buf_free (&w->part [k].b);
-	sp_ser_free (&w->ser);
-	free (w->due_marks);
-	free (w);
+	writer_free (w, W_ROUNDS + 1);
 }
 
 static void
@@ -822,11 +838,7 @@ static void
 test_many_changed_are_written_in_lid_order (void **state)
 {
 	(void)state;
-	craft_register_classes ();
-	Writer *w = calloc (1, sizeof *w);
-	assert_int_equal (sp_ser_init (&w->ser), 0);
-	w->lazy = true;
-	w->node = fake_class_find ("App.Node");
+	Writer *w = writer_new (true);
 	w->nodes = fake_class_ref_array ("App.Node[]", "App.Node");
 	w->roots [0] = fake_new_array (w->nodes, O_NODES);
 	w->roots [1] = NULL;
@@ -842,11 +854,7 @@ test_many_changed_are_written_in_lid_order (void **state)
 	n = lazy_delta_record_order (w, 2, 3, lids);
 	for (size_t i = 1; i < n; i++)
 		assert_true (lids [i - 1] > lids [i]);
-	for (size_t k = 0; k < 3; k++)
-		sp_buf_free (&w->part [k].b);
-	sp_ser_free (&w->ser);
-	free (w->due_marks);
-	free (w);
+	writer_free (w, 3);
 }
 
 /* A delta with nothing changed holds the roots only, and restores the same state. */
@@ -854,10 +862,7 @@ static void
 test_empty_delta (void **state)
 {
 	(void)state;
-	craft_register_classes ();
-	Writer *w = calloc (1, sizeof *w);
-	assert_int_equal (sp_ser_init (&w->ser), 0);
-	w->node = fake_class_find ("App.Node");
+	Writer *w = writer_new (false);
 	w->roots [0] = new_node (w, 1);
 	fake_set_ref (w->roots [0], "next", new_node (w, 2));
 	w->roots [1] = NULL;
@@ -873,10 +878,7 @@ test_empty_delta (void **state)
 	assert_int_equal (snap.trailer.nobjects, 2);
 	assert_int_equal (snap.trailer.nroots, 2);
 	sp_snapshot_free (&snap);
-	for (size_t k = 0; k < 2; k++)
-		sp_buf_free (&w->part [k].b);
-	sp_ser_free (&w->ser);
-	free (w);
+	writer_free (w, 2);
 }
 
 /*
@@ -888,10 +890,7 @@ static void
 test_delta_on_a_restored_snapshot (void **state)
 {
 	(void)state;
-	craft_register_classes ();
-	Writer *w = calloc (1, sizeof *w);
-	assert_int_equal (sp_ser_init (&w->ser), 0);
-	w->node = fake_class_find ("App.Node");
+	Writer *w = writer_new (false);
 	w->ints = fake_class_find ("System.Int32[]");
 	w->roots [0] = new_node (w, 1);
 	fake_set_ref (w->roots [0], "next", new_node (w, 2));
@@ -932,10 +931,7 @@ test_delta_on_a_restored_snapshot (void **state)
 	assert_true (fake_graphs_equal (w->roots, restored, 2, why, sizeof why));
 	free (o);
 	sp_snapshot_free (&last);
-	for (size_t k = 0; k < 2; k++)
-		sp_buf_free (&w->part [k].b);
-	sp_ser_free (&w->ser);
-	free (w);
+	writer_free (w, 2);
 }
 
 /*
