@@ -10,7 +10,7 @@
 //       (stop-the-world: SendPData's time; incremental: from SendPData until
 //       the snapshot is durable, in the SP task's periods).  One CSV line a
 //       period: n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns,
-//       probe_persist_ns,probe_stores_ns
+//       probe_persist_ns,probe_floor_ns
 //       (store_ns: the period's stores themselves; with deltas the first
 //       store into each object in a period takes the barrier's slow path)
 //       (serialize_ns, bytes and objects from SPStats: what the snapshot
@@ -22,9 +22,11 @@
 //       clock in a loop and keeps its longest gap between two reads, which
 //       is time it did not run: two more columns, probe_persist_ns (while
 //       SendPData and WaitPersisted ran: a snapshot's instant stops every
-//       thread of the program, this one too) and probe_stores_ns (while the
-//       period's stores ran, nothing persisted: the floor in the same run).
-//       Without it both are 0.
+//       thread of the program, this one too) and probe_floor_ns (the floor
+//       in the same run: right after, as long again, the program spinning
+//       on the clock and nothing persisted; a longer window meets more of
+//       the machine's own stalls, so the floor lasts as long).  Without it
+//       both are 0.
 //   DeltaBench.exe check N PPM PERIODS
 //       (a warm restart after a run) the restored cells hold what the run's
 //       last period left, replayed from the same random sequence; exits 1
@@ -73,8 +75,11 @@ static class DeltaBench
 		return 0;
 	}
 
-	// The probe's longest gap in each phase (0: the period's stores, 1: persisting), in Stopwatch ticks.
-	static long [] probeGap = new long [2];
+	// The probe's longest gap in each phase (0: anything else, 1: persisting, 2: the floor), in Stopwatch
+	// ticks.  Static fields: the JIT puts no store barrier before stsfld, where a store into an array
+	// (its first in a period) takes the barrier's slow path, which in stop-the-world mode with deltas
+	// waits for sp_lock while SendPData serializes: the probe would time its own wait.
+	static long gapOther, gapPersist, gapFloor;
 	static volatile int probePhase;
 	static volatile bool probeStop;
 
@@ -87,18 +92,28 @@ static class DeltaBench
 		}
 		long last = Stopwatch.GetTimestamp ();
 		while (!probeStop) {
-			long now = Stopwatch.GetTimestamp ();
-			int phase = probePhase;
-			if (now - last > Volatile.Read (ref probeGap [phase]))
-				Volatile.Write (ref probeGap [phase], now - last);
+			long now = Stopwatch.GetTimestamp (), gap = now - last;
 			last = now;
+			switch (probePhase) {
+			case 1: if (gap > gapPersist) gapPersist = gap; break;
+			case 2: if (gap > gapFloor) gapFloor = gap; break;
+			default: if (gap > gapOther) gapOther = gap; break;
+			}
 		}
 	}
 
 	// The longest gap of phase since the last call, in ns; it starts again.
 	static long TakeGap (int phase)
 	{
-		return (long)(Interlocked.Exchange (ref probeGap [phase], 0) * (1e9 / Stopwatch.Frequency));
+		long ticks;
+		if (phase == 1) {
+			ticks = gapPersist;
+			gapPersist = 0;
+		} else {
+			ticks = gapFloor;
+			gapFloor = 0;
+		}
+		return (long)(ticks * (1e9 / Stopwatch.Frequency));
 	}
 
 	static int Main (string [] args)
@@ -125,24 +140,30 @@ static class DeltaBench
 			probe.Start ();
 		}
 		for (int p = 1; p <= periods; p++) {
-			probePhase = 0;
-			TakeGap (0);
 			stores.Restart ();
 			for (int k = 0; k < changes; k++)
 				s.Cells [r.Next (n)].Value = p;
 			stores.Stop ();
-			probePhase = 1;
-			long storesGap = TakeGap (0);
 			TakeGap (1);
+			probePhase = 1;
 			sw.Restart ();
 			SPC.SendPData ();
 			SPC.WaitPersisted ();
 			sw.Stop ();
-			long persistGap = TakeGap (1);
+			probePhase = 0;
+			long persistGap = TakeGap (1), floorGap = 0;
+			if (probe != null) {
+				TakeGap (2);
+				probePhase = 2;
+				for (var floor = Stopwatch.StartNew (); floor.Elapsed < sw.Elapsed; )
+					;
+				probePhase = 0;
+				floorGap = TakeGap (2);
+			}
 			SPStats st = SPC.GetStats ();
 			Console.WriteLine ("{0},{1},{2},{3},{4},{5},{6},{7},{8},{9}", n, ppm, p, (long)(sw.Elapsed.TotalMilliseconds * 1e6),
 				st.LastSerializeNs, st.LastBytes, st.LastObjects, (long)(stores.Elapsed.TotalMilliseconds * 1e6),
-				persistGap, storesGap);
+				persistGap, floorGap);
 		}
 		probeStop = true;
 		if (probe != null)

@@ -15,8 +15,8 @@
 # PROBE=1 (environment): the program's threads and the runtime's tasks on CPU
 # 0, and a probe thread on CPU 1 reading the clock in a loop; it prints the
 # longest gap the probe saw while each period persisted (a snapshot's instant
-# stops every thread of the program) beside the longest it saw while the
-# period's stores ran, nothing persisted (the floor, in the same run).
+# stops every thread of the program) beside the longest it saw in a window as
+# long right after it, nothing persisted (the floor, in the same run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
@@ -34,7 +34,7 @@ fi
 cp "$build/lib/SPersistence.dll" "$work/"
 csv=$out/delta.csv
 modes=(${MODES:-stw incremental})
-echo "spmode,mode,n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns,probe_persist_ns,probe_stores_ns" > "$csv"
+echo "spmode,mode,n,ppm,period,send_ns,serialize_ns,bytes,objects,store_ns,probe_persist_ns,probe_floor_ns" > "$csv"
 for spmode in "${modes[@]}"; do
 for n in "${sizes[@]}"; do
 	these=("${shares[@]}"); [ "$n" -ge 10000000 ] && these=(100 "${shares[@]}")
@@ -72,19 +72,20 @@ for spmode in sorted({k[0] for k in rows}, key=lambda m: m != 'stw'):
     print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>10.3f} / {f[1]:>9.3f} {f[2]:>9.3f} {f[3]:>11} | {d[0]:>10.3f} / {d[1]:>10.3f} {d[2]:>9.3f} {d[3]:>10} | {f[4] / d[4]:>7.1f}x {f[2] / d[2]:>6.1f}x | {f[5]:>8.3f} {d[5]:>8.3f}")
 print("speed-up: mean send time with full snapshots over that with deltas (new bases included); work: of the medians")
 print("last columns: the period's stores themselves, median ms, without barriers (full) and with deltas' barrier")
-probed = [r for rs in rows.values() for r in rs if int(r['probe_stores_ns']) or int(r['probe_persist_ns'])]
+probed = [r for rs in rows.values() for r in rs if int(r['probe_floor_ns']) or int(r['probe_persist_ns'])]
 if probed:
   print()
-  print("The probe on CPU 1 (PROBE=1): its longest gap, us, while a period persisted (median / max of the periods),")
-  print("beside its longest while the periods' stores ran, nothing persisted (the floor: max of the periods)")
+  print("The probe on CPU 1 (PROBE=1): its longest gap, us, while a period persisted, beside its longest in a window")
+  print("as long right after, nothing persisted (the floor); median / max of the periods")
   for spmode in sorted({k[0] for k in rows}, key=lambda m: m != 'stw'):
     print(f"--sp-mode={spmode}")
-    print(f"{'objects':>10} {'changed':>8} | {'full: persisting':>17} {'floor':>7} | {'delta: persisting':>18} {'floor':>7}")
+    print(f"{'objects':>10} {'changed':>8} | {'full: persisting':>17} {'floor':>15} | {'delta: persisting':>18} {'floor':>15}")
     for n, pm in sorted({(k[1], k[2]) for k in rows if k[0] == spmode}):
       def gaps(mode):
         rs = rows[(spmode, n, pm, mode)]
         g = [int(r['probe_persist_ns']) / 1e3 for r in rs]
-        return statistics.median(g), max(g), max(int(r['probe_stores_ns']) / 1e3 for r in rs)
+        fl = [int(r['probe_floor_ns']) / 1e3 for r in rs]
+        return statistics.median(g), max(g), statistics.median(fl), max(fl)
       f, d = gaps('full'), gaps('delta')
-      print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>8.0f} / {f[1]:>6.0f} {f[2]:>7.0f} | {d[0]:>9.0f} / {d[1]:>6.0f} {d[2]:>7.0f}")
+      print(f"{n:>10} {pm / 10000:>7}% | {f[0]:>8.0f} / {f[1]:>6.0f} {f[2]:>7.0f} / {f[3]:>5.0f} | {d[0]:>9.0f} / {d[1]:>6.0f} {d[2]:>7.0f} / {d[3]:>5.0f}")
 PY

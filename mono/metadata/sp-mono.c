@@ -143,7 +143,10 @@ sp_mono_send (SpError *err)
 		sp_delta_take_fold ();
 		delta = sp_delta_next_is_delta ();
 	}
-	if (sp_mono_stream_all (seq, delta, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0) {
+	int rc = sp_mono_stream_all (seq, delta, &st, &ser_ns, err) < 0 || sp_stream_finish (&st, err) < 0 ? -1 : 0;
+	if (sp_options.delta)
+		sp_delta_clear_taken ();
+	if (rc < 0) {
 		sp_fold_store_unlock ();
 		sp_stats [SP_STAT_FAILURES]++;
 		sp_delta_failed ();
