@@ -334,9 +334,17 @@ static gboolean
 sp_delta_take_stopped (void)
 {
 	gboolean attributed = sp_unseen_objects_logged (sp_delta_note_found);
-	/* What the last cycle's hand-over did not clear (all of it in stop-the-world mode). */
-	for (guint i = sp_delta.taken_cleared; i < sp_delta.taken->len; i++)
-		sp_delta.in_taken [g_array_index (sp_delta.taken, guint32, i)] = 0;
+	/*
+	 * What the last snapshot left to clear: nothing, once it ended well (its
+	 * hand-over, or stop-the-world's SendPData, cleared them); traced
+	 * ("taken-left") when there is, since it costs every thread here.
+	 */
+	if (sp_delta.taken_cleared < sp_delta.taken->len) {
+		uint64_t t0 = sp_mono_monotonic_ns ();
+		for (guint i = sp_delta.taken_cleared; i < sp_delta.taken->len; i++)
+			sp_delta.in_taken [g_array_index (sp_delta.taken, guint32, i)] = 0;
+		sp_trace_run ("taken-left", t0, sp_mono_monotonic_ns ());
+	}
 	/* The cleared marks become the next set's; the changed set's become the taken ones. */
 	guint8 *marks = sp_delta.in_taken;
 	size_t cap = sp_delta.in_taken_cap;
@@ -372,6 +380,13 @@ sp_delta_clear_taken_step (void)
 	for (; sp_delta.taken_cleared < end; sp_delta.taken_cleared++)
 		sp_delta.in_taken [g_array_index (sp_delta.taken, guint32, sp_delta.taken_cleared)] = 0;
 	return sp_delta.taken_cleared < len;
+}
+
+/* Are the last cycle's taken marks all cleared (the hand-over is not over until they are)? */
+static gboolean
+sp_delta_taken_cleared (void)
+{
+	return !sp_delta_on () || sp_delta.taken_cleared >= sp_delta.taken->len;
 }
 
 /*

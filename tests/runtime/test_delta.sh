@@ -218,6 +218,14 @@ for mode in stw incremental; do
 	delta_bytes=$(sed -n 's/^spmono: delta 2: [0-9]* objects, \([0-9]*\) bytes.*/\1/p' churn.out)
 	[ -n "$delta_bytes" ] && [ "$delta_bytes" -lt "$full_bytes" ] || fail "$mode, most changed: a delta of $delta_bytes bytes, the full snapshot $full_bytes"
 	"$SPMONO" --sp-store=store --sp-delta=on deltabench.exe check 100000 1000000 4 || fail "$mode, most changed: not restored"
+	# No instant clears the last snapshot's taken marks (every thread stopped): its end did (SPMONO_TRACE's
+	# "taken-left").  300,000 cells: an incremental cycle whose writer took its last chunk before the hand-over
+	# had cleared them ended there, and left most of them to the next instant (2 of 6 here, before the fix).
+	rm -rf store
+	SPMONO_TRACE=churn.trace "$SPMONO" --sp-store=store --sp-mode=$mode --sp-busy=wait --sp-delta=on deltabench.exe 300000 1000000 6 \
+		> /dev/null 2>&1 || fail "$mode, most changed, traced: failed"
+	grep -q "^start\|^delta-take" churn.trace || fail "$mode: no instant in the trace"
+	! grep -q "^taken-left" churn.trace || fail "$mode: $(grep -c '^taken-left' churn.trace) instants cleared the last snapshot's taken marks"
 	# ... and after a full snapshot forced by folds behind (stalled), the next is a delta again: a program
 	# that changed most of its state during a long full cycle is not held in full snapshots for good.
 	rm -rf store
