@@ -4,8 +4,9 @@
  *
  * SPMONO_TRACE=FILE: every run of the SP task (an increment) and of the writer
  * (a slice, with the commit when it ends a snapshot), every cycle's stopped
- * instant and every collection's stopped world, and each SendPData that took
- * no snapshot ("skip", an instant), as "what,start_ns,end_ns"
+ * instant and every collection's stopped world, each SendPData that took
+ * no snapshot ("skip", an instant), and an instant that cleared a delta
+ * snapshot's taken marks left over ("taken-left"), as "what,start_ns,end_ns"
  * lines (CLOCK_MONOTONIC), written to FILE when the program ends.  For
  * finding what took a CPU from the program, beside the program's own clock
  * (bench/run-mmu.sh); the first SP_TRACE_MAX runs are kept.
