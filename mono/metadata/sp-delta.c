@@ -364,7 +364,8 @@ sp_delta_take_stopped (void)
 
 /*
  * Incremental mode, in the hand-over of a cycle whose barriers are done
- * (its last object written, or it failed): clear a step of its taken marks,
+ * (its last object written, or it failed; stop-the-world mode: every step
+ * once its snapshot is written, sp_delta_clear_taken): clear a step of its taken marks,
  * which the next instant would otherwise clear with the world stopped (280
  * us for 100,000 of them, session 24).  A barrier that read a mark before
  * the cycle closed and finds it gone records its store for the next
