@@ -383,13 +383,6 @@ sp_delta_clear_taken_step (void)
 	return sp_delta.taken_cleared < len;
 }
 
-/* Are the last cycle's taken marks all cleared (the hand-over is not over until they are)? */
-static gboolean
-sp_delta_taken_cleared (void)
-{
-	return !sp_delta_on () || sp_delta.taken_cleared >= sp_delta.taken->len;
-}
-
 /*
  * Stop-the-world mode, once the delta or full snapshot is written: the
  * taken marks cleared now, by the caller, with the other threads running,

@@ -165,7 +165,6 @@ static gboolean sp_delta_cycle_stopped (gboolean delta, SpError *err);
 static void sp_delta_cycle_closed (gboolean failed);
 static gboolean sp_delta_keep_after_cycle (uint64_t seq);
 static gboolean sp_delta_clear_taken_step (void);
-static gboolean sp_delta_taken_cleared (void);
 static void sp_delta_cycle_started (uint64_t seq, gboolean delta, uint64_t base);
 static gboolean sp_delta_may_pipeline (uint64_t pending_seq);
 static void sp_delta_cycle_failed (uint64_t seq);
