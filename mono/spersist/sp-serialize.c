@@ -203,13 +203,12 @@ sp_ser_feed_scan (SpSerializer *s, SpError *err)
 	size_t end = MIN (s->ndue, s->due_next + SP_SER_FEED_BATCH * SP_SER_SCAN_DENSITY);
 	unsigned found = 0;
 	while (s->due_next < end && found < SP_SER_FEED_BATCH) {
-		uint64_t word = 0;
-		if (s->due_next + sizeof word <= end)
+		uint64_t word = s->due_marks [s->due_next];
+		bool whole = s->due_next + sizeof word <= end;   /* a word of marks, or the last few one by one */
+		if (whole)
 			memcpy (&word, s->due_marks + s->due_next, sizeof word);
-		else
-			word = s->due_marks [s->due_next];
 		if (!word) {
-			s->due_next += s->due_next + sizeof word <= end ? sizeof word : 1;
+			s->due_next += whole ? sizeof word : 1;
 			continue;
 		}
 		if (s->due_marks [s->due_next] == SP_SER_DUE) {
