@@ -7,21 +7,26 @@
  */
 
 
-SpClass *
-sp_client_class_of (void *obj, SpError *err)
+/* Objects of one class tend to come in runs: the last lookup (under sp_lock). */
+static MonoClass *sp_class_of_last_klass;
+static SpClass *sp_class_of_last_map;
+
+static __attribute__ ((noinline)) SpClass *
+sp_mono_class_of_slow (MonoClass *klass, SpError *err)
 {
-	/* Objects of one class tend to come in runs: remember the last lookup (under sp_lock). */
-	static MonoClass *last_klass;
-	static SpClass *last_map;
-	MonoClass *klass = mono_object_class ((MonoObject *)obj);
-	if (klass == last_klass)
-		return last_map;
 	SpClass *c = sp_mono_class_map (klass, err);
 	if (c) {
-		last_klass = klass;
-		last_map = c;
+		sp_class_of_last_klass = klass;
+		sp_class_of_last_map = c;
 	}
 	return c;
+}
+
+SP_CLIENT_HOT SpClass *
+sp_client_class_of (void *obj, SpError *err)
+{
+	MonoClass *klass = mono_object_class ((MonoObject *)obj);
+	return klass == sp_class_of_last_klass ? sp_class_of_last_map : sp_mono_class_of_slow (klass, err);
 }
 
 uint32_t
@@ -205,19 +210,26 @@ sp_mono_refuses_aot_image (MonoImage *image)
  */
 #define SP_SLOT_CACHE_BITS 16
 
-uint32_t
-sp_client_lid_slot (void *obj)
+static guint64 sp_slot_cache [64];
+
+static __attribute__ ((noinline)) uint32_t
+sp_mono_lid_slot_slow (MonoVTable *vtable, size_t i)
 {
-	static guint64 cache [64];
-	MonoVTable *vtable = ((MonoObject *)obj)->vtable;
-	size_t i = ((uintptr_t)vtable >> 4) & 63;
-	guint64 entry = __atomic_load_n (&cache [i], __ATOMIC_RELAXED);
-	if (entry >> SP_SLOT_CACHE_BITS == (guint64)(uintptr_t)vtable)
-		return (uint32_t)(entry & ((1u << SP_SLOT_CACHE_BITS) - 1));
 	guint32 slot = sp_mono_identity_slot_of (vtable->klass);
 	if (slot < 1u << SP_SLOT_CACHE_BITS && (guint64)(uintptr_t)vtable < (guint64)1 << (64 - SP_SLOT_CACHE_BITS))
-		__atomic_store_n (&cache [i], (guint64)(uintptr_t)vtable << SP_SLOT_CACHE_BITS | slot, __ATOMIC_RELAXED);
+		__atomic_store_n (&sp_slot_cache [i], (guint64)(uintptr_t)vtable << SP_SLOT_CACHE_BITS | slot, __ATOMIC_RELAXED);
 	return slot;
+}
+
+SP_CLIENT_HOT uint32_t
+sp_client_lid_slot (void *obj)
+{
+	MonoVTable *vtable = ((MonoObject *)obj)->vtable;
+	size_t i = ((uintptr_t)vtable >> 4) & 63;
+	guint64 entry = __atomic_load_n (&sp_slot_cache [i], __ATOMIC_RELAXED);
+	if (entry >> SP_SLOT_CACHE_BITS == (guint64)(uintptr_t)vtable)
+		return (uint32_t)(entry & ((1u << SP_SLOT_CACHE_BITS) - 1));
+	return sp_mono_lid_slot_slow (vtable, i);
 }
 
 /*
@@ -276,24 +288,29 @@ sp_mono_lid_table_grow (uint32_t need, SpError *err)
 static gboolean sp_lid_table_frozen;
 static uint32_t sp_lid_table_needed;
 
-int
+/* sp_client_lid_bind of a LID beyond the table. */
+static __attribute__ ((noinline)) int
+sp_mono_lid_bind_beyond (uint32_t lid, SpError *err)
+{
+	if (sp_lid_table_frozen) {
+		sp_lid_table_needed = lid + 1;
+		return sp_error_set (err, "the LID table is full while the world is stopped");
+	}
+	return sp_mono_lid_table_grow (lid + 1, err);
+}
+
+SP_CLIENT_HOT int
 sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
 {
-	if (lid >> SP_LID_CHUNK_BITS >= sp_lid_nchunks) {
-		if (sp_lid_table_frozen) {
-			sp_lid_table_needed = lid + 1;
-			return sp_error_set (err, "the LID table is full while the world is stopped");
-		}
-		if (sp_mono_lid_table_grow (lid + 1, err) < 0)
-			return -1;
-	}
+	if (lid >> SP_LID_CHUNK_BITS >= sp_lid_nchunks && sp_mono_lid_bind_beyond (lid, err) < 0)
+		return -1;
 	mono_array_setref_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], lid & (SP_LID_CHUNK - 1), (MonoObject *)obj);
 	if (lid > sp_lid_used)
 		sp_lid_used = lid;
 	return 0;
 }
 
-void *
+SP_CLIENT_HOT void *
 sp_client_lid_object (uint32_t lid)
 {
 	MonoArray *chunk = __atomic_load_n (&sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], __ATOMIC_ACQUIRE);
@@ -303,7 +320,7 @@ sp_client_lid_object (uint32_t lid)
 /* World stops seen; objects move only while the world is stopped (see sp_mono_gc_event). */
 static gint32 sp_world_stops;
 
-uint32_t
+SP_CLIENT_HOT uint32_t
 sp_client_gc_epoch (void)
 {
 	/*

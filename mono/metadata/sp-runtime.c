@@ -9,6 +9,9 @@
  */
 #include <config.h>
 
+/* The client's per-object calls inline into the core's loops (sp-client.h). */
+#define SP_CLIENT_HOT inline __attribute__ ((always_inline))
+
 /* The runtime links libpmem and libnats (cmake/prepare-mono.sh: LIBS): the pmem and NATS stores are in. */
 #define SPMONO_HAVE_PMEM 1
 #define SPMONO_HAVE_NATS 1

@@ -397,7 +397,18 @@ sp_barrier_store_range (gpointer dest, gsize len)
 	sp_unseen_store ((uintptr_t)dest, len == (gsize)-1 ? SP_STORELOG_REST : (uintptr_t)len);
 }
 
-bool
+/* sp_client_changed_unseen once the log holds stores: does one touch obj's bytes? */
+static __attribute__ ((noinline)) bool
+sp_mono_log_touches (void *obj, const void *from, const void *to)
+{
+	uintptr_t lo = (uintptr_t)obj, hi = lo + mono_object_get_size_internal ((MonoObject *)obj);
+	mono_os_mutex_lock (&sp_unseen.lock);
+	bool touched = sp_storelog_touches (&sp_unseen.log, lo, hi, from ? (uintptr_t)from : lo, to ? (uintptr_t)to : hi);
+	mono_os_mutex_unlock (&sp_unseen.lock);
+	return touched;
+}
+
+SP_CLIENT_HOT bool
 sp_client_changed_unseen (void *obj, const void *from, const void *to)
 {
 	/*
@@ -409,11 +420,7 @@ sp_client_changed_unseen (void *obj, const void *from, const void *to)
 	__atomic_thread_fence (__ATOMIC_ACQUIRE);
 	if (!__atomic_load_n (&sp_unseen.log.count, __ATOMIC_RELAXED) && !__atomic_load_n (&sp_unseen.log.overflowed, __ATOMIC_RELAXED))
 		return false;
-	uintptr_t lo = (uintptr_t)obj, hi = lo + mono_object_get_size_internal ((MonoObject *)obj);
-	mono_os_mutex_lock (&sp_unseen.lock);
-	bool touched = sp_storelog_touches (&sp_unseen.log, lo, hi, from ? (uintptr_t)from : lo, to ? (uintptr_t)to : hi);
-	mono_os_mutex_unlock (&sp_unseen.lock);
-	return touched;
+	return sp_mono_log_touches (obj, from, to);
 }
 
 /* ---- native code in flight -------------------------------------------------

@@ -21,6 +21,19 @@
 #include "sp-layout.h"
 
 /*
+ * SP_CLIENT_HOT marks the client's definitions of the calls the core makes
+ * for every object or reference it meets (class_of, lid_slot, lid_bind,
+ * lid_object, gc_epoch, changed_unseen).  The runtime's unity build
+ * (metadata/sp-runtime.c) defines it as an always-inline hint, so that their
+ * fast paths become part of the serializer's loops rather than calls (at
+ * -O2 GCC inlined none of them); their external definitions are still
+ * emitted for callers outside that unit.  Elsewhere they are plain functions.
+ */
+#ifndef SP_CLIENT_HOT
+#define SP_CLIENT_HOT
+#endif
+
+/*
  * The persistent class map entry of obj's class: an [SPersistent] class, a
  * string or a persistable array.  Otherwise NULL, with err saying which type
  * it is and why it cannot be persisted.

@@ -94,6 +94,26 @@ typedef struct SpField {
 	const uint8_t *default_value;
 } SpField;
 
+/*
+ * A class's own leaves as the serializer walks them for every instance: its
+ * primitives (offset, kind) in wire order, and the indices of its reference
+ * leaves.  Built by the serializer (sp_ser_plan) when it first meets the
+ * class, if the class has at most SP_PLAN_LEAVES leaves, so that the loops
+ * over an instance read only what they use instead of testing every
+ * SpField's kind twice.  Not built: the loops read c->fields.  Unknown
+ * leaves (c->unknown) are walked apart, as without a plan.
+ */
+#define SP_PLAN_LEAVES 24
+typedef struct SpLeafPlan {
+	bool tried, built;
+	uint8_t nprims, nrefs;
+	uint8_t refs [SP_PLAN_LEAVES];          /* indices into fields */
+	struct {
+		uint32_t offset;
+		uint8_t kind;
+	} prims [SP_PLAN_LEAVES];
+} SpLeafPlan;
+
 typedef enum SpClassKind {
 	SP_CLASS_OBJECT = 1,    /* an [SPersistent] class: fields are its persistent fields */
 	SP_CLASS_STRING = 2,    /* System.String (never in the class cache: implied) */
@@ -132,6 +152,7 @@ typedef struct SpClass {
 	uint64_t snap_cycle;
 	uint32_t snap_id;
 	uint32_t wire_max;
+	SpLeafPlan plan;
 	/* OBJECT: the unknown leaves its instances carry, NULL: none (set by a restore, before any snapshot is written). */
 	const SpUnknown *unknown;
 	/* OBJECT: the class says a restore drops the leaves it lacks rather than keep them ([SPersistent (DropUnknown = true)]). */

@@ -544,6 +544,43 @@ sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err)
 	return s->out->oom ? sp_ser_oom (err) : 0;
 }
 
+/* c->plan, for a class of few leaves (its own: unknown ones are walked apart). */
+static void
+sp_ser_plan (SpClass *c)
+{
+	SpLeafPlan *plan = &c->plan;
+	plan->built = false;
+	plan->tried = true;
+	if (c->nfields > SP_PLAN_LEAVES)
+		return;
+	plan->nprims = plan->nrefs = 0;
+	for (uint32_t i = 0; i < c->nfields; i++) {
+		if (c->fields [i].kind == SP_KIND_REF) {
+			plan->refs [plan->nrefs++] = (uint8_t)i;
+			continue;
+		}
+		plan->prims [plan->nprims].offset = c->fields [i].offset;
+		plan->prims [plan->nprims++].kind = c->fields [i].kind;
+	}
+	plan->built = true;
+}
+
+/*
+ * The loops over a class's reference leaves: with its plan, its references
+ * only; else every leaf, the loop skipping the primitives.
+ */
+static inline uint32_t
+sp_ser_ref_scan_count (const SpClass *c)
+{
+	return c->plan.built ? c->plan.nrefs : c->nfields;
+}
+
+static inline SpField *
+sp_ser_ref_scan_at (const SpClass *c, uint32_t i)
+{
+	return c->plan.built ? &c->fields [c->plan.refs [i]] : &c->fields [i];
+}
+
 /* The class's id in this snapshot, writing its CLASS record the first time. */
 static uint32_t
 sp_ser_class_id (SpSerializer *s, SpClass *c)
@@ -560,6 +597,7 @@ sp_ser_class_id (SpSerializer *s, SpClass *c)
 	for (uint32_t i = 0; i < nleaves; i++)
 		wire_max += leaves [i].kind == SP_KIND_REF ? SP_VARINT32_MAX : sp_kind_size (leaves [i].kind);
 	c->wire_max = wire_max;
+	sp_ser_plan (c);
 	return c->snap_id;
 }
 
@@ -593,12 +631,24 @@ sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
 static inline uint8_t *
 sp_ser_put_primitives (const SpClass *c, const uint8_t *base, bool prefetch_children, uint8_t *dst)
 {
+	if (c->plan.built) {
+		const SpLeafPlan *plan = &c->plan;
+		for (uint32_t i = 0; i < plan->nprims; i++)
+			dst = sp_put_primitive_raw (dst, base + plan->prims [i].offset, plan->prims [i].kind);
+		for (uint32_t i = 0; prefetch_children && i < plan->nrefs; i++) {
+			/* Its class and identity slot are read below: start the load now (if not fetched ahead). */
+			void *child;
+			memcpy (&child, base + c->fields [plan->refs [i]].offset, sizeof child);
+			if (child)
+				__builtin_prefetch (child);
+		}
+		return dst;
+	}
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
 		if (f->kind != SP_KIND_REF) {
 			dst = sp_put_primitive_raw (dst, base + f->offset, f->kind);
 		} else if (prefetch_children) {
-			/* Its class and identity slot are read below: start the load now (if not fetched ahead). */
 			void *child;
 			memcpy (&child, base + f->offset, sizeof child);
 			if (child)
@@ -608,20 +658,30 @@ sp_ser_put_primitives (const SpClass *c, const uint8_t *base, bool prefetch_chil
 	return dst;
 }
 
+/* The LID of reference leaf f, from *kids (advanced) or looked up, appended at dst. */
+static inline uint8_t *
+sp_ser_put_reference (SpSerializer *s, const SpClass *c, SpField *f, const uint8_t *base, const uint32_t **kids, uint8_t *dst, SpError *err)
+{
+	uint32_t lid;
+	if (*kids)
+		lid = *(*kids)++;
+	else if (sp_ser_child_lid (s, c, f, base, &lid, err) < 0)
+		return NULL;
+	return sp_put_varint_raw (dst, lid);
+}
+
 /* The LIDs of the reference leaves, from *kids (advanced) or looked up. */
 static inline uint8_t *
 sp_ser_put_references (SpSerializer *s, const SpClass *c, const uint8_t *base, const uint32_t **kids, uint8_t *dst, SpError *err)
 {
-	for (uint32_t i = 0; i < c->nfields; i++) {
-		uint32_t lid;
-		if (c->fields [i].kind != SP_KIND_REF)
-			continue;
-		if (*kids)
-			lid = *(*kids)++;
-		else if (sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
-			return NULL;
-		dst = sp_put_varint_raw (dst, lid);
+	if (c->plan.built) {
+		for (uint32_t i = 0; i < c->plan.nrefs && dst; i++)
+			dst = sp_ser_put_reference (s, c, &c->fields [c->plan.refs [i]], base, kids, dst, err);
+		return dst;
 	}
+	for (uint32_t i = 0; i < c->nfields && dst; i++)
+		if (c->fields [i].kind == SP_KIND_REF)
+			dst = sp_ser_put_reference (s, c, &c->fields [i], base, kids, dst, err);
 	return dst;
 }
 
@@ -1333,9 +1393,11 @@ sp_ser_prefetch_children (const uint8_t *obj)
 	const SpClass *c = sp_client_class_of ((void *)obj, &ignored);
 	if (!c || c->kind != SP_CLASS_OBJECT)
 		return;
-	for (uint32_t i = 0; i < c->nfields; i++)
-		if (c->fields [i].kind == SP_KIND_REF)
-			sp_ser_prefetch_child (&c->fields [i], obj);
+	for (uint32_t i = 0, n = sp_ser_ref_scan_count (c); i < n; i++) {
+		const SpField *f = sp_ser_ref_scan_at (c, i);
+		if (f->kind == SP_KIND_REF)
+			sp_ser_prefetch_child (f, obj);
+	}
 }
 
 /*
@@ -1410,11 +1472,12 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 static int
 sp_ser_mark_leaves (SpSerializer *s, const SpClass *c, const uint8_t *base, uint32_t *kids, SpError *err)
 {
-	for (uint32_t i = 0; i < c->nfields; i++) {
+	for (uint32_t i = 0, n = sp_ser_ref_scan_count (c); i < n; i++) {
 		uint32_t lid;
-		if (c->fields [i].kind != SP_KIND_REF)
+		SpField *f = sp_ser_ref_scan_at (c, i);
+		if (f->kind != SP_KIND_REF)
 			continue;
-		if (sp_ser_child_lid (s, c, &c->fields [i], base, &lid, err) < 0)
+		if (sp_ser_child_lid (s, c, f, base, &lid, err) < 0)
 			return -1;
 		if (kids)
 			*kids++ = lid;
@@ -1449,11 +1512,14 @@ static int
 sp_ser_mark_fields (SpSerializer *s, uint32_t lid, const SpClass *c, const uint8_t *obj, SpError *err)
 {
 	uint32_t nrefs = 0;
-	for (uint32_t i = 0; i < c->nfields; i++) {
-		if (c->fields [i].kind != SP_KIND_REF)
+	if (!c->plan.tried)
+		sp_ser_plan ((SpClass *)c);    /* marking meets a class before the writing does */
+	for (uint32_t i = 0, n = sp_ser_ref_scan_count (c); i < n; i++) {
+		const SpField *f = sp_ser_ref_scan_at (c, i);
+		if (f->kind != SP_KIND_REF)
 			continue;
 		/* Its class and identity slot are read below: start the loads now (if not fetched ahead). */
-		sp_ser_prefetch_child (&c->fields [i], obj);
+		sp_ser_prefetch_child (f, obj);
 		nrefs++;
 	}
 	uint32_t nunknown = c->unknown ? c->unknown->nrefs : 0;

@@ -13,6 +13,9 @@ for mode in stw incremental; do
 unset prev_durable
 rm -rf store "$pm"
 for t in $(seq "$trials"); do
+	# Emptied here, not by the job's redirection, which may come after the grep below
+	# (that would then find the "durable" of the same trial of another store or mode).
+	: > run.$t
 	"$SPMONO" --sp-store="$store" --sp-mode=$mode --sp-pause=200 --sp-period=1000 kill.exe > run.$t 2>&1 &
 	pid=$!
 	# Wait for the first durable snapshot of this run, then a random 0-400 ms more.

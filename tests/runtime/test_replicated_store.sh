@@ -19,6 +19,9 @@ compile kill.exe "$SRCDIR/KillLoop.cs"
 
 # run_until_durable STORE MODE OUT: kill.exe in the background ($pid), once it reported a durable snapshot.
 run_until_durable () {
+	# Emptied here, not by the background job's redirection: that may come after the first
+	# grep below, which then finds the "durable" of an earlier run that wrote the same file.
+	: > "$3"
 	"$SPMONO" --sp-store="$1" --sp-mode=$2 --sp-pause=200 --sp-period=1000 kill.exe > "$3" 2>&1 &
 	pid=$!
 	for _ in $(seq 600); do grep -q durable "$3" && return 0; grep -q "CHECK FAILED\|Unhandled" "$3" && break; sleep 0.05; done

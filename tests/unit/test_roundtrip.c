@@ -1307,6 +1307,125 @@ test_bool_is_normalized (void **state)
 	sp_buf_free (&b);
 }
 
+/*
+ * Classes of interleaved primitives and references, one with a leaf plan
+ * (few leaves) and one past SP_PLAN_LEAVES (its loops read the fields):
+ * marking that meets them first writes the same bytes as writing alone, and
+ * each leaf restores to its value, each reference to its object's copy.
+ */
+#define WIDE_LEAVES (SP_PLAN_LEAVES + 6)
+
+static FakeClass *
+interleaved_class (const char *name, uint32_t nleaves)
+{
+	static const SpKind kinds [] = { SP_KIND_I1, SP_KIND_REF, SP_KIND_I8, SP_KIND_BOOL, SP_KIND_R8, SP_KIND_REF,
+					 SP_KIND_I2, SP_KIND_U4, SP_KIND_REF, SP_KIND_CHAR, SP_KIND_R4, SP_KIND_U8 };
+	FakeClass *c = fake_class_object ("App", name);
+	for (uint32_t i = 0; i < nleaves; i++) {
+		char leaf [16];
+		snprintf (leaf, sizeof leaf, "f%u", i);
+		SpKind k = kinds [i % G_N_ELEMENTS (kinds)];
+		fake_class_add_field (c, leaf, k, k == SP_KIND_REF ? "App.Node" : NULL);
+	}
+	return c;
+}
+
+/* Leaf i of obj: a value from `seed`, or a reference to targets [i % 2]. */
+static void
+fill_interleaved (void *obj, uint32_t nleaves, uint8_t seed, void *const targets [2])
+{
+	for (uint32_t i = 0; i < nleaves; i++) {
+		char leaf [16];
+		snprintf (leaf, sizeof leaf, "f%u", i);
+		const SpField *f = fake_class_field (fake_class_of (obj), leaf);
+		if (f->kind == SP_KIND_REF) {
+			fake_set_ref (obj, leaf, targets [i % 2]);
+			continue;
+		}
+		uint8_t bytes [8];
+		for (unsigned b = 0; b < 8; b++)
+			bytes [b] = (uint8_t)(seed + 7 * i + b);
+		if (f->kind == SP_KIND_BOOL)
+			bytes [0] = 1;
+		fake_set (obj, leaf, bytes, sp_kind_size (f->kind));
+	}
+}
+
+/* b restores a: the same values, and references to the restored copies (restored [k] of originals [k]). */
+static void
+assert_same_leaves (void *a, void *b, uint32_t nleaves, void *const originals [3], void *const restored [3])
+{
+	for (uint32_t i = 0; i < nleaves; i++) {
+		char leaf [16];
+		snprintf (leaf, sizeof leaf, "f%u", i);
+		const SpField *f = fake_class_field (fake_class_of (a), leaf);
+		if (f->kind != SP_KIND_REF) {
+			assert_memory_equal (fake_field_ptr (a, leaf), fake_field_ptr (b, leaf), sp_kind_size (f->kind));
+			continue;
+		}
+		size_t k = 0;
+		while (k < 3 && originals [k] != fake_get_ref (a, leaf))
+			k++;
+		assert_true (k < 3);
+		assert_ptr_equal (fake_get_ref (b, leaf), restored [k]);
+	}
+}
+
+static void
+test_leaf_plans_round_trip (void **state)
+{
+	(void)state;
+	FakeClass *narrow = interleaved_class ("App.Node", 9);
+	FakeClass *wide = interleaved_class ("App.Wide", WIDE_LEAVES);
+	void *n1 = fake_new_object (narrow), *n2 = fake_new_object (narrow), *w = fake_new_object (wide);
+	void *to_n [2] = { n2, w }, *to_self [2] = { n1, n1 }, *from_w [2] = { n2, n1 };
+	fill_interleaved (n1, 9, 11, to_n);
+	fill_interleaved (n2, 9, 101, to_self);
+	fill_interleaved (w, WIDE_LEAVES, 51, from_w);
+	SpError err = { 0 };
+
+	/* Marking meets the classes first, and plans them. */
+	SpBuf marked;
+	SpSerializer s;
+	SpSnapHeader h = { .sequence = 1, .time_ns = 1700000000123456789ull };
+	sp_buf_init (&marked);
+	assert_int_equal (sp_ser_init (&s), 0);
+	assert_ok (sp_ser_begin (&s, &marked, &h, &err), &err);
+	assert_ok (sp_ser_root (&s, 1, n1, &err), &err);
+	int rc;
+	while ((rc = sp_ser_mark (&s, 1, &err)) == 1)
+		;
+	assert_ok (rc, &err);
+	while ((rc = sp_ser_step (&s, 1, &err)) == 1)
+		;
+	assert_ok (rc, &err);
+	assert_ok (sp_ser_finish (&s, &err), &err);
+	sp_ser_free (&s);
+
+	/* Written without marking, as stop-the-world does: the same bytes, and they restore. */
+	SpBuf b;
+	sp_buf_init (&b);
+	uint32_t id = 1;
+	assert_ok (fake_serialize (&id, &n1, 1, 1, 1, &b, &err), &err);
+	assert_same_bytes (&b, &marked, "marked first vs written");
+	SpSnapshot snap;
+	parse_ok (&b, &snap);
+	void **objects;
+	assert_ok (fake_restore (&snap, &objects, &err), &err);
+	bool found;
+	void *r1 = fake_restored_root (&snap, objects, 1, &found);
+	assert_true (found);
+	void *originals [3] = { n1, n2, w };
+	void *restored [3] = { r1, fake_get_ref (r1, "f8"), fake_get_ref (r1, "f1") };   /* leaf i refers to targets [i % 2] */
+	assert_same_leaves (n1, r1, 9, originals, restored);
+	assert_same_leaves (n2, restored [1], 9, originals, restored);
+	assert_same_leaves (w, restored [2], WIDE_LEAVES, originals, restored);
+	free (objects);
+	sp_snapshot_free (&snap);
+	sp_buf_free (&marked);
+	sp_buf_free (&b);
+}
+
 /* Equal states give equal bytes: any non-zero bool byte is the same true. */
 static void
 test_bool_encoding_is_canonical (void **state)
@@ -1734,6 +1853,7 @@ main (void)
 {
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test_teardown (test_sample_round_trip, fake_teardown),
+		cmocka_unit_test_teardown (test_leaf_plans_round_trip, fake_teardown),
 		cmocka_unit_test_teardown (test_restored_graph_reserializes_identically, fake_teardown),
 		cmocka_unit_test_teardown (test_small_steps_same_bytes, fake_teardown),
 		cmocka_unit_test_teardown (test_barrier_keeps_snapshot_at_its_start, fake_teardown),
