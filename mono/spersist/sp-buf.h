@@ -164,7 +164,8 @@ uint64_t sp_reader_varint_slow (SpReader *r);
 static inline uint64_t
 sp_reader_varint (SpReader *r)
 {
-	if (!r->bad && r->end - r->pos >= 2) {
+	/* One to three bytes inline: LIDs up to 2,097,151 (a tree of 25,000 nodes needs three). */
+	if (!r->bad && r->end - r->pos >= 3) {
 		const uint8_t *p = r->pos;
 		if (p [0] < 0x80) {
 			r->pos += 1;
@@ -173,6 +174,10 @@ sp_reader_varint (SpReader *r)
 		if (p [1] < 0x80) {
 			r->pos += 2;
 			return (uint64_t)(p [0] & 0x7f) | (uint64_t)p [1] << 7;
+		}
+		if (p [2] < 0x80) {
+			r->pos += 3;
+			return (uint64_t)(p [0] & 0x7f) | (uint64_t)(p [1] & 0x7f) << 7 | (uint64_t)p [2] << 14;
 		}
 	}
 	return sp_reader_varint_slow (r);
