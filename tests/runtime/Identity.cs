@@ -4,6 +4,10 @@
 //                        (MemberwiseClone copies every byte of an object, the
 //                        identity slot too) into it and persist it again
 //   Identity.exe check   warm restart: clones and originals are distinct objects
+//   Identity.exe late    persist the graph twice, clone its nodes with no store
+//                        into the clones, link them, SendPData, then store into
+//                        the clones while that snapshot is taken
+//   Identity.exe check-late  warm restart: the clones as at that SendPData
 using System;
 using System.Collections.Generic;
 using System.Runtime.InteropServices;
@@ -92,8 +96,35 @@ static class Program
 			Console.WriteLine ("written");
 			return 0;
 		}
+		if (args [0] == "late") {
+			// A clone holds its original's LID in its slot until a snapshot gives it its own; with deltas,
+			// a store into it during a cycle must not take it for its original, unchanged since the last
+			// snapshot, whose record stands: the clone is new, and the cycle writes it as at SendPData.
+			Holder h = Build ();
+			SPC.AddRoot (h);
+			Persist (incremental);
+			Persist (incremental);
+			for (int i = 0; i < N; i++)
+				h.Cells [N + i] = h.Cells [i].Copy ();
+			SPC.SendPData ();
+			for (int i = 0; i < N; i++)
+				h.Cells [N + i].Value = -7;
+			if (incremental)
+				SPC.WaitPersisted ();
+			Console.WriteLine ("written");
+			return 0;
+		}
 		T.Check (SPC.IsWarmRestart (), "warm restart");
 		var r = (Holder)SPC.RecvPData (1);
+		if (args [0] == "check-late") {
+			for (int i = 0; i < N; i++) {
+				T.Check (!object.ReferenceEquals (r.Cells [i], r.Cells [N + i]), "clone " + i + " is not its original");
+				T.Eq (i, r.Cells [N + i].Value, "clone " + i + " as at SendPData");
+				T.Eq (i, r.Cells [i].Value, "original " + i);
+			}
+			Console.WriteLine ("late clones ok");
+			return 0;
+		}
 		var seen = new HashSet<Cell> (new RefEq ());
 		for (int i = 0; i < N; i++) {
 			Cell clone = r.Cells [i], orig = r.Cells [N + i];

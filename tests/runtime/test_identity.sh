@@ -9,6 +9,16 @@ for mode in stw incremental; do
 	spm --sp-store="store-$mode" --sp-mode="$mode" id.exe write "$mode" > /dev/null || fail "write ($mode)"
 	expect_out "identity ok" spm --sp-store="store-$mode" id.exe check
 done
+# With deltas: stores into clones between snapshots (the barrier records the slot's LID unchecked
+# there) and during a cycle (checked: a clone is not its unchanged original).
+for mode in stw incremental; do
+	rm -rf "delta-$mode"
+	spm --sp-store="delta-$mode" --sp-delta=on --sp-mode="$mode" id.exe write "$mode" > /dev/null || fail "write ($mode, deltas)"
+	expect_out "identity ok" spm --sp-store="delta-$mode" --sp-delta=on id.exe check
+	rm -rf "late-$mode"
+	spm --sp-store="late-$mode" --sp-delta=on --sp-mode="$mode" id.exe late "$mode" > /dev/null || fail "late ($mode, deltas)"
+	expect_out "late clones ok" spm --sp-store="late-$mode" --sp-delta=on id.exe check-late
+done
 echo "identity ok in both modes"
 # The program AOT-compiled by Debian's mono (its image caches class sizes
 # without the slot, and stores without the barrier): spmono leaves that image
