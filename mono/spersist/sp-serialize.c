@@ -628,6 +628,16 @@ sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
  * the references' LIDs as marking recorded them (sp-kids.h), or NULL to look
  * each one up.  Returns where they end, NULL on error.
  */
+/* The header of the object the reference at base + offset points to: its class and identity slot are read next. */
+static inline void
+sp_ser_prefetch_referenced (const uint8_t *base, uint32_t offset)
+{
+	void *child;
+	memcpy (&child, base + offset, sizeof child);
+	if (child)
+		__builtin_prefetch (child);
+}
+
 static inline uint8_t *
 sp_ser_put_primitives (const SpClass *c, const uint8_t *base, bool prefetch_children, uint8_t *dst)
 {
@@ -635,25 +645,16 @@ sp_ser_put_primitives (const SpClass *c, const uint8_t *base, bool prefetch_chil
 		const SpLeafPlan *plan = &c->plan;
 		for (uint32_t i = 0; i < plan->nprims; i++)
 			dst = sp_put_primitive_raw (dst, base + plan->prims [i].offset, plan->prims [i].kind);
-		for (uint32_t i = 0; prefetch_children && i < plan->nrefs; i++) {
-			/* Its class and identity slot are read below: start the load now (if not fetched ahead). */
-			void *child;
-			memcpy (&child, base + c->fields [plan->refs [i]].offset, sizeof child);
-			if (child)
-				__builtin_prefetch (child);
-		}
+		for (uint32_t i = 0; prefetch_children && i < plan->nrefs; i++)
+			sp_ser_prefetch_referenced (base, c->fields [plan->refs [i]].offset);
 		return dst;
 	}
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		const SpField *f = &c->fields [i];
-		if (f->kind != SP_KIND_REF) {
+		if (f->kind != SP_KIND_REF)
 			dst = sp_put_primitive_raw (dst, base + f->offset, f->kind);
-		} else if (prefetch_children) {
-			void *child;
-			memcpy (&child, base + f->offset, sizeof child);
-			if (child)
-				__builtin_prefetch (child);
-		}
+		else if (prefetch_children)
+			sp_ser_prefetch_referenced (base, f->offset);
 	}
 	return dst;
 }
