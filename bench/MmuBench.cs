@@ -1,20 +1,22 @@
 // MmuBench: what an application loses to persistence, measured by the
 // application's own clock, not by spmono's counters (issue 16, item 4).
 //
-//   spmono [--sp-...] MmuBench.exe run OBJECTS ARRAY CYCLES IDLE_S
-//   spmono --sp-store=S MmuBench.exe check OBJECTS ARRAY CYCLES
+//   spmono [--sp-...] MmuBench.exe run OBJECTS ARRAY ROUNDS IDLE_S
+//   spmono --sp-store=S MmuBench.exe check OBJECTS ARRAY LAST
 //
 // run: builds a state of OBJECTS small persistent objects (a tenth with a
 // string) and, when ARRAY > 0, an int[ARRAY]; runs cycle 0 (warm-up: the
 // JIT, and the first cycle's growth of the runtime's tables; MMU_FIRST=1
-// measures that cycle too), and one more once the tasks are pinned.  Then a
+// measures that cycle too), and a few more once the tasks are pinned.  Then a
 // probe thread, "the application", spins reading the monotonic clock and
-// records every gap between two reads of 2 us or more: first with no persistence (the machine's
-// floor, in the same process, the same run) for IDLE_S seconds or as long as the measured cycles
-// are expected to take (the warm-up's cycles' pace), whichever is longer, then while a driver thread
-// runs cycles 1..CYCLES back to back (a few hundred objects updated, SendPData,
-// WaitPersisted), from just before the first SendPData until the last
-// WaitPersisted returned: whole cycles, the commit included.  The probe
+// records every gap between two reads of 2 us or more, in ROUNDS rounds of two
+// segments: first one with no persistence (the machine's floor, in the same
+// process, the same run), as long as the cycles' segment before it (the
+// first: the warm-up's pace), then one while a driver thread runs cycles back
+// to back (a few hundred objects updated, SendPData, WaitPersisted) for at
+// least BlockSeconds, from just before its first SendPData until its last
+// WaitPersisted returned: whole cycles, the commit included.  The floor's
+// segments together last at least IDLE_S seconds.  The probe
 // allocates nothing and stores only into an array that cannot be persisted
 // (a store into a persistable array of its own would be copied into the
 // snapshot by its barrier while a cycle marks, and measure that instead).
@@ -24,15 +26,15 @@
 // sched_setaffinity.  The driver is part of the program, not of persistence:
 // run-mmu.sh keeps it off the probe's CPU, so that what the probe loses is
 // persistence's (and the machine's).  Output (stdout): `cpus,app,sp,driver`, `task,COMM,TID,POLICY`
-// for each task pinned, then for each phase `phase,NAME,start_ns,duration_ns,reads,gaps`,
+// for each task pinned, then for each segment `phase,NAME,start_ns,duration_ns,reads,gaps` (NAME idle or sp),
 // `probe,NAME,POLICY` (0: SCHED_OTHER) and `gap,NAME,start_ns,length_ns,switched` (CLOCK_MONOTONIC,
 // as SPMONO_TRACE's; the probe reads it through Stopwatch, 100 ns ticks, about 28 ns a read
 // where a P/Invoke of clock_gettime takes 80-95 ns; switched: 1 if the kernel took the probe
 // off its CPU during the gap, getrusage's context switches, 0 if the time went to interrupts or
 // the hypervisor with the probe on its CPU), and a row a cycle from SPC.GetStats:
-// `cycle,increments,max_pause_ns,cycle_ns,predicted_cycle_ns,bytes,writer_ns`.
+// `cycle,increments,max_pause_ns,cycle_ns,predicted_cycle_ns,bytes,writer_ns`, and `last,LAST`, the last cycle's number.
 //
-// check: the restored state is the one of the last cycle: every object's
+// check: the restored state is the one of cycle LAST: every object's
 // stamp and count as the driver's updates left them, the array as built.
 using System;
 using System.Diagnostics;
@@ -189,14 +191,14 @@ public static class MmuBench
 		return (endNs - goNs) / 1e9;
 	}
 
-	// One cycle of the driver: updates, SendPData, WaitPersisted, the statistics kept.
-	static void Cycle (Plant p, int c, string [] stats)
+	// One cycle of the driver: updates, SendPData, WaitPersisted; returns its statistics' row.
+	static string Cycle (Plant p, int c)
 	{
 		Update (p, c);
 		SPC.SendPData ();
 		SPC.WaitPersisted ();
 		SPStats s = SPC.GetStats ();
-		stats [c] = string.Format ("cycle,{0},{1},{2},{3},{4},{5}", s.CycleIncrements, s.CycleMaxPauseNs, s.CycleNs,
+		return string.Format ("cycle,{0},{1},{2},{3},{4},{5}", s.CycleIncrements, s.CycleMaxPauseNs, s.CycleNs,
 					   s.PredictedCycleNs, s.LastBytes, s.CycleWriterNs);
 	}
 
@@ -205,7 +207,10 @@ public static class MmuBench
 	// (its first 4 commits allocate their files, and the model would learn that cost).
 	const int WarmCycles = 4;
 
-	static int Run (int objects, int array, int cycles, double idleSeconds)
+	// A segment of cycles lasts at least this long: windows of 100 ms fit in it.
+	const double BlockSeconds = 0.3;
+
+	static int Run (int objects, int array, int rounds, double idleSeconds)
 	{
 		gaps = new IntPtr [3 * MaxGaps];
 		Console.WriteLine ("cpus,{0},{1},{2}", Environment.GetEnvironmentVariable ("MMU_APP_CPU") ?? "any",
@@ -213,7 +218,6 @@ public static class MmuBench
 		Pin (Affinity.CurrentThread (), "MMU_DRIVER_CPU");
 		Plant p = Build (objects, array);
 		SPC.AddRoot (p);
-		var stats = new string [cycles + 1];
 		// Cycle 0, the warm-up: the driver's code compiled (under --sp-barrier=marking the
 		// class library is compiled too, not taken from its AOT image: tens of ms of the
 		// driver's own CPU, on the probe's CPU when they share one), the runtime's tables
@@ -222,7 +226,7 @@ public static class MmuBench
 		bool first = Environment.GetEnvironmentVariable ("MMU_FIRST") == "1";
 		double floorSeconds = idleSeconds;
 		if (!first) {
-			Cycle (p, 0, stats);
+			Cycle (p, 0);
 			PinTasks ();
 			// A few more with the tasks where they stay and the probe spinning (phase "warm",
 			// not reported): the cost model predicts a cycle from the ones before it, and a
@@ -243,20 +247,35 @@ public static class MmuBench
 			// seconds, rcu_preempt runs of 3 ms, kdamond 1 ms, all on the probe's CPU, none of
 			// persistence) then have the same chance to land in either phase.  With 3 s of floor
 			// against 4.3-6.7 s of cycles at 1,000,000 objects, they landed in the cycles more often.
-			floorSeconds = Math.Max (idleSeconds, warm * cycles / WarmCycles);
+			floorSeconds = Math.Max (idleSeconds, warm * rounds / WarmCycles);   // a cycle's time a round
 		}
-		GC.Collect ();
-		// The warm-up's old snapshots are removed after its commit, a slice a period: let them go first.
-		Thread.Sleep (300);
-		Measure ("idle", () => Thread.Sleep ((int)(floorSeconds * 1000)));
-		Measure ("sp", () => {
-			for (int c = first ? 0 : 1; c <= cycles; c++)
-				Cycle (p, c, stats);
-		});
-		if (first)
-			PinTasks ();
-		for (int c = 1; c <= cycles; c++)
-			Console.WriteLine (stats [c]);
+		// The floor and the cycles alternate, a round each: a floor segment, then a segment of
+		// cycles back to back, at least BlockSeconds long.  Each floor segment is as long as the
+		// cycles' segment before it (the first, as the warm-up's pace says), so the machine's
+		// drifts and rare events (above) are as likely to land in either phase.  A floor taken
+		// once before all the cycles (until session 27) saw another stretch of the machine's
+		// time than the cycles it was compared with.
+		double block = Math.Max (floorSeconds / rounds, BlockSeconds);
+		var rows = new System.Collections.Generic.List<string> ();
+		int next = first ? 0 : 1;
+		for (int round = 0; round < rounds; round++) {
+			GC.Collect ();
+			// The warm-up's old snapshots are removed after its commit, a slice a period: let them go first.
+			Thread.Sleep (300);
+			Measure ("idle", () => Thread.Sleep ((int)(block * 1000)));
+			double took = Measure ("sp", () => {
+				long start = NowNs ();
+				do
+					rows.Add (Cycle (p, next++));
+				while (NowNs () - start < BlockSeconds * 1e9);
+			});
+			block = Math.Max (took, idleSeconds / rounds);
+			if (first && round == 0)
+				PinTasks ();
+		}
+		foreach (string row in rows)
+			Console.WriteLine (row);
+		Console.WriteLine ("last,{0}", next - 1);
 		return 0;
 	}
 

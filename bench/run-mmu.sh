@@ -1,11 +1,11 @@
 #!/bin/bash
-# run-mmu.sh [--smoke] [CYCLES] [SIZES...]: what the application loses while its
+# run-mmu.sh [--smoke] [ROUNDS] [SIZES...]: what the application loses while its
 # state is persisted, by its own clock (bench/MmuBench.cs): an application
-# thread spinning on the clock records every gap, first with no persistence
-# (the machine's floor, in the same process and run, at least as long as the
-# cycles are expected to take), then over whole cycles
-# back to back (the commit included).  Reports the longest gap, p99.9, the time
-# lost and the minimum mutator utilization at windows of one period, ten
+# thread spinning on the clock records every gap, in ROUNDS rounds (default 5)
+# of a segment with no persistence (the machine's floor, in the same process
+# and run, as long as the segment after it) and a segment of whole cycles
+# back to back (the commit included, 300 ms at least).  Reports the longest
+# gap, p99.9, the time lost and the minimum mutator utilization at windows of one period, ten
 # periods and 100 ms, beside the floor, and whether the targets are met
 # (issue 16): one CPU, the application on the CPU of the SP and writer tasks
 # under SCHED_FIFO (--sp-priority): max gap <= pause + the floor's max gap,
@@ -25,7 +25,7 @@
 # Each run's snapshot is restored and checked (not the null store's).  Writes
 # bench/results/mmu.csv, mmu-<size>-<store>-<placement>.png, and with
 # SPMONO_TRACE, what persistence and the collector ran during the longest gaps.
-# --smoke: small sizes, 2 cycles, 1 s of floor (what CI runs).
+# --smoke: small sizes, 2 rounds, 1 s of floor (what CI runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
@@ -45,7 +45,7 @@ mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work
 sp=$build/bin/spmono
 python=/usr/bin/python3; [ -x "$python" ] || python=python3   # Debian's, with python3-matplotlib for the plots
 csv=$out/mmu.csv; rm -f "$csv"
-echo "MMU benchmark: --sp-pause=$pause --sp-period=$period --sp-priority=50, $cycles cycles a run, a floor of ${idle} s or as long as the cycles; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "MMU benchmark: --sp-pause=$pause --sp-period=$period --sp-priority=50, $cycles rounds of floor and cycles a run, the floor ${idle} s at least; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for size in "${sizes[@]}"; do
 	objects=${size%%+*}; array=0; [ "$size" != "$objects" ] && array=${size#*+}
 	for store in ${STORES:-tmpfs disk null}; do
@@ -67,7 +67,7 @@ for size in "${sizes[@]}"; do
 				"$work/MmuBench.exe" run "$objects" "$array" "$cycles" "$idle" > "$work/run.txt" 2> "$work/err.txt" \
 				|| { cat "$work/err.txt" >&2; echo "$label: the run failed" >&2; exit 1; }
 			if [ $store != null ]; then
-				"$sp" --sp-store="$loc" "$work/MmuBench.exe" check "$objects" "$array" "$cycles" > /dev/null \
+				"$sp" --sp-store="$loc" "$work/MmuBench.exe" check "$objects" "$array" "$(sed -n 's/^last,//p' "$work/run.txt")" > /dev/null \
 					|| { echo "$label: the persisted state does not check" >&2; exit 1; }
 			fi
 			"$python" "$here/summarize-mmu.py" "$work/run.txt" "$label" "$pause" "$period" "${placement%cpu}" "$csv" \

@@ -35,8 +35,8 @@ def parse(path):
     policies = {"0": "SCHED_OTHER", "1": "SCHED_FIFO", "2": "SCHED_RR"}
     for line in open(path):
         f = line.strip().split(",")
-        if f[0] == "phase":
-            phases[f[1]] = {"start": int(f[2]), "duration": int(f[3]), "reads": int(f[4]), "gaps": int(f[5])}
+        if f[0] == "phase":     # a phase is one or more segments (the floor and the cycles alternate)
+            phases.setdefault(f[1], []).append({"start": int(f[2]), "duration": int(f[3]), "reads": int(f[4]), "gaps": int(f[5])})
         elif f[0] == "gap":     # switched: 1 unless the probe stayed on its CPU (older output: 1)
             gaps.setdefault(f[1], []).append((int(f[2]), int(f[3]), int(f[4]) if len(f) > 4 else 1))
         elif f[0] == "cycle":
@@ -86,6 +86,20 @@ def mmu(lost, t0, t1, w):
     return 1 - worst_window(lost, t0, t1, w)[1] / w
 
 
+def mmu_of(lost, segments, w):
+    """MMU over a phase of segments: the worst of the windows of w that fit in one segment (a
+    window does not span two: the time between them belongs to the other phase).  None when
+    no segment is w long."""
+    found = worst_of(lost, segments, w)
+    return None if found is None else 1 - found[1] / w
+
+
+def worst_of(lost, segments, w):
+    """(start, time lost) of the worst window of w within one of the segments, or None."""
+    found = [worst_window(lost, g["start"], g["start"] + g["duration"], w) for g in segments if g["duration"] >= w]
+    return max(found, key=lambda f: f[1], default=None)
+
+
 def worst_window(lost, t0, t1, w):
     """(start, time lost) of a window of w within [t0, t1) that loses the most."""
     candidates = [t0, t1 - w]
@@ -102,7 +116,7 @@ def worst_window(lost, t0, t1, w):
 
 def percentile_interval(phase, gaps, q):
     """The q-quantile of all the probe's intervals: those not recorded are under 2 us."""
-    n = phase["reads"]
+    n = phase["reads"] if isinstance(phase, dict) else sum(g["reads"] for g in phase)
     rank = int(q * n)
     short = n - len(gaps)
     if rank < short:
@@ -111,19 +125,19 @@ def percentile_interval(phase, gaps, q):
     return lengths[min(len(lengths) - 1, rank - short)]
 
 
-def figures(phase, gaps, period_ns):
+def figures(segments, gaps, period_ns):
     lost = Lost(gaps)
-    t0, t1 = phase["start"], phase["start"] + phase["duration"]
-    p999 = percentile_interval(phase, gaps, 0.999)
+    p999 = percentile_interval(segments, gaps, 0.999)
     return {
         "max_gap_us": max((l for _, l in gaps), default=0) / 1e3,
         "p999_us": p999 / 1e3 if p999 is not None else 2.0,
         "p999_below_2us": p999 is None,
         "lost_ms": lost.prefix[-1] / 1e6,
-        "duration_ms": phase["duration"] / 1e6,
-        "mmu_period": mmu(lost, t0, t1, period_ns),
-        "mmu_10periods": mmu(lost, t0, t1, 10 * period_ns),
-        "mmu_100ms": mmu(lost, t0, t1, 100_000_000),
+        "duration_ms": sum(g["duration"] for g in segments) / 1e6,
+        "segments": len(segments),
+        "mmu_period": mmu_of(lost, segments, period_ns),
+        "mmu_10periods": mmu_of(lost, segments, 10 * period_ns),
+        "mmu_100ms": mmu_of(lost, segments, 100_000_000),
     }, lost
 
 
@@ -227,11 +241,11 @@ def main():
     print(f"{label}:  ({', '.join(placing)})")
     for name, r in rows.items():
         p999 = "< 2" if r["p999_below_2us"] else f"{r['p999_us']:.0f}"
-        print(f"  {name:4}: {r['duration_ms']:8.0f} ms, max gap {r['max_gap_us']:7.0f} us, p99.9 {p999:>5} us, lost {r['lost_ms']:7.2f} ms, "
+        print(f"  {name:4}: {r['duration_ms']:8.0f} ms in {r['segments']}, max gap {r['max_gap_us']:7.0f} us, p99.9 {p999:>5} us, lost {r['lost_ms']:7.2f} ms, "
               f"MMU {fmt(r['mmu_period'], 3) or '-'} (period) {fmt(r['mmu_10periods'], 3) or '-'} (10 periods) "
               f"{fmt(r['mmu_100ms'], 3) or '-'} (100 ms)")
     if any(r[k] is None for r in rows.values() for k in ("mmu_period", "mmu_10periods", "mmu_100ms")):
-        print("  (-: the phase is shorter than the window; more cycles make it longer)")
+        print("  (-: no segment of the phase is as long as the window; more cycles make them longer)")
     print("  the kernel's account of those gaps: with the probe off its CPU (another thread ran) / on it (interrupts, the hypervisor):")
     for name, r in rows.items():
         o = off[name]
@@ -252,17 +266,16 @@ def main():
     if trace and os.path.exists(trace):
         print("  the longest gaps, beside SPMONO_TRACE:")
         print("\n".join(explain(trace, gaps.get("sp", []))))
-        ph = phases["sp"]
-        if ph["duration"] >= period_ns:
-            t, worst = worst_window(lost_by["sp"], ph["start"], ph["start"] + ph["duration"], period_ns)
-            print(f"  the worst window of a period, at {(t - ph['start']) / 1e6:.1f} ms, lost {worst / 1e3:.0f} us:")
+        found = worst_of(lost_by["sp"], phases["sp"], period_ns)
+        if found is not None:
+            t, worst = found
+            print(f"  the worst window of a period, at {(t - phases['sp'][0]['start']) / 1e6:.1f} ms, lost {worst / 1e3:.0f} us:")
             print("\n".join(explain(trace, gaps.get("sp", []), window=(t, t + period_ns))))
     if png:
         windows = [int(100_000 * 10 ** (k / 4)) for k in range(17)]   # 100 us .. 1 s
         curves = {}
         for name in ("idle", "sp"):
-            ph = phases[name]
-            points = [(w, mmu(lost_by[name], ph["start"], ph["start"] + ph["duration"], w)) for w in windows]
+            points = [(w, mmu_of(lost_by[name], phases[name], w)) for w in windows]
             curves[name] = [(w, u) for w, u in points if u is not None]
         plot(png, curves, label)
 
@@ -304,6 +317,17 @@ def self_test():
     assert "MMU(period) >= 0.783: NOT met" in targets(every, "1", 500_000, 3_000_000, "t")   # 905 us lost of 3 ms
     assert "MMU(period) >= 0.783: met" in targets(off, "1", 500_000, 3_000_000, "t")         # 505 us
     assert "max gap within the idle floor's (100 us): NOT met" in targets(every, "2", 500_000, 3_000_000, "t")
+    # Segments: the floor and the cycles alternate, and a window stays within one segment.  Two
+    # gaps of 400 us, one ending one segment and one starting the next: a 1 ms window would
+    # hold both if it could span the 2 ms between the segments; within one it holds one.
+    segments = [{"start": 0, "duration": 3_000_000, "reads": 10, "gaps": 1},
+                {"start": 5_000_000, "duration": 3_000_000, "reads": 10, "gaps": 1}]
+    lost = Lost([(2_600_000, 400_000), (5_000_000, 400_000)])
+    assert abs(mmu_of(lost, segments, 1_000_000) - 0.6) < 1e-9
+    assert mmu_of(lost, segments, 3_000_001) is None                  # no segment is that long
+    assert mmu_of(lost, segments[:1] + [{"start": 5_000_000, "duration": 4_000_000}], 3_500_000) is not None
+    r = figures(segments, [(2_600_000, 400_000), (5_000_000, 400_000)], 1_000_000)[0]
+    assert r["duration_ms"] == 6 and r["segments"] == 2 and r["max_gap_us"] == 400
     # Random disjoint gaps on a small integer time line against brute force: every unit of time
     # marked lost or not, every integer window start tried (the lost time is piecewise linear
     # in the start, with its breaks at integers here, so the integers hold its maximum).
