@@ -65,11 +65,11 @@ public static class MmuBench
 	const long GapNs = 2000;
 	const int MaxGaps = 1 << 21;
 
-	static volatile bool stop, ready, go;
-	static long goNs, endNs;        // the phase: from the driver's go to the probe's last read
+	static volatile bool stop, ready;
 	// Triples: start, length, and 1 if the kernel took the probe off its CPU during the gap
 	// (a context switch: another thread ran), 0 if not (interrupts, or the hypervisor
-	// stopped the virtual CPU: nothing of the process ran then).  IntPtr[] because it cannot be persisted: a barrier that
+	// stopped the virtual CPU: nothing of the process ran then); every gap from the probe's
+	// start to its stop, in time order, published by ngaps.  IntPtr[] because it cannot be persisted: a barrier that
 	// meets it while a cycle marks refuses it once and leaves it alone after that.
 	// (A long[] would be copied into the snapshot by the probe's own barrier, and
 	// native memory written through a pointer takes the address barrier's slow path.)
@@ -131,21 +131,18 @@ public static class MmuBench
 		return Stopwatch.GetTimestamp () * (1000000000L / Stopwatch.Frequency);
 	}
 
-	// The application: spin on the clock until stopped, recording the gaps.
+	// The application: spin on the clock until stopped, recording the gaps.  One thread for
+	// the whole run, as an application's: a thread new at each segment met the first start
+	// of a cycle after it with the world stopped 100-250 us instead of 20-30 (its first
+	// suspension), and that was the benchmark's doing, not persistence's.
 	static void Probe ()
 	{
 		Pin (Affinity.CurrentThread (), "MMU_APP_CPU");
 		probePolicy = Affinity.sched_getscheduler (0);
-		ngaps = 0;
 		var usage = new IntPtr [Affinity.RusageWords];
 		long switches = Affinity.Switches (usage);
-		long n = 0, last = NowNs ();
-		// Spinning already (compiled, pinned, on its CPU) when the driver says go; the
-		// phase starts at the driver's own reading, so a probe late to see it loses that time.
+		long last = NowNs ();
 		ready = true;
-		while (!go)
-			last = NowNs ();
-		last = goNs;
 		while (!stop) {
 			long now = NowNs ();
 			if (now - last >= GapNs && ngaps < MaxGaps) {
@@ -156,39 +153,64 @@ public static class MmuBench
 				gaps [3 * ngaps + 1] = (IntPtr)(now - last);
 				gaps [3 * ngaps + 2] = (IntPtr)(s != switches ? 1 : 0);
 				switches = s;
-				ngaps++;
+				Volatile.Write (ref ngaps, ngaps + 1);
 			}
 			last = now;
-			n++;
+			Volatile.Write (ref reads, reads + 1);
 		}
-		endNs = last;
-		reads = n;
 	}
 
-	// Runs work under the probe and prints the phase; returns its length in seconds.
-	static double Measure (string name, Action work)
+	static Thread probe;
+	static int printed;     // gaps before this one ended before the last segment printed
+
+	static void StartProbe ()
 	{
-		stop = ready = go = false;
-		var probe = new Thread (Probe);
+		gaps = new IntPtr [3 * MaxGaps];
+		probe = new Thread (Probe);
 		probe.Start ();
 		while (!ready)
 			Thread.Sleep (1);
-		Thread.Sleep (20);              // the probe has spun a while before the work starts
-		goNs = NowNs ();
-		go = true;
-		work ();
+		Thread.Sleep (20);              // the probe has spun a while before the first segment
+	}
+
+	static void StopProbe ()
+	{
 		stop = true;
 		probe.Join ();
-		// reads: the probe's intervals, the gaps among them; together they cover the phase.
-		Console.WriteLine ("phase,{0},{1},{2},{3},{4}", name, goNs, endNs - goNs, reads, ngaps);
-		Console.WriteLine ("probe,{0},{1}", name, probePolicy);
 		if (ngaps == MaxGaps) {
-			Console.WriteLine ("full,{0},{1}", name, MaxGaps);
-			Console.Error.WriteLine ("phase {0}: more than {1} gaps, the rest not recorded", name, MaxGaps);
+			Console.WriteLine ("full,all,{0}", MaxGaps);
+			Console.Error.WriteLine ("more than {0} gaps, the rest not recorded", MaxGaps);
 		}
-		for (int i = 0; i < ngaps; i++)
-			Console.WriteLine ("gap,{0},{1},{2},{3}", name, (long)gaps [3 * i], (long)gaps [3 * i + 1], (long)gaps [3 * i + 2]);
-		return (endNs - goNs) / 1e9;
+	}
+
+	// Runs work as a segment of phase `name` and prints it with its gaps (cut to it); returns
+	// its length in seconds.  The segment is the driver's time from before to after the work.
+	static double Measure (string name, Action work)
+	{
+		long reads0 = Volatile.Read (ref reads), t0 = NowNs ();
+		work ();
+		long t1 = NowNs (), reads1 = Volatile.Read (ref reads);
+		Thread.Sleep (5);               // the probe has seen the segment's end (a gap across it is recorded once it ends)
+		int n = Volatile.Read (ref ngaps);
+		var inside = new System.Collections.Generic.List<string> ();
+		for (int i = printed; i < n; i++) {
+			long start = (long)gaps [3 * i], end = start + (long)gaps [3 * i + 1];
+			if (end <= t0)
+				continue;
+			if (start >= t1)
+				break;
+			start = Math.Max (start, t0);
+			end = Math.Min (end, t1);
+			inside.Add (string.Format ("gap,{0},{1},{2},{3}", name, start, end - start, (long)gaps [3 * i + 2]));
+		}
+		while (printed < n && (long)gaps [3 * printed] + (long)gaps [3 * printed + 1] <= t1)
+			printed++;
+		// reads: the probe's intervals, the gaps among them; together they cover the segment.
+		Console.WriteLine ("phase,{0},{1},{2},{3},{4}", name, t0, t1 - t0, reads1 - reads0, inside.Count);
+		Console.WriteLine ("probe,{0},{1}", name, probePolicy);
+		foreach (string line in inside)
+			Console.WriteLine (line);
+		return (t1 - t0) / 1e9;
 	}
 
 	// One cycle of the driver: updates, SendPData, WaitPersisted; returns its statistics' row.
@@ -212,12 +234,12 @@ public static class MmuBench
 
 	static int Run (int objects, int array, int rounds, double idleSeconds)
 	{
-		gaps = new IntPtr [3 * MaxGaps];
 		Console.WriteLine ("cpus,{0},{1},{2}", Environment.GetEnvironmentVariable ("MMU_APP_CPU") ?? "any",
 				   Environment.GetEnvironmentVariable ("MMU_SP_CPU") ?? "any", Environment.GetEnvironmentVariable ("MMU_DRIVER_CPU") ?? "any");
 		Pin (Affinity.CurrentThread (), "MMU_DRIVER_CPU");
 		Plant p = Build (objects, array);
 		SPC.AddRoot (p);
+		StartProbe ();
 		// Cycle 0, the warm-up: the driver's code compiled (under --sp-barrier=marking the
 		// class library is compiled too, not taken from its AOT image: tens of ms of the
 		// driver's own CPU, on the probe's CPU when they share one), the runtime's tables
@@ -273,6 +295,7 @@ public static class MmuBench
 			if (first && round == 0)
 				PinTasks ();
 		}
+		StopProbe ();
 		foreach (string row in rows)
 			Console.WriteLine (row);
 		Console.WriteLine ("last,{0}", next - 1);
