@@ -32,7 +32,8 @@
 // where a P/Invoke of clock_gettime takes 80-95 ns; switched: 1 if the kernel took the probe
 // off its CPU during the gap, getrusage's context switches, 0 if the time went to interrupts or
 // the hypervisor with the probe on its CPU), and a row a cycle from SPC.GetStats:
-// `cycle,increments,max_pause_ns,cycle_ns,predicted_cycle_ns,bytes,writer_ns`, and `last,LAST`, the last cycle's number.
+// `cycle,increments,max_pause_ns,cycle_ns,predicted_cycle_ns,bytes,writer_ns`, `process,PID,PROBE_TID`, and `last,LAST`,
+// the last cycle's number.
 //
 // check: the restored state is the one of cycle LAST: every object's
 // stamp and count as the driver's updates left them, the array as built.
@@ -139,6 +140,7 @@ public static class MmuBench
 	{
 		Pin (Affinity.CurrentThread (), "MMU_APP_CPU");
 		probePolicy = Affinity.sched_getscheduler (0);
+		probeTid = Affinity.CurrentThread ();
 		var usage = new IntPtr [Affinity.RusageWords];
 		long switches = Affinity.Switches (usage);
 		long last = NowNs ();
@@ -161,6 +163,7 @@ public static class MmuBench
 	}
 
 	static Thread probe;
+	static int probeTid;
 	static int printed;     // gaps before this one ended before the last segment printed
 
 	static void StartProbe ()
@@ -177,6 +180,8 @@ public static class MmuBench
 	{
 		stop = true;
 		probe.Join ();
+		// For the scheduler's account (run-mmu.sh's SCHED): whose time a gap was.
+		Console.WriteLine ("process,{0},{1}", System.Diagnostics.Process.GetCurrentProcess ().Id, probeTid);
 		if (ngaps == MaxGaps) {
 			Console.WriteLine ("full,all,{0}", MaxGaps);
 			Console.Error.WriteLine ("more than {0} gaps, the rest not recorded", MaxGaps);

@@ -45,6 +45,16 @@ mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work
 sp=$build/bin/spmono
 python=/usr/bin/python3; [ -x "$python" ] || python=python3   # Debian's, with python3-matplotlib for the plots
 csv=$out/mmu.csv; rm -f "$csv"
+# The scheduler's account (SCHED=0 leaves it out): perf records every task switch on the probe's
+# CPU, on the kernel's monotonic clock, and the summary says whose time each gap was (the process's
+# other threads, or the CPU idle while the probe waited: the runtime's; the probe stalled on its
+# CPU; other tasks).  Needs perf (Debian's linux-perf) and the right to trace the scheduler.
+sched=0
+if [ "${SCHED:-1}" != 0 ] && command -v perf > /dev/null && perf record -q -e sched:sched_switch -o "$work/probe.data" -- true > /dev/null 2>&1; then
+	sched=1
+else
+	echo "(no perf, or no right to trace the scheduler: the scheduler's account is left out)"
+fi
 echo "MMU benchmark: --sp-pause=$pause --sp-period=$period --sp-priority=50, $cycles rounds of floor and cycles a run, the floor ${idle} s at least; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for size in "${sizes[@]}"; do
 	objects=${size%%+*}; array=0; [ "$size" != "$objects" ] && array=${size#*+}
@@ -62,16 +72,22 @@ for size in "${sizes[@]}"; do
 			app=0; driver=1; [ $placement = 2cpu ] && { app=1; driver=0; }
 			driver=${DRIVER_CPU:-$driver}
 			label="$size objects, $store, $placement"
-			MMU_APP_CPU=$app MMU_SP_CPU=0 MMU_DRIVER_CPU=$driver SPMONO_TRACE="$work/trace.csv" "$sp" --sp-mode=incremental --sp-barrier=marking \
+			# perf itself on the driver's CPU, the program free to run anywhere until it pins its threads.
+			recorder=()
+			[ $sched = 1 ] && recorder=(taskset -c "$driver" perf record -q -k mono -e sched:sched_switch -C "$app" -o "$work/sched.data"
+				-- taskset -c "0-$(( $(nproc) - 1 ))")
+			rm -f "$work/sched.txt"
+			"${recorder[@]}" env MMU_APP_CPU=$app MMU_SP_CPU=0 MMU_DRIVER_CPU=$driver SPMONO_TRACE="$work/trace.csv" "$sp" --sp-mode=incremental --sp-barrier=marking \
 				--sp-pause="$pause" --sp-period="$period" --sp-priority=50 --sp-store="$loc" ${SP_OPTS:-} \
 				"$work/MmuBench.exe" run "$objects" "$array" "$cycles" "$idle" > "$work/run.txt" 2> "$work/err.txt" \
 				|| { cat "$work/err.txt" >&2; echo "$label: the run failed" >&2; exit 1; }
+			[ $sched = 1 ] && perf script -i "$work/sched.data" -F pid,tid,time,event,trace --ns > "$work/sched.txt" 2> /dev/null
 			if [ $store != null ]; then
 				"$sp" --sp-store="$loc" "$work/MmuBench.exe" check "$objects" "$array" "$(sed -n 's/^last,//p' "$work/run.txt")" > /dev/null \
 					|| { echo "$label: the persisted state does not check" >&2; exit 1; }
 			fi
 			"$python" "$here/summarize-mmu.py" "$work/run.txt" "$label" "$pause" "$period" "${placement%cpu}" "$csv" \
-				"$work/trace.csv" "$out/mmu-$size-$store-$placement.png"
+				"$work/trace.csv" "$out/mmu-$size-$store-$placement.png" "$work/sched.txt"
 		done
 	done
 done

@@ -22,16 +22,31 @@ this VM: runs of 1-3.5 ms with no task switch and no interrupt in the guest).
 The same figures and targets are printed again counting only the gaps with
 the probe off its CPU, beside the same split of the floor.
 
+The scheduler's account (SCHED, a `perf script` of sched:sched_switch on the
+probe's CPU, recorded by run-mmu.sh with perf on the kernel's monotonic
+clock): each gap's time by who had the CPU.  The runtime's: another thread of
+the process (the SP and writer tasks, the collector), the CPU idle while the
+probe waited, or a world stopped as SPMONO_TRACE says (the only use of our own
+trace here, and it can only add to the runtime's share).  The machine's: the
+probe on its CPU but not running (the hypervisor, interrupts), other tasks.
+The targets are printed a last time on the runtime's time alone, beside the
+floor's full gaps (the same stall can stretch a run of the SP task).
+
     summarize-mmu.py --self-test    checks the MMU computation on hand-made cases
 """
 import bisect
 import csv
 import os
+import re
 import sys
+
+
+placing_process = []     # [pid, probe tid], from the last parse
 
 
 def parse(path):
     phases, gaps, cycles, placing = {}, {}, [], []
+    placing_process[:] = []
     policies = {"0": "SCHED_OTHER", "1": "SCHED_FIFO", "2": "SCHED_RR"}
     for line in open(path):
         f = line.strip().split(",")
@@ -47,6 +62,8 @@ def parse(path):
             placing.append(f"{f[1]} {policies.get(f[3], f[3])}")
         elif f[0] == "full":
             placing.append(f"GAP ARRAY FULL in {f[1]}: gaps after the first {f[2]} not recorded, figures too low")
+        elif f[0] == "process":
+            placing_process[:] = [int(f[1]), int(f[2])]
         elif f[0] == "probe" and f[1] == "sp":
             placing.append(f"probe {policies.get(f[2], f[2])}")
     return phases, gaps, cycles, placing
@@ -141,6 +158,98 @@ def figures(segments, gaps, period_ns):
     }, lost
 
 
+SWITCH = re.compile(r"^\s*(-?\d+)/(-?\d+)\s+([\d.]+):\s+sched:sched_switch:.*prev_comm=(.*?) prev_pid=(\d+)")
+
+
+def sched_runs(path):
+    """The probe's CPU as the kernel's scheduler saw it (`perf script -F pid,tid,time,event,trace --ns`
+    of sched:sched_switch on that CPU, clock monotonic): (start, end, pid, tid, comm) of each
+    stretch a task ran, from one switch to the next; the task is the one the next switch takes off."""
+    events = []
+    for line in open(path):
+        m = SWITCH.match(line)
+        if m:
+            events.append((round(float(m.group(3)) * 1e9), int(m.group(1)), int(m.group(5)), m.group(4)))
+    events.sort()
+    return [(a[0], b[0], b[1], b[2], b[3]) for a, b in zip(events, events[1:])]
+
+
+STOPPED = "(world stopped)"
+
+
+def split_at_stops(runs, stopped):
+    """runs with the stretches of a stopped world cut out of them and put in, as STOPPED's."""
+    if not stopped:
+        return runs
+    stops = sorted(stopped)
+    out, j = [], 0
+    for a, b, rpid, tid, comm in runs:
+        while j < len(stops) and stops[j][1] <= a:
+            j += 1
+        k, t = j, a
+        while k < len(stops) and stops[k][0] < b:
+            sa, sb = max(stops[k][0], a), min(stops[k][1], b)
+            if sa > t:
+                out.append((t, sa, rpid, tid, comm))
+            out.append((sa, sb, -1, -1, STOPPED))
+            t = sb
+            k += 1
+        if t < b:
+            out.append((t, b, rpid, tid, comm))
+    return out
+
+
+def world_stops(trace_path):
+    if not trace_path or not os.path.exists(trace_path):
+        return []
+    stops = []
+    for line in open(trace_path):
+        what, a, b = line.strip().split(",")
+        if what == "world-stopped":
+            stops.append((int(a), int(b)))
+    return stops
+
+
+def attribute(gaps, runs, pid, probe_tid, stopped=()):
+    """Each gap's time by who had the probe's CPU: 'runtime' (another thread of the process: the SP
+    and writer tasks, the collector; or no one, the probe waiting with the CPU idle: a stopped
+    world), 'stalled' (the probe itself, on its CPU but not running: the hypervisor, interrupts),
+    'others' (other processes, kernel threads).  A stopped world (`stopped`: SPMONO_TRACE's
+    world-stopped stretches) is the runtime's whoever the scheduler shows: a thread being stopped
+    spins for a start's short stop (runtime patch 0010), on its CPU.  The trace can only add to the
+    runtime's share, never take from it.  Returns the runtime's stretches (start, length) and the
+    time by kind and by comm."""
+    runs = split_at_stops(runs, stopped)
+    starts = [r[0] for r in runs]
+    runtime, parts, by_kind, by_comm = [], [], {"runtime": 0, "stalled": 0, "others": 0}, {}
+    for s, l in gaps:
+        e = s + l
+        i = max(0, bisect.bisect_right(starts, s) - 1)
+        covered = 0
+        while i < len(runs) and runs[i][0] < e:
+            a, b, rpid, tid, comm = runs[i]
+            a, b = max(a, s), min(b, e)
+            i += 1
+            if b <= a:
+                continue
+            covered += b - a
+            kind = "runtime" if rpid == pid and tid != probe_tid or tid == 0 or comm == STOPPED else \
+                "stalled" if tid == probe_tid else "others"
+            by_kind[kind] += b - a
+            by_comm[comm] = by_comm.get(comm, 0) + b - a
+            if kind == "runtime":       # one stretch from the task to the next of the process
+                if runtime and runtime[-1][0] + runtime[-1][1] == a:
+                    runtime[-1] = (runtime[-1][0], b - runtime[-1][0])
+                else:
+                    runtime.append((a, b - a))
+                    parts.append({})
+                parts[-1][comm] = parts[-1].get(comm, 0) + b - a
+        by_kind["stalled"] += l - covered        # before the trace's first switch or after its last
+    longest = sorted(zip(runtime, parts), key=lambda x: -x[0][1])[:3]
+    by_kind["longest"] = [(l, ", ".join(f"{c} {t / 1e3:.0f}" for c, t in p.items())) for (_, l), p in longest]
+    return runtime, by_kind, by_comm
+
+
 def fmt(u, digits=4):
     return "" if u is None else f"{u:.{digits}f}"
 
@@ -218,7 +327,8 @@ def plot(png, curves, label):
 def main():
     out, label, pause_us, period_us, cpus, csv_path = sys.argv[1:7]
     trace = sys.argv[7] if len(sys.argv) > 7 and sys.argv[7] else None
-    png = sys.argv[8] if len(sys.argv) > 8 else None
+    png = sys.argv[8] if len(sys.argv) > 8 and sys.argv[8] else None
+    sched = sys.argv[9] if len(sys.argv) > 9 and sys.argv[9] and os.path.exists(sys.argv[9]) else None
     pause_ns, period_ns = int(pause_us) * 1000, int(period_us) * 1000
     phases, gaps, cycles, placing = parse(out)
     rows, lost_by, off = {}, {}, {}
@@ -226,17 +336,26 @@ def main():
         rows[name], lost_by[name] = figures(phases[name], [(s, l) for s, l, _ in gaps.get(name, [])], period_ns)
         # Only the gaps in which the kernel took the probe off its CPU: another thread ran.
         off[name], _ = figures(phases[name], [(s, l) for s, l, switched in gaps.get(name, []) if switched], period_ns)
+    accounts = {}
+    if sched and placing_process:
+        runs, stops = sched_runs(sched), world_stops(trace)
+        for name in ("idle", "sp"):
+            mine, by_kind, by_comm = attribute([(s, l) for s, l, _ in gaps.get(name, [])], runs, *placing_process, stops)
+            accounts[name] = (figures(phases[name], mine, period_ns)[0], by_kind, by_comm)
     new = not os.path.exists(csv_path)
     with open(csv_path, "a", newline="") as f:
         w = csv.writer(f)
         if new:
             w.writerow(["label", "phase", "duration_ms", "max_gap_us", "p999_us", "lost_ms", "mmu_period", "mmu_10periods", "mmu_100ms",
-                        "offcpu_max_gap_us", "offcpu_lost_ms", "offcpu_mmu_period"])
+                        "offcpu_max_gap_us", "offcpu_lost_ms", "offcpu_mmu_period",
+                        "runtime_max_gap_us", "runtime_lost_ms", "runtime_mmu_period", "runtime_mmu_10periods"])
         for name, r in rows.items():
             o = off[name]
+            k = accounts[name][0] if name in accounts else None
             w.writerow([label, name, f"{r['duration_ms']:.1f}", f"{r['max_gap_us']:.1f}", f"{r['p999_us']:.1f}", f"{r['lost_ms']:.3f}",
                         fmt(r["mmu_period"]), fmt(r["mmu_10periods"]), fmt(r["mmu_100ms"]),
-                        f"{o['max_gap_us']:.1f}", f"{o['lost_ms']:.3f}", fmt(o["mmu_period"])])
+                        f"{o['max_gap_us']:.1f}", f"{o['lost_ms']:.3f}", fmt(o["mmu_period"])]
+                       + ([f"{k['max_gap_us']:.1f}", f"{k['lost_ms']:.3f}", fmt(k["mmu_period"]), fmt(k["mmu_10periods"])] if k else ["", "", "", ""]))
     idle, sp = rows["idle"], rows["sp"]
     print(f"{label}:  ({', '.join(placing)})")
     for name, r in rows.items():
@@ -263,6 +382,18 @@ def main():
                  if pred else ""))
     print(targets(rows, cpus, pause_ns, period_ns, "target"))
     print(targets(off, cpus, pause_ns, period_ns, "counting only the gaps with the probe off its CPU"))
+    if accounts:
+        print("  the scheduler's account of those gaps (perf, sched_switch on the probe's CPU): the process's other threads, or the CPU idle "
+              "while the probe waited (the runtime's) / the probe on its CPU but stalled / other tasks:")
+        for name, (k, by_kind, by_comm) in accounts.items():
+            top = ", ".join(f"{c} {t / 1e6:.2f}" for c, t in sorted(by_comm.items(), key=lambda x: -x[1])[:4])
+            print(f"    {name:4}: runtime {by_kind['runtime'] / 1e6:7.2f} ms, longest {k['max_gap_us']:5.0f} us, MMU "
+                  f"{fmt(k['mmu_period'], 3) or '-'} (period) {fmt(k['mmu_10periods'], 3) or '-'} (10 periods); stalled "
+                  f"{by_kind['stalled'] / 1e6:7.2f} ms; others {by_kind['others'] / 1e6:7.2f} ms ({top})")
+            if by_kind["longest"]:
+                print("          the runtime's longest: " + "; ".join(f"{l / 1e3:.0f} us ({what})" for l, what in by_kind["longest"]))
+        print(targets({"idle": rows["idle"], "sp": accounts["sp"][0]}, cpus, pause_ns, period_ns,
+                      "counting only the runtime's time in the scheduler's account, beside the floor's every gap"))
     if trace and os.path.exists(trace):
         print("  the longest gaps, beside SPMONO_TRACE:")
         print("\n".join(explain(trace, gaps.get("sp", []))))
@@ -328,6 +459,18 @@ def self_test():
     assert mmu_of(lost, segments[:1] + [{"start": 5_000_000, "duration": 4_000_000}], 3_500_000) is not None
     r = figures(segments, [(2_600_000, 400_000), (5_000_000, 400_000)], 1_000_000)[0]
     assert r["duration_ms"] == 6 and r["segments"] == 2 and r["max_gap_us"] == 400
+    # The scheduler's account: a gap of 1000 (0..1000) while the probe (tid 11 of process 10) ran
+    # until 100 (stalled), the SP task (12) until 600, another process's task (99) until 700, the
+    # CPU idle until 900 (the probe waiting), the probe again to 1000; a world stop traced over
+    # 950..1000 turns that last part into the runtime's.
+    runs = [(0, 100, 10, 11, "probe"), (100, 600, 10, 12, "sp-task"), (600, 700, 99, 99, "kworker"),
+            (700, 900, 0, 0, "swapper/0"), (900, 1000, 10, 11, "probe")]
+    mine, by_kind, _ = attribute([(0, 1000)], runs, 10, 11)
+    assert mine == [(100, 500), (700, 200)] and by_kind["runtime"] == 700 and by_kind["stalled"] == 200 and by_kind["others"] == 100
+    mine, by_kind, _ = attribute([(0, 1000)], runs, 10, 11, [(950, 1000)])
+    assert mine == [(100, 500), (700, 200), (950, 50)] and by_kind["runtime"] == 750 and by_kind["stalled"] == 150
+    assert split_at_stops([(0, 10, 1, 1, "a")], [(2, 4), (6, 12)]) == [
+        (0, 2, 1, 1, "a"), (2, 4, -1, -1, STOPPED), (4, 6, 1, 1, "a"), (6, 10, -1, -1, STOPPED)]
     # Random disjoint gaps on a small integer time line against brute force: every unit of time
     # marked lost or not, every integer window start tried (the lost time is piecewise linear
     # in the start, with its breaks at integers here, so the integers hold its maximum).
