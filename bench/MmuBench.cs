@@ -27,7 +27,7 @@
 // run-mmu.sh keeps it off the probe's CPU, so that what the probe loses is
 // persistence's (and the machine's).  Output (stdout): `cpus,app,sp,driver`, `task,COMM,TID,POLICY`
 // for each task pinned, then for each segment `phase,NAME,start_ns,duration_ns,reads,gaps` (NAME idle or sp),
-// `probe,NAME,POLICY` (0: SCHED_OTHER) and `gap,NAME,start_ns,length_ns,switched` (CLOCK_MONOTONIC,
+// `probe,NAME,POLICY` (0: SCHED_OTHER), `collections,NAME,MINOR,MAJOR` (the collector's, during the segment) and `gap,NAME,start_ns,length_ns,switched` (CLOCK_MONOTONIC,
 // as SPMONO_TRACE's; the probe reads it through Stopwatch, 100 ns ticks, about 28 ns a read
 // where a P/Invoke of clock_gettime takes 80-95 ns; switched: 1 if the kernel took the probe
 // off its CPU during the gap, getrusage's context switches, 0 if the time went to interrupts or
@@ -70,13 +70,18 @@ public static class MmuBench
 	// Triples: start, length, and 1 if the kernel took the probe off its CPU during the gap
 	// (a context switch: another thread ran), 0 if not (interrupts, or the hypervisor
 	// stopped the virtual CPU: nothing of the process ran then); every gap from the probe's
-	// start to its stop, in time order, published by ngaps.  IntPtr[] because it cannot be persisted: a barrier that
+	// start to its stop, in time order, published by counts.  IntPtr[] because it cannot be persisted: a barrier that
 	// meets it while a cycle marks refuses it once and leaves it alone after that.
 	// (A long[] would be copied into the snapshot by the probe's own barrier, and
 	// native memory written through a pointer takes the address barrier's slow path.)
 	static IntPtr [] gaps;
-	static int ngaps;
-	static long reads;
+	// The probe's reads and gaps so far, published as it goes (x86-64 keeps stores in order: a
+	// gap's entries are there before the count that covers them).  An element of an array that
+	// cannot be persisted, like gaps: a store to a static field through Volatile.Write's ref
+	// takes the address barrier's slow path while a cycle runs, and at 1,000,000 objects the
+	// probe lost most of its time to it.
+	static readonly IntPtr [] counts = new IntPtr [2];
+	const int ReadsCount = 0, GapsCount = 1;
 	static int probePolicy;
 
 	static Plant Build (int objects, int array)
@@ -143,22 +148,23 @@ public static class MmuBench
 		probeTid = Affinity.CurrentThread ();
 		var usage = new IntPtr [Affinity.RusageWords];
 		long switches = Affinity.Switches (usage);
-		long last = NowNs ();
+		long last = NowNs (), n = 0;
+		int found = 0;
 		ready = true;
 		while (!stop) {
 			long now = NowNs ();
-			if (now - last >= GapNs && ngaps < MaxGaps) {
+			if (now - last >= GapNs && found < MaxGaps) {
 				// The system call's own time (under a microsecond) falls in the next
 				// interval: a gap if it is 2 us or more, counted against persistence.
 				long s = Affinity.Switches (usage);
-				gaps [3 * ngaps] = (IntPtr)last;
-				gaps [3 * ngaps + 1] = (IntPtr)(now - last);
-				gaps [3 * ngaps + 2] = (IntPtr)(s != switches ? 1 : 0);
+				gaps [3 * found] = (IntPtr)last;
+				gaps [3 * found + 1] = (IntPtr)(now - last);
+				gaps [3 * found + 2] = (IntPtr)(s != switches ? 1 : 0);
 				switches = s;
-				Volatile.Write (ref ngaps, ngaps + 1);
+				counts [GapsCount] = (IntPtr)(++found);
 			}
 			last = now;
-			Volatile.Write (ref reads, reads + 1);
+			counts [ReadsCount] = (IntPtr)(++n);
 		}
 	}
 
@@ -182,7 +188,7 @@ public static class MmuBench
 		probe.Join ();
 		// For the scheduler's account (run-mmu.sh's SCHED): whose time a gap was.
 		Console.WriteLine ("process,{0},{1}", System.Diagnostics.Process.GetCurrentProcess ().Id, probeTid);
-		if (ngaps == MaxGaps) {
+		if ((int)counts [GapsCount] == MaxGaps) {
 			Console.WriteLine ("full,all,{0}", MaxGaps);
 			Console.Error.WriteLine ("more than {0} gaps, the rest not recorded", MaxGaps);
 		}
@@ -192,11 +198,13 @@ public static class MmuBench
 	// its length in seconds.  The segment is the driver's time from before to after the work.
 	static double Measure (string name, Action work)
 	{
-		long reads0 = Volatile.Read (ref reads), t0 = NowNs ();
+		int minor0 = GC.CollectionCount (0), major0 = GC.CollectionCount (1);
+		long reads0 = (long)counts [ReadsCount], t0 = NowNs ();
 		work ();
-		long t1 = NowNs (), reads1 = Volatile.Read (ref reads);
+		long t1 = NowNs (), reads1 = (long)counts [ReadsCount];
+		int minor = GC.CollectionCount (0) - minor0, major = GC.CollectionCount (1) - major0;
 		Thread.Sleep (5);               // the probe has seen the segment's end (a gap across it is recorded once it ends)
-		int n = Volatile.Read (ref ngaps);
+		int n = (int)counts [GapsCount];
 		var inside = new System.Collections.Generic.List<string> ();
 		for (int i = printed; i < n; i++) {
 			long start = (long)gaps [3 * i], end = start + (long)gaps [3 * i + 1];
@@ -213,6 +221,7 @@ public static class MmuBench
 		// reads: the probe's intervals, the gaps among them; together they cover the segment.
 		Console.WriteLine ("phase,{0},{1},{2},{3},{4}", name, t0, t1 - t0, reads1 - reads0, inside.Count);
 		Console.WriteLine ("probe,{0},{1}", name, probePolicy);
+		Console.WriteLine ("collections,{0},{1},{2}", name, minor - major, major);
 		foreach (string line in inside)
 			Console.WriteLine (line);
 		return (t1 - t0) / 1e9;

@@ -42,11 +42,13 @@ import sys
 
 
 placing_process = []     # [pid, probe tid], from the last parse
+collections = {}         # phase: [minor, major] collections during its segments, from the last parse
 
 
 def parse(path):
     phases, gaps, cycles, placing = {}, {}, [], []
     placing_process[:] = []
+    collections.clear()
     policies = {"0": "SCHED_OTHER", "1": "SCHED_FIFO", "2": "SCHED_RR"}
     for line in open(path):
         f = line.strip().split(",")
@@ -62,6 +64,10 @@ def parse(path):
             placing.append(f"{f[1]} {policies.get(f[3], f[3])}")
         elif f[0] == "full":
             placing.append(f"GAP ARRAY FULL in {f[1]}: gaps after the first {f[2]} not recorded, figures too low")
+        elif f[0] == "collections":     # the collector's during a segment: minor, major
+            c = collections.setdefault(f[1], [0, 0])
+            c[0] += int(f[2])
+            c[1] += int(f[3])
         elif f[0] == "process":
             placing_process[:] = [int(f[1]), int(f[2])]
         elif f[0] == "probe" and f[1] == "sp":
@@ -363,6 +369,8 @@ def main():
         print(f"  {name:4}: {r['duration_ms']:8.0f} ms in {r['segments']}, max gap {r['max_gap_us']:7.0f} us, p99.9 {p999:>5} us, lost {r['lost_ms']:7.2f} ms, "
               f"MMU {fmt(r['mmu_period'], 3) or '-'} (period) {fmt(r['mmu_10periods'], 3) or '-'} (10 periods) "
               f"{fmt(r['mmu_100ms'], 3) or '-'} (100 ms)")
+    if collections:
+        print("  collections during the segments: " + "; ".join(f"{n} {c[0]} minor, {c[1]} major" for n, c in collections.items() if n != "warm"))
     if any(r[k] is None for r in rows.values() for k in ("mmu_period", "mmu_10periods", "mmu_100ms")):
         print("  (-: no segment of the phase is as long as the window; more cycles make them longer)")
     print("  the kernel's account of those gaps: with the probe off its CPU (another thread ran) / on it (interrupts, the hypervisor):")
