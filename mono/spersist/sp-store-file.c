@@ -23,9 +23,12 @@
  * spare more than an eighth (and 1 MiB) larger than the snapshot expected is
  * not reused (shortening it at the commit would free too much at once): it
  * is removed as any .old file.  An .old file part-way through its removal
- * serves as the spare when there is none.  Storage: the newest `keep`
- * snapshots and one more, the spare or the commit in progress, never both
- * (and, while commits run back to back, the .old file being removed).
+ * serves as the spare when there is none; with neither, a committed snapshot
+ * the retention rule lets go becomes the spare at the next commit's begin
+ * (commits back to back leave the writer no time to retire between them).
+ * Storage: the newest `keep` snapshots and one more, the spare or the commit
+ * in progress, never both (and an .old file too large to be a spare, being
+ * removed).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -389,6 +392,17 @@ sp_file_take_spare (SpFileStore *fs, uint64_t size_hint)
 	 */
 	if (fs->spare_fd < 0 && fs->old_fd >= 0)
 		sp_file_keep_spare (fs);
+	/*
+	 * No spare and nothing being removed, but a snapshot beyond the newest
+	 * `keep` (retention says it may go): it becomes the spare now, as the
+	 * retire's first step would make it.  The writer retires only between
+	 * snapshots, and while commits run back to back there is no between: a
+	 * file store on tmpfs kept 4-5 snapshots where 2 were asked for, and
+	 * three commits in four wrote new files, their 64 KiB writes 30 us at the
+	 * median and 128 us at p99 where writes over a spare take 12 and 60.
+	 */
+	if (fs->spare_fd < 0 && fs->old_fd < 0)
+		sp_file_retire (&fs->base, 0, NULL);
 	if (fs->spare_fd < 0)
 		return false;
 	int fd = fs->spare_fd;
