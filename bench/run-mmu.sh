@@ -13,7 +13,9 @@
 # other CPU: max gap within the floor's.  Each gap is also split by the
 # kernel's account (did it take the probe off its CPU: another thread ran; or
 # not: interrupts, the hypervisor), and the targets are printed again counting
-# only the gaps with the probe off its CPU.
+# only the gaps with the probe off its CPU, and, where perf can trace the
+# scheduler (SCHED=0 leaves it out), a last time on the runtime's time alone:
+# who had the probe's CPU in each gap (summarize-mmu.py says how it is split).
 #
 # SIZES: OBJECTS or OBJECTS+ARRAY (small objects, and an int[ARRAY]); default
 # 25000 100000 100000+10000000 1000000.  Stores: tmpfs, the disk bench/results
