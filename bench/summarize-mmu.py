@@ -41,14 +41,12 @@ import re
 import sys
 
 
-placing_process = []     # [pid, probe tid], from the last parse
-collections = {}         # phase: [minor, major] collections during its segments, from the last parse
-
-
 def parse(path):
+    """The run's segments by phase, gaps by phase, cycle rows, placing notes, and `about`: the
+    process's pid and the probe's tid (for the scheduler's account; None in older output) and
+    the collections during each phase's segments ([minor, major])."""
     phases, gaps, cycles, placing = {}, {}, [], []
-    placing_process[:] = []
-    collections.clear()
+    about = {"process": None, "collections": {}}
     policies = {"0": "SCHED_OTHER", "1": "SCHED_FIFO", "2": "SCHED_RR"}
     for line in open(path):
         f = line.strip().split(",")
@@ -65,14 +63,14 @@ def parse(path):
         elif f[0] == "full":
             placing.append(f"GAP ARRAY FULL in {f[1]}: gaps after the first {f[2]} not recorded, figures too low")
         elif f[0] == "collections":     # the collector's during a segment: minor, major
-            c = collections.setdefault(f[1], [0, 0])
+            c = about["collections"].setdefault(f[1], [0, 0])
             c[0] += int(f[2])
             c[1] += int(f[3])
         elif f[0] == "process":
-            placing_process[:] = [int(f[1]), int(f[2])]
-        elif f[0] == "probe" and f[1] == "sp":
+            about["process"] = (int(f[1]), int(f[2]))
+        elif f[0] == "probe" and f[1] == "sp" and not any(p.startswith("probe ") for p in placing):
             placing.append(f"probe {policies.get(f[2], f[2])}")
-    return phases, gaps, cycles, placing
+    return phases, gaps, cycles, placing, about
 
 
 class Lost:
@@ -336,17 +334,17 @@ def main():
     png = sys.argv[8] if len(sys.argv) > 8 and sys.argv[8] else None
     sched = sys.argv[9] if len(sys.argv) > 9 and sys.argv[9] and os.path.exists(sys.argv[9]) else None
     pause_ns, period_ns = int(pause_us) * 1000, int(period_us) * 1000
-    phases, gaps, cycles, placing = parse(out)
+    phases, gaps, cycles, placing, about = parse(out)
     rows, lost_by, off = {}, {}, {}
     for name in ("idle", "sp"):
         rows[name], lost_by[name] = figures(phases[name], [(s, l) for s, l, _ in gaps.get(name, [])], period_ns)
         # Only the gaps in which the kernel took the probe off its CPU: another thread ran.
         off[name], _ = figures(phases[name], [(s, l) for s, l, switched in gaps.get(name, []) if switched], period_ns)
     accounts = {}
-    if sched and placing_process:
+    if sched and about["process"]:
         runs, stops = sched_runs(sched), world_stops(trace)
         for name in ("idle", "sp"):
-            mine, by_kind, by_comm = attribute([(s, l) for s, l, _ in gaps.get(name, [])], runs, *placing_process, stops)
+            mine, by_kind, by_comm = attribute([(s, l) for s, l, _ in gaps.get(name, [])], runs, *about["process"], stops)
             accounts[name] = (figures(phases[name], mine, period_ns)[0], by_kind, by_comm)
     new = not os.path.exists(csv_path)
     with open(csv_path, "a", newline="") as f:
@@ -369,8 +367,9 @@ def main():
         print(f"  {name:4}: {r['duration_ms']:8.0f} ms in {r['segments']}, max gap {r['max_gap_us']:7.0f} us, p99.9 {p999:>5} us, lost {r['lost_ms']:7.2f} ms, "
               f"MMU {fmt(r['mmu_period'], 3) or '-'} (period) {fmt(r['mmu_10periods'], 3) or '-'} (10 periods) "
               f"{fmt(r['mmu_100ms'], 3) or '-'} (100 ms)")
-    if collections:
-        print("  collections during the segments: " + "; ".join(f"{n} {c[0]} minor, {c[1]} major" for n, c in collections.items() if n != "warm"))
+    if about["collections"]:
+        print("  collections during the segments: " + "; ".join(f"{n} {c[0]} minor, {c[1]} major"
+                                                          for n, c in about["collections"].items() if n != "warm"))
     if any(r[k] is None for r in rows.values() for k in ("mmu_period", "mmu_10periods", "mmu_100ms")):
         print("  (-: no segment of the phase is as long as the window; more cycles make them longer)")
     print("  the kernel's account of those gaps: with the probe off its CPU (another thread ran) / on it (interrupts, the hypervisor):")
@@ -447,7 +446,7 @@ def self_test():
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("phase,idle,0,3000000,100000,1\nphase,sp,0,3000000,100000,3\ngap,idle,0,100000,0\n"
                 "gap,sp,0,500000,1\ngap,sp,600000,400000,0\ngap,sp,2000000,5000\n")
-    phases, gaps, _, _ = parse(f.name)
+    phases, gaps, _, _, _ = parse(f.name)
     os.unlink(f.name)
     assert gaps["sp"] == [(0, 500000, 1), (600000, 400000, 0), (2000000, 5000, 1)]
     every = {n: figures(phases[n], [(s, l) for s, l, _ in gaps[n]], 3_000_000)[0] for n in ("idle", "sp")}
