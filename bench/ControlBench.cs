@@ -62,6 +62,9 @@ static class ControlBench
 	[DllImport ("libc")]
 	static extern int clock_gettime (int clock, out Timespec now);
 
+	[DllImport ("libc")]
+	static extern int getpid ();
+
 	const int ClockMonotonic = 1, TimerAbstime = 1;
 
 	static long NowNs ()
@@ -112,6 +115,9 @@ static class ControlBench
 		if (mech == "sp")
 			SPC.AddRoot (plant);
 		var latencies = new long [periods];
+		var releases = new long [periods];
+		var woke = new long [periods];
+		var updated = new long [periods];
 		Update (plant, 0, 0, n);                             // the JIT, before the first release
 		for (int s = 0; s < plant.Sensors.Length; s++)
 			plant.Sensors [s].Count = 0;
@@ -144,7 +150,9 @@ static class ControlBench
 			if (NowNs () - start > 10000000000L)
 				break;
 			SleepUntil (release);
+			woke [k - 1] = NowNs () - release;
 			Update (plant, k, WindowStart (k, n, touched), touched);
+			updated [k - 1] = NowNs () - release;
 			if (mech == "sp") {
 				SPC.SendPData ();
 			} else if (mech == "bf") {
@@ -154,10 +162,12 @@ static class ControlBench
 				}
 			}
 			latencies [k - 1] = NowNs () - release;
+			releases [k - 1] = release;
 		}
 		if (mech == "sp")
 			SPC.WaitPersisted ();
 		Array.Resize (ref latencies, ran);
+		WritePeriods (releases, woke, updated, latencies, ran);
 		Array.Sort (latencies);
 		long misses = 0, total = 0;
 		foreach (long l in latencies) {
@@ -179,6 +189,22 @@ static class ControlBench
 			latencies [Math.Min (ran - 1, (int)(ran * 0.99))], latencies [ran - 1], total / ran, unschedulable, predicted, cycle,
 			skipped);
 		return 0;
+	}
+
+	// CONTROL_TRACE=FILE: the loop's thread ("loop,TID": the process's main thread, whose id is
+	// the process's), then every period's release (ns, CLOCK_MONOTONIC, as SPMONO_TRACE's and
+	// perf's -k mono), and when after it the loop woke, ended its update and ended its period:
+	// for the scheduler's account of each late period (bench/run-control.sh).
+	static void WritePeriods (long [] releases, long [] woke, long [] updated, long [] latencies, int ran)
+	{
+		string path = Environment.GetEnvironmentVariable ("CONTROL_TRACE");
+		if (string.IsNullOrEmpty (path))
+			return;
+		using (var w = new StreamWriter (path)) {
+			w.WriteLine ("loop,{0}", getpid ());
+			for (int i = 0; i < ran; i++)
+				w.WriteLine ("{0},{1},{2},{3}", releases [i], woke [i], updated [i], latencies [i]);
+		}
 	}
 
 	static int Check (string mech, int n, int touched, int periods, string file, bool last)

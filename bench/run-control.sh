@@ -14,6 +14,12 @@
 # shows; nothing to check either, their tmpfs twins are).  Each run's
 # persisted state is checked (the last period's) before its row counts.  Writes
 # bench/results/control.csv and prints deadline misses and latency p50/p99/max.
+# Where perf can trace the scheduler (Debian's linux-perf; SCHED=0 leaves it
+# out), each miss is also put to whose time made it, in the scheduler's account
+# of the run (summarize-control.py --account): the runtime's (its tasks, the
+# loop blocked in it, the loop's own SendPData), the machine's (the loop's
+# timer late on an idle CPU: the hypervisor's wake-up; other processes), or the
+# loop's own (its update; a hypervisor's stall inside it looks the same).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD:-$here/../build}
@@ -25,7 +31,13 @@ mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work
 sp=$build/bin/spmono
 rt=(); chrt -f 60 true 2>/dev/null && rt=(chrt -f 60)
 csv=$out/control.csv
-echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns,skipped,warned" > "$csv"
+echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns,skipped,warned,runtime_misses,machine_misses,program_misses" > "$csv"
+sched=0
+if [ "${SCHED:-1}" != 0 ] && command -v perf > /dev/null && perf record -q -e sched:sched_switch -o "$work/probe.data" -- true > /dev/null 2>&1; then
+	sched=1
+else
+	echo "(no perf, or no right to trace the scheduler: misses are not put to whose time made them)"
+fi
 # MECHS and CPUS narrow the run (e.g. MECHS=sp-incremental CPUS=0 for the issue's 10 runs on one CPU).
 # CONTROL_STORE=PREFIX: SP's store is PREFIX<run> instead of a directory on tmpfs, a new one each run
 # (e.g. nats://127.0.0.1:14222,127.0.0.1:14223,127.0.0.1:14224/ctl, the replicated store).
@@ -44,7 +56,15 @@ for cpus in ${CPUS:-0 0,1}; do
 				case $mech in *-null) opts[0]=--sp-store=null: ;; esac
 				rm -rf "$work/store" "$work/state.bf"
 				prog=${mech%%-*}
-				row=$(taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf" 2> "$work/stderr")
+				# perf itself on the last CPU, every CPU traced (a wake-up may come from either).
+				recorder=(); [ $sched = 1 ] && recorder=(taskset -c 1 perf record -q -k mono -a -e sched:sched_switch -e sched:sched_wakeup -o "$work/sched.data" --)
+				row=$(CONTROL_TRACE=$work/periods.csv "${recorder[@]}" taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf" 2> "$work/stderr")
+				whose=,,
+				if [ $sched = 1 ]; then
+					perf script -i "$work/sched.data" -F pid,tid,cpu,time,event,trace --ns > "$work/sched.txt" 2> /dev/null
+					whose=$(python3 "$here/summarize-control.py" --account "$work/periods.csv" "$work/sched.txt" 2> "$work/whose")
+					sed "s/^/  $mech, $n objects, CPUs $cpus, run $rep: /" "$work/whose" >&2
+				fi
 				# The schedulability warning, as the user sees it (said once on stderr).
 				warned=$(grep -c "SendPData calls came while a cycle ran" "$work/stderr" || true)
 				if [ "$prog" != none ] && [ "${mech%-null}" = "$mech" ]; then
@@ -52,7 +72,7 @@ for cpus in ${CPUS:-0 0,1}; do
 					"$sp" --sp-store="$store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \
 						|| { echo "$mech, $n objects, cpus $cpus: check failed" >&2; exit 1; }
 				fi
-				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row,$warned" >> "$csv"
+				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row,$warned,$whose" >> "$csv"
 			done
 		done
 	done

@@ -37,8 +37,9 @@ floor's full gaps (the same stall can stretch a run of the SP task).
 import bisect
 import csv
 import os
-import re
 import sys
+
+import schedtrace
 
 
 def parse(path):
@@ -162,20 +163,10 @@ def figures(segments, gaps, period_ns):
     }, lost
 
 
-SWITCH = re.compile(r"^\s*(-?\d+)/(-?\d+)\s+([\d.]+):\s+sched:sched_switch:.*prev_comm=(.*?) prev_pid=(\d+)")
-
-
 def sched_runs(path):
-    """The probe's CPU as the kernel's scheduler saw it (`perf script -F pid,tid,time,event,trace --ns`
-    of sched:sched_switch on that CPU, clock monotonic): (start, end, pid, tid, comm) of each
-    stretch a task ran, from one switch to the next; the task is the one the next switch takes off."""
-    events = []
-    for line in open(path):
-        m = SWITCH.match(line)
-        if m:
-            events.append((round(float(m.group(3)) * 1e9), int(m.group(1)), int(m.group(5)), m.group(4)))
-    events.sort()
-    return [(a[0], b[0], b[1], b[2], b[3]) for a, b in zip(events, events[1:])]
+    """The probe's CPU as the kernel's scheduler saw it (schedtrace.py: sched:sched_switch on that
+    CPU): (start, end, pid, tid, comm) of each stretch a task ran, from one switch to the next."""
+    return [r[:5] for r in schedtrace.runs(schedtrace.parse(path)[0])]
 
 
 STOPPED = "(world stopped)"
