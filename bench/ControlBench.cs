@@ -67,6 +67,17 @@ static class ControlBench
 
 	const int ClockMonotonic = 1, TimerAbstime = 1;
 
+	const int ClockThreadCpu = 3;
+
+	// The loop thread's CPU time: on this VM's kernel (paravirtual steal accounting) time the
+	// hypervisor took from a running thread is left out, where the scheduler sees it running.
+	static long ThreadCpuNs ()
+	{
+		Timespec t;
+		clock_gettime (ClockThreadCpu, out t);
+		return t.Sec * 1000000000L + t.Nsec;
+	}
+
 	static long NowNs ()
 	{
 		Timespec t;
@@ -118,7 +129,9 @@ static class ControlBench
 		var releases = new long [periods];
 		var woke = new long [periods];
 		var updated = new long [periods];
+		var updateCpu = new long [periods];
 		Update (plant, 0, 0, n);                             // the JIT, before the first release
+		long baselineCpu = UpdateCpuBaseline (plant, n, touched);
 		for (int s = 0; s < plant.Sensors.Length; s++)
 			plant.Sensors [s].Count = 0;
 		// Persistence before the first release too: the JIT of its path, and
@@ -151,8 +164,10 @@ static class ControlBench
 				break;
 			SleepUntil (release);
 			woke [k - 1] = NowNs () - release;
+			long cpu0 = ThreadCpuNs ();
 			Update (plant, k, WindowStart (k, n, touched), touched);
 			updated [k - 1] = NowNs () - release;
+			updateCpu [k - 1] = ThreadCpuNs () - cpu0;
 			if (mech == "sp") {
 				SPC.SendPData ();
 			} else if (mech == "bf") {
@@ -167,7 +182,7 @@ static class ControlBench
 		if (mech == "sp")
 			SPC.WaitPersisted ();
 		Array.Resize (ref latencies, ran);
-		WritePeriods (releases, woke, updated, latencies, ran);
+		WritePeriods (releases, woke, updated, latencies, updateCpu, baselineCpu, ran);
 		Array.Sort (latencies);
 		long misses = 0, total = 0;
 		foreach (long l in latencies) {
@@ -191,19 +206,36 @@ static class ControlBench
 		return 0;
 	}
 
+	// The CPU time of an update with no cycle running (no barrier's slow path), the median of 11
+	// over the first window, before the loop (the sensors' counts are reset after it).
+	static long UpdateCpuBaseline (Plant plant, int n, int touched)
+	{
+		var cpu = new long [11];
+		for (int i = 0; i < cpu.Length; i++) {
+			long c0 = ThreadCpuNs ();
+			Update (plant, 0, WindowStart (1, n, touched), touched);
+			cpu [i] = ThreadCpuNs () - c0;
+		}
+		Array.Sort (cpu);
+		return cpu [cpu.Length / 2];
+	}
+
 	// CONTROL_TRACE=FILE: the loop's thread ("loop,TID": the process's main thread, whose id is
-	// the process's), then every period's release (ns, CLOCK_MONOTONIC, as SPMONO_TRACE's and
-	// perf's -k mono), and when after it the loop woke, ended its update and ended its period:
-	// for the scheduler's account of each late period (bench/run-control.sh).
-	static void WritePeriods (long [] releases, long [] woke, long [] updated, long [] latencies, int ran)
+	// the process's) and its update's CPU time with no cycle ("baseline,NS"), then every period's
+	// release (ns, CLOCK_MONOTONIC, as SPMONO_TRACE's and perf's -k mono), when after it the loop
+	// woke, ended its update and ended its period, and the update's CPU time: for the
+	// scheduler's account of each late period (bench/run-control.sh).
+	static void WritePeriods (long [] releases, long [] woke, long [] updated, long [] latencies, long [] updateCpu,
+		long baselineCpu, int ran)
 	{
 		string path = Environment.GetEnvironmentVariable ("CONTROL_TRACE");
 		if (string.IsNullOrEmpty (path))
 			return;
 		using (var w = new StreamWriter (path)) {
 			w.WriteLine ("loop,{0}", getpid ());
+			w.WriteLine ("baseline,{0}", baselineCpu);
 			for (int i = 0; i < ran; i++)
-				w.WriteLine ("{0},{1},{2},{3}", releases [i], woke [i], updated [i], latencies [i]);
+				w.WriteLine ("{0},{1},{2},{3},{4}", releases [i], woke [i], updated [i], latencies [i], updateCpu [i]);
 		}
 	}
 

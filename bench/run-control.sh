@@ -63,7 +63,7 @@ for cpus in ${CPUS:-0 0,1}; do
 				if [ $sched = 1 ]; then
 					perf script -i "$work/sched.data" -F pid,tid,cpu,time,event,trace --ns > "$work/sched.txt" 2> /dev/null
 					whose=$(python3 "$here/summarize-control.py" --account "$work/periods.csv" "$work/sched.txt" 2> "$work/whose")
-					sed "s/^/  $mech, $n objects, CPUs $cpus, run $rep: /" "$work/whose" >&2
+					sed "s#^#  $mech, $n objects, CPUs $cpus, run $rep: #" "$work/whose" >&2
 				fi
 				# The schedulability warning, as the user sees it (said once on stderr).
 				warned=$(grep -c "SendPData calls came while a cycle ran" "$work/stderr" || true)

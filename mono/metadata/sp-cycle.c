@@ -1169,7 +1169,7 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	if (sp_options.stats)
 		fprintf (stderr, "spmono: cycle %llu: %llu increments (%llu marking, %.3f ms), pause max %.1f us avg %.1f us "
 			 "(start %.1f us, of which stopping the world %.1f us), cycle %.3f ms, %llu objects (%llu by barriers, "
-			 "%llu barrier calls, %llu unreferenced, %llu long arrays copied by barriers), %zu bytes, "
+			 "%llu barrier calls, %llu unreferenced, %llu arrays set aside and not reached, %llu long arrays copied by barriers), %zu bytes, "
 			 "%llu increments ended with both buffers full, "
 			 "%u stores through pointers logged%s, writer %.3f ms, work %.3f ms of CPU, predicted cycle %.3f ms in %llu periods\n",
 			 (unsigned long long)sp_cycle.seq, (unsigned long long)c->increments,
@@ -1177,7 +1177,8 @@ sp_cycle_publish_stats (uint64_t end_ns)
 			 c->increments ? c->total_pause_ns / 1e3 / c->increments : 0.0, c->start_pause_ns / 1e3, c->stop_ns / 1e3,
 			 (end_ns - c->started_ns) / 1e6, (unsigned long long)sp_ser.objects_written,
 			 (unsigned long long)c->barrier_writes, (unsigned long long)c->barrier_calls,
-			 (unsigned long long)sp_ser.unreached_written, (unsigned long long)c->barrier_copies,
+			 (unsigned long long)sp_ser.unreached_written, (unsigned long long)sp_ser.unreached_aside,
+			 (unsigned long long)c->barrier_copies,
 			 (size_t)c->bytes_total, (unsigned long long)c->writer_waits,
 			 sp_unseen.log.count, sp_unseen.log.overflowed ? " (overflowed)" : "", sp_writer.cycle_ns / 1e6,
 			 c->work_cpu_ns / 1e6, c->predicted.cycle_ns / 1e6, (unsigned long long)c->predicted.periods);

@@ -49,6 +49,7 @@ typedef struct SpPreserved {
 	uint64_t first;          /* the element copy [0] holds */
 	uint64_t next, end;      /* elements [next, end) not written yet */
 	bool cards;              /* a delta's array of the chain: only the cards that differ from the chain's are patched */
+	bool aside;              /* its record not begun: written only if marking reaches it (SP_SER_ASIDE) */
 	uint8_t *copy;           /* NULL while the barrier copies */
 } SpPreserved;
 
@@ -103,7 +104,7 @@ sp_ser_start (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	s->partial_lid = 0;
 	s->partial_cards = false;
 	sp_ser_forget_preserved (s);
-	s->objects_written = s->unreached_written = 0;
+	s->objects_written = s->unreached_written = s->unreached_aside = 0;
 	sp_buf_reset (out);
 	size_t size = sp_format_header_size (h);
 	uint8_t *hdr = sp_buf_reserve (out, size);
@@ -1317,7 +1318,7 @@ static SpPreserved *
 sp_ser_preserved_ready (SpSerializer *s)
 {
 	for (size_t i = 0; i < s->npreserved; i++)
-		if (s->preserved [i].copy)
+		if (s->preserved [i].copy && !s->preserved [i].aside)
 			return &s->preserved [i];
 	return NULL;
 }
@@ -1372,6 +1373,98 @@ sp_ser_preserved_piece (SpSerializer *s, SpPreserved *p, SpError *err)
 	if (s->out->oom)
 		return sp_ser_oom (err);
 	return sp_ser_preserved_advance (s, p, obj, count);
+}
+
+/* ---- arrays set aside while marking (SP_SER_ASIDE) ----------------------------- */
+
+/*
+ * Is obj (class c) an array of primitives that a barrier meeting it while
+ * marking, before anything reached it, sets aside rather than writes?  Not
+ * in a delta, nor in a snapshot a chain may build on: a chain keeps every
+ * LID's record, and an array's cards, from the snapshot that wrote it.
+ */
+static bool
+sp_ser_asidable (const SpSerializer *s, void *obj, const SpClass *c)
+{
+	return !s->whole_objects && !s->prior && !s->cards && c->kind == SP_CLASS_ARRAY && sp_class_is_primitive_array (c) &&
+	       sp_client_array_length (obj) > 0;
+}
+
+/*
+ * Array obj (class c, no LID yet) is about to be stored into while marking:
+ * its LID, and its elements copied aside, under the lock or, a long one
+ * with `ticket`, by the caller outside it (SP_SER_WRITE_COPY).
+ */
+static int
+sp_ser_set_aside (SpSerializer *s, void *obj, const SpClass *c, SpPreserveTicket *ticket, SpError *err)
+{
+	uint32_t lid;
+	SpPreserveTicket t;
+	if (sp_ser_lid_of (s, obj, false, &lid, err) < 0 || sp_ser_preserve_begin (s, obj, c, lid, 0, false, &t, err) < 0)
+		return -1;
+	s->preserved [s->npreserved - 1].aside = true;
+	s->state [lid] |= SP_SER_ASIDE;
+	if (ticket && t.bytes >= SP_SER_PRESERVE_MIN_BYTES) {
+		*ticket = t;
+		return SP_SER_WRITE_COPY;
+	}
+	uint8_t *copy = malloc (t.bytes);
+	if (copy)
+		memcpy (copy, sp_client_array_data (obj), t.bytes);
+	return sp_ser_preserve_attach (s, obj, &t, copy, err) < 0 ? -1 : 1;
+}
+
+/* Forget preserved array p (its copy freed; one still being taken is freed when attached: no ticket matches). */
+static void
+sp_ser_drop_preserved (SpSerializer *s, SpPreserved *p)
+{
+	free (p->copy);
+	*p = s->preserved [--s->npreserved];
+}
+
+/*
+ * The steps meet array lid, set aside by a barrier.  Reached (or, in a
+ * snapshot that does not mark, possibly reached: the copy is always right):
+ * its record begins, its elements follow in pieces from the copy
+ * (sp_ser_preserved_piece).  Never reached, marking complete: a record of
+ * no elements, so that its LID is defined; nothing the roots reach refers
+ * to it.  Poisoned (a store no barrier saw changed it): sp_ser_close gives
+ * it a placeholder, as any poisoned object.
+ */
+static int
+sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	SpPreserved *p = NULL;
+	for (size_t i = 0; i < s->npreserved && !p; i++)
+		if (s->preserved [i].lid == lid && s->preserved [i].aside)
+			p = &s->preserved [i];
+	if (!p)
+		return sp_error_set (err, "internal error: array %u, set aside, lost its copy", lid);
+	if (s->state [lid] & SP_SER_POISONED) {
+		sp_ser_drop_preserved (s, p);
+		return 0;
+	}
+	void *obj = sp_client_lid_object (lid);
+	SpClass *c = sp_client_class_of (obj, err);
+	if (!c)
+		return -1;
+	bool reached = (s->state [lid] & SP_SER_REACHED) || !s->mark_done;
+	uint32_t class_id = sp_ser_class_id (s, c);   /* first: it may write a CLASS record */
+	sp_buf_put_u8 (s->out, SP_REC_ARRAY);
+	sp_buf_put_varint (s->out, lid);
+	sp_buf_put_varint (s->out, class_id);
+	sp_buf_put_varint (s->out, reached ? p->end : 0);
+	sp_buf_put_varint (s->out, 0);              /* the first piece: none (the rest from the copy, or nothing) */
+	s->state [lid] |= SP_SER_WRITTEN;
+	if (reached) {
+		p->aside = false;
+		s->objects_written++;
+	} else {
+		s->unreached_aside++;
+		sp_ser_drop_preserved (s, p);
+		sp_ser_complete (s, obj, lid);
+	}
+	return s->out->oom ? sp_ser_oom (err) : 0;
 }
 
 void
@@ -1445,6 +1538,11 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		if (!s->marked)
 			(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
 		sp_ser_prefetch_ahead (far_lid, near_lid);
+		if (s->state [lid] & SP_SER_ASIDE) {
+			if (sp_ser_aside_resolve (s, lid, err) < 0)
+				return -1;
+			continue;
+		}
 		/* Written by a barrier already, or met only by one and not writable (not in the snapshot). */
 		if (s->state [lid] & (SP_SER_POISONED | SP_SER_WRITTEN))
 			continue;
@@ -1670,6 +1768,8 @@ sp_ser_write_unmarked (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpE
 	 */
 	if (c->kind == SP_CLASS_STRING)
 		return 0;
+	if (sp_ser_asidable (s, obj, c))
+		return sp_ser_set_aside (s, obj, c, ticket, err);
 	uint32_t lid;
 	if (sp_ser_lid_of (s, obj, false, &lid, err) < 0)
 		return -1;
@@ -1692,6 +1792,8 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpError 
 		return -1;
 	if (s->npreserved && sp_ser_copy_awaited (s, lid))
 		return SP_SER_WRITE_WAIT;
+	if (s->state [lid] & SP_SER_ASIDE)
+		return 0;            /* its elements at the start are in its copy */
 	if (lid == s->partial_lid) {
 		SpClass *c = sp_client_class_of (obj, err);
 		if (!c)

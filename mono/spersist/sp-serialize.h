@@ -30,6 +30,8 @@ enum {
 	SP_SER_WRITTEN = 1,      /* its record is written (by a step or a barrier) */
 	SP_SER_REACHED = 2,      /* a root, or referenced by an object of the snapshot (else only a barrier met it) */
 	SP_SER_POISONED = 4,     /* a barrier met it while marking and it could not be written: an error once reached */
+	SP_SER_ASIDE = 8,        /* an array of primitives a barrier met while marking, before anything reached it: its
+				    elements as they were are kept aside, written only if marking reaches it (sp_ser_write_now) */
 };
 
 typedef struct SpSerializer {
@@ -43,6 +45,7 @@ typedef struct SpSerializer {
 	uint32_t nroots;
 	uint64_t objects_written;
 	uint64_t unreached_written; /* written by a barrier while marking, not (yet) reached: not part of the state */
+	uint64_t unreached_aside;   /* arrays set aside by a barrier while marking and never reached: an empty record each */
 	uint32_t marked;         /* marking: objects 1..marked have had their children given LIDs */
 	uint64_t mark_next;      /* marking: first element of array marked+1 not looked at yet */
 	bool mark_done;          /* marking is complete: an object without a LID is not in the snapshot */
@@ -195,12 +198,24 @@ sp_ser_is_written (const SpSerializer *s, uint32_t lid)
  *     to it).  One that is not ends up in the
  *     snapshot unreferenced (counted in unreached_written; a reader creates
  *     it and the GC collects it), as the paper's "false-serialized" objects.
+ *     Except an array of primitives in a full snapshot that marks and that
+ *     no delta chain builds on (no cards tracked): it gets its LID, and its
+ *     elements are copied aside (SP_SER_ASIDE; with `ticket`, a long one
+ *     outside the lock, as below), not written.  The steps write it from
+ *     the copy if marking reached it, and else an empty record for its LID
+ *     (counted in unreached_aside), so that a program's own buffers stored
+ *     into while a cycle marks (a control loop's log of its latencies) cost
+ *     it a copy and the snapshot a few bytes, not their elements each cycle.
+ *     It needs no copy of references (what marking must see of an object
+ *     is the references it had at the start), so objects keep the rule
+ *     above.
  *     One that cannot be written (a reference to an object that cannot be
  *     persisted) is poisoned, not written: if the snapshot reaches it after
  *     all, that is the snapshot's error, as if the steps had met it; if not,
  *     sp_ser_close gives it a placeholder record (every reference null), so
  *     that every LID handed out is defined.
- * Returns 1 when it wrote the record, 0 when there was nothing to do, -1 on error.
+ * Returns 1 when it wrote the record (or set it aside), 0 when there was
+ * nothing to do, -1 on error.
  *
  * Copy before write, outside the lock.  With `ticket` (not NULL), a long
  * array of primitives (SP_SER_PRESERVE_MIN_BYTES or more not written yet:
