@@ -55,7 +55,7 @@ def loop_states(switches, wakeups, tid):
     return states
 
 
-def split_update(ran, cpu, baseline, shares):
+def split_update(ran, cpu, baseline, shares, parts):
     """The loop's running time `ran` until its update ended: the program's, but for what the
     update's CPU time `cpu` says about it (when given): running time beyond it was taken by the
     hypervisor (the machine's), and CPU time beyond the update's with no cycle (`baseline`) went to
@@ -67,6 +67,7 @@ def split_update(ran, cpu, baseline, shares):
     barriers = max(0, min(cpu, ran) - baseline)
     shares["machine"] += stolen
     shares["runtime"] += barriers
+    parts["barriers"] = parts.get("barriers", 0) + barriers
     shares["program"] += ran - stolen - barriers
 
 
@@ -95,13 +96,16 @@ def account(periods, switches, wakeups, loop, pid, period_ns=PERIOD_NS, baseline
         by_cpu[r[5]].append(r)
     cpu_starts = {c: [r[0] for r in rs] for c, rs in by_cpu.items()}
 
-    def whose_cpu(cpu, a, b, shares):
+    def whose_cpu(cpu, a, b, shares, parts):
         rs, i = by_cpu.get(cpu, []), max(0, bisect.bisect_right(cpu_starts.get(cpu, []), a) - 1)
         covered = 0
         while i < len(rs) and rs[i][0] < b:
             x, y = max(rs[i][0], a), min(rs[i][1], b)
             if y > x:
-                shares["runtime" if rs[i][2] == pid and rs[i][3] not in (loop, 0) else "machine"] += y - x
+                mine = rs[i][2] == pid and rs[i][3] not in (loop, 0)
+                shares["runtime" if mine else "machine"] += y - x
+                if mine:
+                    parts[rs[i][4]] = parts.get(rs[i][4], 0) + y - x
                 covered += y - x
             i += 1
         shares["program"] += (b - a) - covered
@@ -110,8 +114,11 @@ def account(periods, switches, wakeups, loop, pid, period_ns=PERIOD_NS, baseline
     for k, (r, woke, updated, latency, update_cpu) in enumerate(periods):
         end, own = r + latency, max(r, prev_end)
         shares = {"runtime": 0, "machine": 0, "program": 0}
+        parts = {}           # the runtime's share by what took it: a thread's name, SendPData, blocked, barriers, carried
         update_ran = 0
         shares[prev_class] += own - r
+        if prev_class == "runtime" and own > r:
+            parts["carried"] = own - r          # the previous period's, late by the runtime
         i, t = max(0, bisect.bisect_right(starts, own) - 1), own
         while t < end:
             if i >= len(states) or states[i][0] >= end:
@@ -126,20 +133,21 @@ def account(periods, switches, wakeups, loop, pid, period_ns=PERIOD_NS, baseline
                 shares["program"] += a - t
             cut = r + (updated if state == "run" else woke)      # the update's end, or the loop's wake
             if state == "wait":
-                whose_cpu(cpu, a, b, shares)
+                whose_cpu(cpu, a, b, shares, parts)
             elif state == "run":
                 update_ran += max(0, min(b, cut) - a)
-                shares["runtime"] += max(0, b - max(a, cut))       # SendPData
+                parts["SendPData"] = parts.get("SendPData", 0) + max(0, b - max(a, cut))
             else:
                 shares["machine"] += max(0, min(b, cut) - a)        # the timer late
-                shares["runtime"] += max(0, b - max(a, cut))        # blocked in the runtime
+                parts["blocked"] = parts.get("blocked", 0) + max(0, b - max(a, cut))
             t = b
-        split_update(update_ran, update_cpu, baseline, shares)
+        shares["runtime"] += parts.get("SendPData", 0) + parts.get("blocked", 0)
+        split_update(update_ran, update_cpu, baseline, shares, parts)
         cls = "program"
         if latency > period_ns:
             cls = "program" if latency - shares["machine"] - shares["runtime"] > period_ns else \
                 "runtime" if shares["runtime"] >= shares["machine"] else "machine"
-            misses.append((k, latency, shares, cls))
+            misses.append((k, latency, shares, cls, {w: ns for w, ns in parts.items() if ns}))
         prev_end, prev_class = end, cls
     return misses
 
@@ -151,9 +159,10 @@ def account_main(periods_path, sched_path):
     counts = {c: sum(1 for m in misses if m[3] == c) for c in ("runtime", "machine", "program")}
     print(f"{counts['runtime']},{counts['machine']},{counts['program']}")
     # The runtime's misses first (what the target is about), then the longest of the others.
-    for k, latency, shares, cls in sorted(misses, key=lambda m: (m[3] != "runtime", -m[1]))[:4]:
+    for k, latency, shares, cls, parts in sorted(misses, key=lambda m: (m[3] != "runtime", -m[1]))[:4]:
         print(f"period {k}: {latency / 1e3:.0f} us late by " + ", ".join(f"{c} {v / 1e3:.0f}" for c, v in shares.items())
-              + f" us: the {cls}'s", file=sys.stderr)
+              + " us (the runtime's: " + (", ".join(f"{w} {ns / 1e3:.0f}" for w, ns in parts.items()) or "none")
+              + f"): the {cls}'s", file=sys.stderr)
 
 
 def self_test():
@@ -171,13 +180,14 @@ def self_test():
     assert loop_states(switches, wakeups, 10) == [(-500, 1100, "sleep", 0), (1100, 1110, "wait", 0), (1110, 1170, "run", 0),
                                                   (1170, 2000, "sleep", 0), (2000, 3100, "wait", 0), (3100, 4120, "run", 0)]
     got = account(periods, switches, wakeups, 10, 10, period_ns=1000)
-    assert [(k, cls) for k, _, _, cls in got] == [(0, "machine"), (1, "runtime"), (2, "runtime")], got
+    assert [(k, cls) for k, _, _, cls, _ in got] == [(0, "machine"), (1, "runtime"), (2, "runtime")], got
     assert got[0][2] == {"runtime": 20, "machine": 1110, "program": 40}
     assert got[1][2] == {"runtime": 1120, "machine": 0, "program": 50}
     assert got[2][2] == {"runtime": 190, "machine": 0, "program": 930}
+    assert got[1][4] == {"sp-task": 1100, "SendPData": 20}
     # Queued behind another process's task, or its own update too long: not the runtime's.
     other = [s if s[0] != 3100 else (3100, 0, 99, 99, "kworker", "S", 10) for s in switches]
-    assert [cls for _, _, _, cls in account(periods[:2], other, wakeups, 10, 10, period_ns=1000)] == ["machine", "machine"]
+    assert [cls for _, _, _, cls, _ in account(periods[:2], other, wakeups, 10, 10, period_ns=1000)] == ["machine", "machine"]
     running = [(4900, 0, 0, 0, "swapper/0", "R", 10), (6220, 0, 10, 10, "loop", "S", 0), (7000, 0, 0, 0, "swapper/0", "R", 99)]
     got = account([(5000, 10, 1200, 1220, None)], running, [(4890, 10, 0)], 10, 10, period_ns=1000)
     assert got[0][3] == "program" and got[0][2] == {"runtime": 20, "machine": 0, "program": 1200}, got

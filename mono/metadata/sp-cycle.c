@@ -52,6 +52,7 @@
 #include <mono/utils/mono-threads-coop.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <unistd.h>
@@ -211,6 +212,7 @@ static struct {
 static struct {
 	sem_t nudge;
 	gboolean nudgeable;          /* the SP task sleeps so (under sp_lock) */
+	int schedstat_fd;            /* the SP task's /proc/thread-self/schedstat, -1 if none (sp_task_queued_ns) */
 } sp_task;
 /* Broadcast when a barrier's copy is attached (or its cycle fails): stores into the same array go on. */
 static MonoCoopCond sp_copy_attached;
@@ -1450,16 +1452,35 @@ sp_timespec_of_ns (uint64_t ns)
 #define SP_WAKE_SWITCH_MAX_NS 60000
 
 /*
+ * The SP task's time on the run queue so far (ns; the second field of
+ * /proc/thread-self/schedstat): time it could have run while other threads
+ * did.  0 where the kernel does not say (no CONFIG_SCHED_INFO): then a
+ * wake-up's whole latency, up to a switch's, is charged as before.
+ */
+static uint64_t
+sp_task_queued_ns (void)
+{
+	char text [96];
+	ssize_t n = sp_task.schedstat_fd >= 0 ? pread (sp_task.schedstat_fd, text, sizeof text - 1, 0) : -1;
+	unsigned long long ran, queued;
+	if (n <= 0)
+		return 0;
+	text [n] = '\0';
+	return sscanf (text, "%llu %llu", &ran, &queued) == 2 ? (uint64_t)queued : 0;
+}
+
+/*
  * When the SP task, asleep since `slept_ns`, was due to run: at `until_ns`
  * (its release), or when a starting cycle called it if that came first and
  * the sleep was one such a call ends (`callable`).  The time from then to
  * now, a switch's at most, is charged to the period's budget with the run.
  */
 static uint64_t
-sp_task_due_since (uint64_t slept_ns, uint64_t until_ns, gboolean callable)
+sp_task_due_since (uint64_t slept_ns, uint64_t until_ns, gboolean callable, uint64_t queued_before)
 {
 	uint64_t called = callable ? __atomic_load_n (&sp_budget.called_ns, __ATOMIC_ACQUIRE) : 0;
-	return sp_model_due (slept_ns, until_ns, called, sp_mono_monotonic_ns (), SP_WAKE_SWITCH_MAX_NS);
+	uint64_t queued = sp_task_queued_ns () - queued_before;
+	return sp_model_due (slept_ns, until_ns, called, queued, sp_mono_monotonic_ns (), SP_WAKE_SWITCH_MAX_NS);
 }
 
 /*
@@ -1472,7 +1493,7 @@ static void
 sp_task_sleep_until (const struct timespec *until)
 {
 	/* Its run since it woke, with the sleep it enters, out of the period's budget (the writer reads it under the lock). */
-	uint64_t slept = sp_mono_monotonic_ns ();
+	uint64_t slept = sp_mono_monotonic_ns (), queued = sp_task_queued_ns ();
 	gboolean callable = sp_task.nudgeable;
 	sp_budget_charge (slept - sp_budget.woke_ns + SP_SLEEP_ENTRY_NS);
 	mono_coop_mutex_unlock (&sp_lock);
@@ -1485,7 +1506,7 @@ sp_task_sleep_until (const struct timespec *until)
 		while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, until, NULL) == EINTR)
 			;
 	}
-	sp_budget.woke_ns = sp_task_due_since (slept, sp_timespec_ns (until), callable);
+	sp_budget.woke_ns = sp_task_due_since (slept, sp_timespec_ns (until), callable, queued);
 	MONO_EXIT_GC_SAFE;
 	mono_coop_mutex_lock (&sp_lock);
 	sp_task.nudgeable = FALSE;
@@ -1673,15 +1694,16 @@ sp_task_main (gpointer arg)
 {
 	(void)arg;
 	sp_task_set_priority ("SP", "sp-task");
+	sp_task.schedstat_fd = open ("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	mono_coop_mutex_lock (&sp_lock);
 	for (;;) {
 		sp_task_outside_the_world (TRUE);
-		uint64_t idle = sp_mono_monotonic_ns ();
+		uint64_t idle = sp_mono_monotonic_ns (), queued = sp_task_queued_ns ();
 		while (!sp_task_has_work () && !sp_cycle.exiting)
 			mono_coop_cond_wait (&sp_cycle.wake, &sp_lock);
 		if (sp_cycle.exiting)
 			sp_task_park ();
-		sp_budget.woke_ns = sp_task_due_since (idle, UINT64_MAX, TRUE);
+		sp_budget.woke_ns = sp_task_due_since (idle, UINT64_MAX, TRUE, queued);
 		sp_task_outside_the_world (FALSE);
 		struct timespec release;
 		clock_gettime (CLOCK_MONOTONIC, &release);

@@ -143,11 +143,12 @@ sp_model_duration_add (SpModelDuration *d, uint64_t ns)
 }
 
 uint64_t
-sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now, uint64_t switch_max)
+sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t queued, uint64_t now, uint64_t switch_max)
 {
 	uint64_t due = called > slept && called < until ? called : until;
 	if (due < slept || due > now)
 		return now;
+	due = now - due > queued ? due + queued : now;
 	return now - due > switch_max ? now - switch_max : due;
 }
 

@@ -181,9 +181,15 @@ void sp_model_duration_add (SpModelDuration *d, uint64_t ns);
  * (sp-cycle.c): the program's CPU taken by the switch into the server.  A
  * latency longer than a switch was not the program's CPU: the server waited
  * for a thread that outranks it (the program's own work) or for an idle CPU
- * to wake (the program runs on another).
+ * to wake (the program runs on another).  `queued`: the time the server
+ * spent on the run queue since it slept, as the kernel counts it (0 where
+ * it does not): other threads ran then, the program's at a higher priority
+ * or the writer's, whose own runs are charged as they end; it is not
+ * charged.  A server woken by its timer while a 1 kHz loop ran waited for
+ * the loop's 40-70 us and was charged them, up to `switch_max`, out of a
+ * 200 us budget (session 28).
  */
-uint64_t sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t now, uint64_t switch_max);
+uint64_t sp_model_due (uint64_t slept, uint64_t until, uint64_t called, uint64_t queued, uint64_t now, uint64_t switch_max);
 
 /*
  * The SP task's wake-up as the model sees it (SpModelCosts.wake_ns): a moving

@@ -4,6 +4,10 @@
 //                                      arrays, structs; about 45 MB), persisted once; prints
 //                                      its bytes and how much the process's peak RSS grew
 //                                      meanwhile
+//   streaming.exe logging N            persist's state, persisted once while another thread
+//                                      stores into arrays of its own, never part of the
+//                                      state (a log of 1,000,000 longs, 500 recent values);
+//                                      prints the snapshot's bytes
 //   streaming.exe check N              the restored state is that fixed state
 //   streaming.exe paced N              cycles one after the other (each waited for): the
 //                                      cost model predicts each from the one before, and no
@@ -110,6 +114,35 @@ static class Program
 		SPC.WaitPersisted ();
 		long grew = PeakRssKb () - before;
 		Console.WriteLine ("bytes {0} objects {1} peak-rss-growth-kb {2}", SPC.GetStats ().LastBytes, SPC.GetStats ().LastObjects, grew);
+		return 0;
+	}
+
+	static volatile bool logging;
+
+	// What the program keeps of its own beside the state: stored into the whole time.
+	static void Log (long [] log, double [] recent)
+	{
+		for (long i = 0; logging; i++) {
+			log [i % log.Length] = i;
+			recent [i % recent.Length] = i / 2.0;
+		}
+	}
+
+	static int PersistLogging (int n)
+	{
+		Plant p = Build (n, 1);
+		SPC.AddRoot (p);
+		var log = new long [1000000];
+		var recent = new double [500];
+		logging = true;
+		var logger = new Thread (() => Log (log, recent));
+		logger.Start ();
+		Thread.Sleep (10);
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		logging = false;
+		logger.Join ();
+		Console.WriteLine ("bytes {0} objects {1}", SPC.GetStats ().LastBytes, SPC.GetStats ().LastObjects);
 		return 0;
 	}
 
@@ -224,6 +257,8 @@ static class Program
 		switch (args [0]) {
 		case "persist":
 			return Persist (n);
+		case "logging":
+			return PersistLogging (n);
 		case "fault":
 			return Fault (n, args [2], args [3]);
 		case "paced":

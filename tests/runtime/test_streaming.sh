@@ -28,6 +28,17 @@ for buffer in 4K 1M; do
 		[ "$grew" -lt $(( stw / 1024 / 3 )) ] || fail "--sp-mode=$mode --sp-buffer=$buffer: the peak RSS grew by $grew kB while persisting a $stw-byte snapshot"
 	done
 done
+# A program storing into arrays of its own (not the state) while the cycle marks: they are set
+# aside, not written, and the snapshot is the state's, as stop-the-world's (their 8 MB would be 18%).
+for mode in stw incremental; do
+	rm -rf store
+	spm --sp-store=store --sp-mode=$mode streaming.exe logging $N > "logging-$mode.txt" \
+		|| fail "logging, --sp-mode=$mode: $(cat "logging-$mode.txt")"
+	cat "logging-$mode.txt"
+	expect_out "restored version 1" spm --sp-store=store streaming.exe check $N
+done
+stw=$(bytes logging-stw.txt); inc=$(bytes logging-incremental.txt)
+[ "$inc" -le $(( stw + stw / 100 )) ] || fail "a program's own arrays: incremental snapshot $inc bytes, stop-the-world $stw (more than 1.01x)"
 # The writer outside the budget (--sp-writer=background): the same snapshot, and its thread at the normal policy.
 rm -rf store
 spm --sp-store=store --sp-mode=incremental --sp-writer=background --sp-priority=50 streaming.exe persist $N > background.txt \

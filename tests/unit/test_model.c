@@ -269,23 +269,30 @@ test_due_is_the_release_or_the_call (void **state)
 {
 	(void)state;
 	/* Slept from 100 until its release at 1,000, woke at 1,030: due at the release. */
-	assert_int_equal (sp_model_due (100 * US, 1000 * US, 0, 1030 * US, 1000 * US), 1000 * US);
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 0, 0, 1030 * US, 1000 * US), 1000 * US);
 	/* Called at 400 during that sleep: due at the call. */
-	assert_int_equal (sp_model_due (100 * US, 1000 * US, 400 * US, 430 * US, 1000 * US), 400 * US);
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 400 * US, 0, 430 * US, 1000 * US), 400 * US);
 	/* A call before the sleep began does not count (it was not what woke it). */
-	assert_int_equal (sp_model_due (100 * US, 1000 * US, 50 * US, 1020 * US, 1000 * US), 1000 * US);
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 50 * US, 0, 1020 * US, 1000 * US), 1000 * US);
 	/* A call after the release does not either. */
-	assert_int_equal (sp_model_due (100 * US, 1000 * US, 1010 * US, 1020 * US, 1000 * US), 1000 * US);
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 1010 * US, 0, 1020 * US, 1000 * US), 1000 * US);
 	/* No release (an idle wait), woken by a call at 500: due then; no call: now. */
-	assert_int_equal (sp_model_due (100 * US, UINT64_MAX, 500 * US, 520 * US, 1000 * US), 500 * US);
-	assert_int_equal (sp_model_due (100 * US, UINT64_MAX, 0, 520 * US, 1000 * US), 520 * US);
+	assert_int_equal (sp_model_due (100 * US, UINT64_MAX, 500 * US, 0, 520 * US, 1000 * US), 500 * US);
+	assert_int_equal (sp_model_due (100 * US, UINT64_MAX, 0, 0, 520 * US, 1000 * US), 520 * US);
 	/* A release already past when the sleep began (a late run): no latency is counted. */
-	assert_int_equal (sp_model_due (100 * US, 80 * US, 0, 110 * US, 1000 * US), 110 * US);
+	assert_int_equal (sp_model_due (100 * US, 80 * US, 0, 0, 110 * US, 1000 * US), 110 * US);
 	/* A clock read before the release (a spurious early return): never after now. */
-	assert_int_equal (sp_model_due (100 * US, 1000 * US, 0, 990 * US, 1000 * US), 990 * US);
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 0, 0, 990 * US, 1000 * US), 990 * US);
 	/* A latency longer than a switch is charged as a switch: woke 185 us after a call at 400, switches of 60 at most. */
-	assert_int_equal (sp_model_due (100 * US, 1000 * US, 400 * US, 585 * US, 60 * US), 525 * US);
-	assert_int_equal (sp_model_due (100 * US, 1000 * US, 400 * US, 450 * US, 60 * US), 400 * US);
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 400 * US, 0, 585 * US, 60 * US), 525 * US);
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 400 * US, 0, 450 * US, 60 * US), 400 * US);
+	/* Woken at its release, 1,000, and on the run queue 70 of the 80 us until it ran (a loop that
+	 * outranks it): only the last 10 count.  Queued longer than the latency (it waited before the
+	 * release too, preempted before it slept): none. */
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 0, 70 * US, 1080 * US, 60 * US), 1070 * US);
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 0, 95 * US, 1080 * US, 60 * US), 1080 * US);
+	/* The queue's time first, then the switch's cap: 200 us late, 100 of them queued: 60 count. */
+	assert_int_equal (sp_model_due (100 * US, 1000 * US, 0, 100 * US, 1200 * US, 60 * US), 1140 * US);
 }
 
 /*
