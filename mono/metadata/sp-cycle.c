@@ -111,6 +111,7 @@ typedef struct SpCycleStats {
 	uint64_t units [SP_UNIT_KINDS]; /* units of work done, by kind */
 	uint64_t work_cpu_ns;        /* CPU time of the increments and of the budgeted writer's slices (the model's W) */
 	SpModelPrediction predicted; /* what the cost model said at the start (cycle_ns 0: nothing known yet) */
+	uint64_t release_wait_ns;    /* from the start to the SP task's first release (sp_cycle_release_wait) */
 	gboolean published;          /* the statistics went out (once the cycle is over and durable) */
 	uint64_t started_ns;
 } SpCycleStats;
@@ -794,7 +795,7 @@ sp_cycle_learn (uint64_t cycle_ns)
 	}
 	SpModelCosts costs;
 	sp_cycle_model_costs (&costs);
-	sp_model_learn (&sp_learned, &sp_model_state, &costs, c->work_cpu_ns, cycle_ns);
+	sp_model_learn (&sp_learned, &sp_model_state, &costs, c->work_cpu_ns, cycle_ns, c->release_wait_ns);
 }
 
 /* The measured costs and the options, for the model. */
@@ -1132,8 +1133,9 @@ sp_cycle_start (gboolean delta, SpError *err)
 	uint64_t stop_ns = sp_cycle.stats.stop_ns;
 	memset (&sp_cycle.stats, 0, sizeof sp_cycle.stats);
 	sp_cycle_predict (&sp_cycle.stats.predicted);
+	sp_cycle.stats.release_wait_ns = sp_cycle_release_wait (sp_mono_monotonic_ns ());
 	if (sp_cycle.stats.predicted.cycle_ns)
-		sp_cycle.stats.predicted.cycle_ns += sp_cycle_release_wait (sp_mono_monotonic_ns ());
+		sp_cycle.stats.predicted.cycle_ns += sp_cycle.stats.release_wait_ns;
 	sp_writer.cycle_ns = 0;
 	sp_cycle.stats.stop_ns = stop_ns;
 	sp_cycle.stats.started_ns = t0;

@@ -35,8 +35,15 @@ sp_model_use_permille (const SpModelCosts *costs, uint64_t work_ns, uint64_t cyc
 	SpModelCosts full = *costs;
 	full.use_permille = 1000;
 	uint64_t periods = sp_model_div_up (cycle_ns, costs->period_ns);
-	uint64_t capacity = (periods ? periods : 1) * sp_model_share (&full);
-	uint64_t use = work_ns * 1000 / capacity;
+	if (periods < 2)
+		return 1000;
+	/*
+	 * The share that spreads the work over as many periods as it took, the
+	 * last one half used: counted as a whole, every cycle with a last period
+	 * partly used lowered u, and the prediction then needed a period more
+	 * than the cycle had (session 28).
+	 */
+	uint64_t use = work_ns * 2000 / ((2 * periods - 1) * sp_model_share (&full));
 	return use < 1 ? 1 : use > 1000 ? 1000 : use;
 }
 
@@ -51,6 +58,13 @@ sp_model_work_permille (const SpModelState *units, const SpModelCosts *costs, ui
 	return k < 500 ? 500 : k > 5000 ? 5000 : k;
 }
 
+/* True when the writer's commit runs alone, in a period of its own after the work's (sp-cycle.c). */
+static bool
+sp_model_commit_alone (const SpModelCosts *costs)
+{
+	return costs->commit_ns > costs->pause_ns / 2;
+}
+
 void
 sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelPrediction *out)
 {
@@ -59,7 +73,7 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 	uint64_t writer = sp_model_div_up (state->bytes, costs->slice_bytes) * costs->slice_ns;
 	if (costs->writeback_bytes)
 		writer += state->bytes / costs->writeback_bytes * costs->writeback_ns;
-	bool commit_alone = costs->commit_ns > costs->pause_ns / 2;
+	bool commit_alone = sp_model_commit_alone (costs);
 	uint64_t share = sp_model_share (costs);
 	out->work_ns = (sp + writer + (commit_alone ? 0 : costs->commit_ns)) * (costs->work_permille ? costs->work_permille : 1000) / 1000;
 	/* Work that fits one period's whole share needs no hand-off between periods, whose cost u stands for. */
@@ -85,13 +99,18 @@ sp_model_average (uint64_t average, uint64_t value)
 
 void
 sp_model_learn (SpModelLearned *learned, const SpModelState *units, const SpModelCosts *costs, uint64_t work_ns,
-		uint64_t cycle_ns)
+		uint64_t cycle_ns, uint64_t release_wait_ns)
 {
 	learned->work_permille = sp_model_average (learned->work_permille, sp_model_work_permille (units, costs, work_ns));
 	SpModelCosts whole = *costs;
 	whole.use_permille = 1000;
-	if (work_ns > sp_model_share (&whole) && cycle_ns > costs->period_ns)
-		learned->use_permille = sp_model_average (learned->use_permille, sp_model_use_permille (costs, work_ns, cycle_ns));
+	uint64_t apart = release_wait_ns;
+	/* A commit alone starts a little after its period's release: the work's periods are what is left, rounded. */
+	if (sp_model_commit_alone (costs))
+		apart += costs->commit_ns + costs->period_ns / 2;
+	uint64_t spread = cycle_ns > apart ? cycle_ns - apart : 0;
+	if (work_ns > sp_model_share (&whole) && spread > costs->period_ns)
+		learned->use_permille = sp_model_average (learned->use_permille, sp_model_use_permille (costs, work_ns, spread));
 	learned->cycles++;
 }
 

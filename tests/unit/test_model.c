@@ -112,11 +112,12 @@ test_use_of_the_budget (void **state)
 	(void)state;
 	/* 12 periods' worth of full shares (480 us each) in a cycle of 12 periods: all of it. */
 	assert_int_equal (sp_model_use_permille (&costs, 12 * 480000, 11 * 3000000 + 1), 1000);
-	/* Half of it. */
-	assert_int_equal (sp_model_use_permille (&costs, 6 * 480000, 11 * 3000000 + 1), 500);
-	/* Never more than all, never nothing. */
-	assert_int_equal (sp_model_use_permille (&costs, 100 * 480000, 3000000), 1000);
-	assert_int_equal (sp_model_use_permille (&costs, 0, 3000000), 1);
+	/* About half of it: 6 shares over 11.5 periods (the last one counts half). */
+	assert_int_equal (sp_model_use_permille (&costs, 6 * 480000, 11 * 3000000 + 1), 521);
+	/* Never more than all, never nothing; a cycle of one period says nothing of u. */
+	assert_int_equal (sp_model_use_permille (&costs, 100 * 480000, 6000000), 1000);
+	assert_int_equal (sp_model_use_permille (&costs, 0, 6000000), 1);
+	assert_int_equal (sp_model_use_permille (&costs, 0, 3000000), 1000);
 	SpModelCosts half = costs;
 	half.use_permille = 500;
 	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
@@ -159,7 +160,7 @@ test_learning_ignores_stalled_short_cycles (void **state)
 	SpModelState small = { .objects = 400, .marks = 50, .writes = 50, .bytes = 3000 };   /* 270 us of work */
 	SpModelLearned l = { 0 };
 	/* 270 us of work, stalled past the period (the program took the CPU): k learned, u not. */
-	sp_model_learn (&l, &small, &costs, 270000, 2 * 3000000 + 5000);
+	sp_model_learn (&l, &small, &costs, 270000, 2 * 3000000 + 5000, 0);
 	assert_int_equal (l.cycles, 1);
 	assert_int_equal (l.work_permille, 1000);
 	assert_int_equal (l.use_permille, 0);
@@ -171,13 +172,67 @@ test_learning_ignores_stalled_short_cycles (void **state)
 	assert_int_equal (p.periods, 1);                      /* still one period */
 	/* A cycle of 12 full shares of work over 23 periods: the server used about half its budget. */
 	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
-	sp_model_learn (&l, &s, &costs, 12 * 480000, 22 * 3000000 + 1);
+	sp_model_learn (&l, &s, &costs, 12 * 480000, 22 * 3000000 + 1, 0);
 	assert_int_equal (l.cycles, 2);
-	assert_int_equal (l.use_permille, 521);               /* 12 / 23 */
+	assert_int_equal (l.use_permille, 533);               /* 12 / 22.5: the last period half used */
 	/* The next such cycle moves u a quarter of the way. */
-	sp_model_learn (&l, &s, &costs, 12 * 480000, 11 * 3000000 + 1);
-	assert_int_equal (l.use_permille, (3 * 521 + 1000) / 4);
+	sp_model_learn (&l, &s, &costs, 12 * 480000, 11 * 3000000 + 1, 0);
+	assert_int_equal (l.use_permille, (3 * 533 + 1000) / 4);
 	assert_true (l.cycles >= SP_MODEL_CALIBRATION_CYCLES);
+}
+
+/*
+ * u is learned from the periods the work spread over, not from the wait for
+ * the first release nor a commit that runs alone, which a prediction adds
+ * apart: a cycle of 12 shares of work in 12 periods, after a 2.5 ms wait and
+ * before a 0.9 ms commit alone, used the whole budget, and the next such
+ * cycle is predicted at its length.
+ */
+static void
+test_learning_leaves_out_what_prediction_adds (void **state)
+{
+	(void)state;
+	SpModelCosts c = costs;
+	c.commit_ns = 900000;            /* over half the pause: alone */
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
+	SpModelPrediction p;
+	sp_model_predict (&s, &c, &p);
+	uint64_t work = p.work_ns, periods = p.periods - 1;     /* the work's periods, the commit's apart */
+	uint64_t cycle = 2500000 + periods * c.period_ns + c.commit_ns;
+	SpModelLearned l = { 0 };
+	sp_model_learn (&l, &s, &c, work, cycle + 40000, 2500000);   /* the commit 40 us after its release */
+	c.use_permille = l.use_permille;
+	sp_model_predict (&s, &c, &p);
+	assert_int_equal (p.cycle_ns + 2500000, cycle);
+	/* Learned from the whole cycle, u counts the wait and the commit as budget left unused: a period too many. */
+	SpModelLearned whole = { 0 };
+	sp_model_learn (&whole, &s, &c, work, cycle + 40000, 0);
+	assert_true (whole.use_permille < l.use_permille);
+	c.use_permille = whole.use_permille;
+	sp_model_predict (&s, &c, &p);
+	assert_int_equal (p.cycle_ns + 2500000, cycle + c.period_ns);
+}
+
+/* Learned from a cycle, u predicts that cycle's periods again, whatever its last period held. */
+static void
+test_learned_use_reproduces_the_periods (void **state)
+{
+	(void)state;
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
+	SpModelPrediction p;
+	sp_model_predict (&s, &costs, &p);              /* 5,365 us of work: 12 periods, the last one 85 us */
+	for (uint64_t periods = 12; periods <= 30; periods++) {
+		for (uint64_t last = 10000; last < costs.period_ns; last += 290000) {
+			SpModelLearned l = { 0 };
+			uint64_t cycle = (periods - 1) * costs.period_ns + last;
+			sp_model_learn (&l, &s, &costs, p.work_ns, cycle, 0);
+			SpModelCosts c = costs;
+			c.use_permille = l.use_permille;
+			SpModelPrediction again;
+			sp_model_predict (&s, &c, &again);
+			assert_int_equal (again.periods, periods);
+		}
+	}
 }
 
 /* The verdict: a block of calls a quarter late is unschedulable; a late call now and then is not. */
@@ -334,6 +389,8 @@ main (void)
 		cmocka_unit_test (test_use_of_the_budget),
 		cmocka_unit_test (test_work_over_units),
 		cmocka_unit_test (test_learning_ignores_stalled_short_cycles),
+		cmocka_unit_test (test_learning_leaves_out_what_prediction_adds),
+		cmocka_unit_test (test_learned_use_reproduces_the_periods),
 		cmocka_unit_test (test_verdict_needs_a_quarter_of_a_block),
 		cmocka_unit_test (test_next_release_skips_after_an_overrun),
 		cmocka_unit_test (test_first_release_follows_the_calls),
