@@ -77,7 +77,7 @@ def account(periods, switches, wakeups, loop, pid, period_ns=PERIOD_NS, baseline
     period's, counted as that period was judged):
       - the runtime's: other threads of the process running while the loop was queued (the SP
         and writer tasks, the collector), the loop blocked after it woke (a lock, a stopped
-        world), and the loop's own SendPData (its time after the update);
+        world), and the loop's own persisting (SendPData, or BinaryFormatter: its time after the update);
       - the machine's: the loop asleep past its release (the timer came late: the hypervisor's
         wake-up of an idle CPU), or queued behind an idle CPU or another process's task;
       - the program's: the loop's own update, and time the trace does not cover.  With the
@@ -114,7 +114,7 @@ def account(periods, switches, wakeups, loop, pid, period_ns=PERIOD_NS, baseline
     for k, (r, woke, updated, latency, update_cpu) in enumerate(periods):
         end, own = r + latency, max(r, prev_end)
         shares = {"runtime": 0, "machine": 0, "program": 0}
-        parts = {}           # the runtime's share by what took it: a thread's name, SendPData, blocked, barriers, carried
+        parts = {}           # the runtime's share by what took it: a thread's name, persisting (the loop's SendPData, or BinaryFormatter), blocked, barriers, carried
         update_ran = 0
         shares[prev_class] += own - r
         if prev_class == "runtime" and own > r:
@@ -136,12 +136,12 @@ def account(periods, switches, wakeups, loop, pid, period_ns=PERIOD_NS, baseline
                 whose_cpu(cpu, a, b, shares, parts)
             elif state == "run":
                 update_ran += max(0, min(b, cut) - a)
-                parts["SendPData"] = parts.get("SendPData", 0) + max(0, b - max(a, cut))
+                parts["persisting"] = parts.get("persisting", 0) + max(0, b - max(a, cut))
             else:
                 shares["machine"] += max(0, min(b, cut) - a)        # the timer late
                 parts["blocked"] = parts.get("blocked", 0) + max(0, b - max(a, cut))
             t = b
-        shares["runtime"] += parts.get("SendPData", 0) + parts.get("blocked", 0)
+        shares["runtime"] += parts.get("persisting", 0) + parts.get("blocked", 0)
         split_update(update_ran, update_cpu, baseline, shares, parts)
         cls = "program"
         if latency > period_ns:
@@ -184,7 +184,7 @@ def self_test():
     assert got[0][2] == {"runtime": 20, "machine": 1110, "program": 40}
     assert got[1][2] == {"runtime": 1120, "machine": 0, "program": 50}
     assert got[2][2] == {"runtime": 190, "machine": 0, "program": 930}
-    assert got[1][4] == {"sp-task": 1100, "SendPData": 20}
+    assert got[1][4] == {"sp-task": 1100, "persisting": 20}
     # Queued behind another process's task, or its own update too long: not the runtime's.
     other = [s if s[0] != 3100 else (3100, 0, 99, 99, "kworker", "S", 10) for s in switches]
     assert [cls for _, _, _, cls, _ in account(periods[:2], other, wakeups, 10, 10, period_ns=1000)] == ["machine", "machine"]
