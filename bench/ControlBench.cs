@@ -126,10 +126,13 @@ static class ControlBench
 		if (mech == "sp")
 			SPC.AddRoot (plant);
 		var latencies = new long [periods];
-		var releases = new long [periods];
-		var woke = new long [periods];
-		var updated = new long [periods];
-		var updateCpu = new long [periods];
+		// The trace for CONTROL_TRACE in arrays that cannot be persisted (IntPtr), so that measuring
+		// adds nothing to the snapshots: arrays of primitives stored into while a cycle runs are
+		// the barrier's to look at (set aside, or in a delta written, docs/INCREMENTAL.md).
+		var releases = new IntPtr [periods];
+		var woke = new IntPtr [periods];
+		var updated = new IntPtr [periods];
+		var updateCpu = new IntPtr [periods];
 		Update (plant, 0, 0, n);                             // the JIT, before the first release
 		long baselineCpu = UpdateCpuBaseline (plant, n, touched);
 		for (int s = 0; s < plant.Sensors.Length; s++)
@@ -163,11 +166,11 @@ static class ControlBench
 			if (NowNs () - start > 10000000000L)
 				break;
 			SleepUntil (release);
-			woke [k - 1] = NowNs () - release;
+			woke [k - 1] = (IntPtr)(NowNs () - release);
 			long cpu0 = ThreadCpuNs ();
 			Update (plant, k, WindowStart (k, n, touched), touched);
-			updated [k - 1] = NowNs () - release;
-			updateCpu [k - 1] = ThreadCpuNs () - cpu0;
+			updated [k - 1] = (IntPtr)(NowNs () - release);
+			updateCpu [k - 1] = (IntPtr)(ThreadCpuNs () - cpu0);
 			if (mech == "sp") {
 				SPC.SendPData ();
 			} else if (mech == "bf") {
@@ -177,7 +180,7 @@ static class ControlBench
 				}
 			}
 			latencies [k - 1] = NowNs () - release;
-			releases [k - 1] = release;
+			releases [k - 1] = (IntPtr)release;
 		}
 		if (mech == "sp")
 			SPC.WaitPersisted ();
@@ -225,7 +228,7 @@ static class ControlBench
 	// release (ns, CLOCK_MONOTONIC, as SPMONO_TRACE's and perf's -k mono), when after it the loop
 	// woke, ended its update and ended its period, and the update's CPU time: for the
 	// scheduler's account of each late period (bench/run-control.sh).
-	static void WritePeriods (long [] releases, long [] woke, long [] updated, long [] latencies, long [] updateCpu,
+	static void WritePeriods (IntPtr [] releases, IntPtr [] woke, IntPtr [] updated, long [] latencies, IntPtr [] updateCpu,
 		long baselineCpu, int ran)
 	{
 		string path = Environment.GetEnvironmentVariable ("CONTROL_TRACE");
@@ -235,7 +238,7 @@ static class ControlBench
 			w.WriteLine ("loop,{0}", getpid ());
 			w.WriteLine ("baseline,{0}", baselineCpu);
 			for (int i = 0; i < ran; i++)
-				w.WriteLine ("{0},{1},{2},{3},{4}", releases [i], woke [i], updated [i], latencies [i], updateCpu [i]);
+				w.WriteLine ("{0},{1},{2},{3},{4}", (long)releases [i], (long)woke [i], (long)updated [i], latencies [i], (long)updateCpu [i]);
 		}
 	}
 
