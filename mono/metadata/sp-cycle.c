@@ -845,12 +845,16 @@ sp_cycle_check_schedule (void)
 	static gboolean warned;
 	static SpModelVerdict verdict;
 	static SpModelPrediction at_late;        /* the prediction at the block's latest late call */
+	static SpModelIntervals intervals;
+	static uint64_t typical;
 	uint64_t now = sp_mono_monotonic_ns (), interval = now - last_ns;
 	SpModelPrediction p;
 	gboolean first = last_ns == 0;
 	last_ns = now;
+	if (!first)
+		typical = sp_model_interval_add (&intervals, interval);
 	sp_cycle_predict (&p);
-	gboolean late = !first && p.cycle_ns && !sp_model_schedulable (&p, interval) && sp_task_has_own_work ();
+	gboolean late = !first && p.cycle_ns && !sp_model_schedulable (&p, MAX (interval, typical)) && sp_task_has_own_work ();
 	if (late) {
 		sp_stats [SP_STAT_UNSCHEDULABLE_SENDS]++;
 		at_late = p;
@@ -864,12 +868,12 @@ sp_cycle_check_schedule (void)
 	warned = TRUE;
 	fprintf (stderr, "spmono: warning: %d of the last %d SendPData calls came while a cycle ran: a cycle of this "
 		 "state (%llu objects, %llu bytes) takes about %.3f ms at --sp-pause=%u --sp-period=%u (%llu periods), "
-		 "the last call came %.3f ms after the one before; calls made while a cycle runs %s; give persistence "
+		 "the last call came %.3f ms after the one before (typically %.3f ms); calls made while a cycle runs %s; give persistence "
 		 "more time (--sp-pause, --sp-period) or call SendPData less often (said once; "
 		 "SPStats.UnschedulableSends counts them)\n",
 		 (int)late_calls, (int)SP_MODEL_VERDICT_CALLS,
 		 (unsigned long long)sp_model_state.objects, (unsigned long long)sp_model_state.bytes, p.cycle_ns / 1e6,
-		 sp_options.pause_us, sp_options.period_us, (unsigned long long)p.periods, interval / 1e6,
+		 sp_options.pause_us, sp_options.period_us, (unsigned long long)p.periods, interval / 1e6, typical / 1e6,
 		 sp_options.busy_wait ? "wait for them" : "take no snapshot");
 }
 

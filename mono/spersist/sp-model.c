@@ -126,6 +126,23 @@ sp_model_verdict_add (SpModelVerdict *verdict, bool late)
 	return late_calls;
 }
 
+uint64_t
+sp_model_interval_add (SpModelIntervals *intervals, uint64_t interval_ns)
+{
+	intervals->last [intervals->next] = interval_ns;
+	intervals->next = (intervals->next + 1) % SP_MODEL_INTERVALS;
+	if (intervals->count < SP_MODEL_INTERVALS)
+		intervals->count++;
+	uint64_t sorted [SP_MODEL_INTERVALS];
+	for (uint32_t i = 0; i < intervals->count; i++) {
+		uint32_t j = i;
+		for (; j > 0 && sorted [j - 1] > intervals->last [i]; j--)
+			sorted [j] = sorted [j - 1];
+		sorted [j] = intervals->last [i];
+	}
+	return sorted [intervals->count / 2];
+}
+
 /* A period less a target: the least time between the end of one period's runs and the next period's first. */
 static uint64_t
 sp_model_rest (uint64_t period, uint64_t pause)

@@ -3,6 +3,8 @@
 
 #include "sp-model.h"
 
+#define US 1000ull
+
 static const SpModelCosts costs = {
 	.mark_ns = 2000, .objects_ns = 3000, .piece_ns = 4000, .forget_ns = 1000,
 	.slice_ns = 20000, .slice_bytes = 65536, .wake_ns = 20000,
@@ -235,6 +237,30 @@ test_learned_use_reproduces_the_periods (void **state)
 	}
 }
 
+/*
+ * The typical interval: a 1 kHz loop's calls, then a catch-up after a stall
+ * (calls 5 us apart): the median stays a millisecond through a burst of 7,
+ * and follows a program that changes its rate.
+ */
+static void
+test_typical_interval_outlasts_a_burst (void **state)
+{
+	(void)state;
+	SpModelIntervals iv = { 0 };
+	assert_int_equal (sp_model_interval_add (&iv, 1000 * US), 1000 * US);
+	for (int i = 0; i < 20; i++)
+		sp_model_interval_add (&iv, 1000 * US + (uint64_t)(i % 3) * US);
+	for (int i = 0; i < 7; i++)
+		assert_true (sp_model_interval_add (&iv, 5 * US) >= 1000 * US);
+	for (int i = 0; i < SP_MODEL_INTERVALS; i++)
+		sp_model_interval_add (&iv, 200 * US);
+	assert_int_equal (sp_model_interval_add (&iv, 200 * US), 200 * US);
+	/* A prediction of 0.5 ms judged by the longer of the two: a burst's call is not late, a rate of 0.2 ms is. */
+	SpModelPrediction p = { .cycle_ns = 500 * US };
+	assert_true (sp_model_schedulable (&p, 1000 * US));       /* MAX (5 us, typical 1 ms) */
+	assert_false (sp_model_schedulable (&p, 200 * US));
+}
+
 /* The verdict: a block of calls a quarter late is unschedulable; a late call now and then is not. */
 static void
 test_verdict_needs_a_quarter_of_a_block (void **state)
@@ -261,7 +287,6 @@ test_verdict_needs_a_quarter_of_a_block (void **state)
 }
 
 /* Releases (times in us for reading; ns in the calls): period 1000, target 200, window 250. */
-#define US 1000ull
 static void
 test_next_release_skips_after_an_overrun (void **state)
 {
@@ -392,6 +417,7 @@ main (void)
 		cmocka_unit_test (test_learning_leaves_out_what_prediction_adds),
 		cmocka_unit_test (test_learned_use_reproduces_the_periods),
 		cmocka_unit_test (test_verdict_needs_a_quarter_of_a_block),
+		cmocka_unit_test (test_typical_interval_outlasts_a_burst),
 		cmocka_unit_test (test_next_release_skips_after_an_overrun),
 		cmocka_unit_test (test_first_release_follows_the_calls),
 		cmocka_unit_test (test_duration_high_estimate_holds_after_a_stall),
