@@ -49,9 +49,16 @@ typedef struct SpPreserved {
 	uint64_t first;          /* the element copy [0] holds */
 	uint64_t next, end;      /* elements [next, end) not written yet */
 	bool cards;              /* a delta's array of the chain: only the cards that differ from the chain's are patched */
-	bool aside;              /* its record not begun: written only if marking reaches it (SP_SER_ASIDE) */
 	uint8_t *copy;           /* NULL while the barrier copies */
 } SpPreserved;
+
+/* An array set aside (SpSerializer.aside's values): its copy and itself. */
+static void
+sp_ser_aside_free (gpointer p)
+{
+	free (((SpPreserved *)p)->copy);
+	free (p);
+}
 
 static void
 sp_ser_forget_preserved (SpSerializer *s)
@@ -59,6 +66,8 @@ sp_ser_forget_preserved (SpSerializer *s)
 	for (size_t i = 0; i < s->npreserved; i++)
 		free (s->preserved [i].copy);
 	s->npreserved = 0;
+	if (s->aside)
+		g_hash_table_remove_all (s->aside);
 }
 
 void
@@ -75,6 +84,8 @@ sp_ser_free (SpSerializer *s)
 		g_hash_table_destroy (s->cards);
 	sp_ser_forget_preserved (s);
 	free (s->preserved);
+	if (s->aside)
+		g_hash_table_destroy (s->aside);
 	sp_ser_forget_poison (s);
 	free (s->state);
 	sp_lidmap_free (&s->lids);
@@ -1239,27 +1250,45 @@ sp_ser_copy_awaited (const SpSerializer *s, uint32_t lid)
 	for (size_t i = 0; i < s->npreserved; i++)
 		if (s->preserved [i].lid == lid && !s->preserved [i].copy)
 			return true;
-	return false;
+	SpPreserved *aside = s->aside ? g_hash_table_lookup (s->aside, GUINT_TO_POINTER (lid)) : NULL;
+	return aside && !aside->copy;
 }
 
 /* Elements [first, length) of array obj (LID lid, class c) are to come from a copy the barrier takes: its ticket. */
-static int
-sp_ser_preserve_begin (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64_t first, bool cards,
-		       SpPreserveTicket *t, SpError *err)
+/* Room for one more preserved array: its slot, or NULL (out of memory). */
+static SpPreserved *
+sp_ser_preserved_push (SpSerializer *s)
 {
 	if (s->npreserved == s->preserved_cap) {
 		size_t cap = s->preserved_cap ? 2 * s->preserved_cap : 4;
 		SpPreserved *grown = realloc (s->preserved, cap * sizeof *grown);
 		if (!grown)
-			return sp_ser_oom (err);
+			return NULL;
 		s->preserved = grown;
 		s->preserved_cap = cap;
 	}
+	return &s->preserved [s->npreserved++];
+}
+
+/* *p: elements [first, length) of array obj (LID lid) to come from a copy the barrier takes; *t its ticket. */
+static void
+sp_ser_preserved_init (SpSerializer *s, SpPreserved *p, void *obj, const SpClass *c, uint32_t lid, uint64_t first, bool cards,
+		       SpPreserveTicket *t)
+{
 	uint64_t n = sp_client_array_length (obj);
-	s->preserved [s->npreserved++] = (SpPreserved){ .lid = lid, .serial = ++s->preserve_serial, .first = first,
-							.next = first, .end = n, .cards = cards };
+	*p = (SpPreserved){ .lid = lid, .serial = ++s->preserve_serial, .first = first, .next = first, .end = n, .cards = cards };
 	*t = (SpPreserveTicket){ .lid = lid, .serial = s->preserve_serial, .offset = (size_t)(first * c->elem_size),
 				 .bytes = (size_t)((n - first) * c->elem_size) };
+}
+
+static int
+sp_ser_preserve_begin (SpSerializer *s, void *obj, const SpClass *c, uint32_t lid, uint64_t first, bool cards,
+		       SpPreserveTicket *t, SpError *err)
+{
+	SpPreserved *p = sp_ser_preserved_push (s);
+	if (!p)
+		return sp_ser_oom (err);
+	sp_ser_preserved_init (s, p, obj, c, lid, first, cards, t);
 	return SP_SER_WRITE_COPY;
 }
 
@@ -1298,6 +1327,8 @@ sp_ser_preserve_attach (SpSerializer *s, void *obj, const SpPreserveTicket *t, u
 	for (size_t i = 0; i < s->npreserved && !p; i++)
 		if (s->preserved [i].serial == t->serial)
 			p = &s->preserved [i];
+	if (!p && s->aside && (p = g_hash_table_lookup (s->aside, GUINT_TO_POINTER (t->lid))) && p->serial != t->serial)
+		p = NULL;
 	if (!p || p->copy) {
 		free (copy);             /* its snapshot failed meanwhile (and another may have begun) */
 		return 0;
@@ -1318,7 +1349,7 @@ static SpPreserved *
 sp_ser_preserved_ready (SpSerializer *s)
 {
 	for (size_t i = 0; i < s->npreserved; i++)
-		if (s->preserved [i].copy && !s->preserved [i].aside)
+		if (s->preserved [i].copy)
 			return &s->preserved [i];
 	return NULL;
 }
@@ -1393,16 +1424,25 @@ sp_ser_asidable (const SpSerializer *s, void *obj, const SpClass *c)
 /*
  * Array obj (class c, no LID yet) is about to be stored into while marking:
  * its LID, and its elements copied aside, under the lock or, a long one
- * with `ticket`, by the caller outside it (SP_SER_WRITE_COPY).
+ * with `ticket`, by the caller outside it (SP_SER_WRITE_COPY).  Kept by LID
+ * in s->aside, apart from the preserved arrays being written: a program may
+ * set aside thousands (small arrays of the state stored into before marking
+ * reaches them), and the steps look through those at every object.
  */
 static int
 sp_ser_set_aside (SpSerializer *s, void *obj, const SpClass *c, SpPreserveTicket *ticket, SpError *err)
 {
 	uint32_t lid;
-	SpPreserveTicket t;
-	if (sp_ser_lid_of (s, obj, false, &lid, err) < 0 || sp_ser_preserve_begin (s, obj, c, lid, 0, false, &t, err) < 0)
+	if (sp_ser_lid_of (s, obj, false, &lid, err) < 0)
 		return -1;
-	s->preserved [s->npreserved - 1].aside = true;
+	if (!s->aside)
+		s->aside = g_hash_table_new_full (NULL, NULL, NULL, sp_ser_aside_free);
+	SpPreserved *p = malloc (sizeof *p);
+	if (!p)
+		return sp_ser_oom (err);
+	SpPreserveTicket t;
+	sp_ser_preserved_init (s, p, obj, c, lid, 0, false, &t);
+	g_hash_table_insert (s->aside, GUINT_TO_POINTER (lid), p);
 	s->state [lid] |= SP_SER_ASIDE;
 	if (ticket && t.bytes >= SP_SER_PRESERVE_MIN_BYTES) {
 		*ticket = t;
@@ -1414,34 +1454,25 @@ sp_ser_set_aside (SpSerializer *s, void *obj, const SpClass *c, SpPreserveTicket
 	return sp_ser_preserve_attach (s, obj, &t, copy, err) < 0 ? -1 : 1;
 }
 
-/* Forget preserved array p (its copy freed; one still being taken is freed when attached: no ticket matches). */
-static void
-sp_ser_drop_preserved (SpSerializer *s, SpPreserved *p)
-{
-	free (p->copy);
-	*p = s->preserved [--s->npreserved];
-}
-
 /*
  * The steps meet array lid, set aside by a barrier.  Reached (or, in a
  * snapshot that does not mark, possibly reached: the copy is always right):
- * its record begins, its elements follow in pieces from the copy
- * (sp_ser_preserved_piece).  Never reached, marking complete: a record of
- * no elements, so that its LID is defined; nothing the roots reach refers
- * to it.  Poisoned (a store no barrier saw changed it): sp_ser_close gives
- * it a placeholder, as any poisoned object.
+ * its record begins, and it joins the preserved arrays, whose elements
+ * follow in pieces from their copies (sp_ser_preserved_piece).  Never
+ * reached, marking complete: a record of no elements, so that its LID is
+ * defined; nothing the roots reach refers to it (a copy still being taken
+ * is freed when it comes: no ticket matches).  Poisoned (a store no barrier
+ * saw changed it): sp_ser_close gives it a placeholder, as any poisoned
+ * object.
  */
 static int
 sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, SpError *err)
 {
-	SpPreserved *p = NULL;
-	for (size_t i = 0; i < s->npreserved && !p; i++)
-		if (s->preserved [i].lid == lid && s->preserved [i].aside)
-			p = &s->preserved [i];
-	if (!p)
+	SpPreserved *aside = s->aside ? g_hash_table_lookup (s->aside, GUINT_TO_POINTER (lid)) : NULL;
+	if (!aside)
 		return sp_error_set (err, "internal error: array %u, set aside, lost its copy", lid);
 	if (s->state [lid] & SP_SER_POISONED) {
-		sp_ser_drop_preserved (s, p);
+		g_hash_table_remove (s->aside, GUINT_TO_POINTER (lid));
 		return 0;
 	}
 	void *obj = sp_client_lid_object (lid);
@@ -1449,19 +1480,24 @@ sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, SpError *err)
 	if (!c)
 		return -1;
 	bool reached = (s->state [lid] & SP_SER_REACHED) || !s->mark_done;
+	SpPreserved *p = reached ? sp_ser_preserved_push (s) : NULL;
+	if (reached && !p)
+		return sp_ser_oom (err);
 	uint32_t class_id = sp_ser_class_id (s, c);   /* first: it may write a CLASS record */
 	sp_buf_put_u8 (s->out, SP_REC_ARRAY);
 	sp_buf_put_varint (s->out, lid);
 	sp_buf_put_varint (s->out, class_id);
-	sp_buf_put_varint (s->out, reached ? p->end : 0);
+	sp_buf_put_varint (s->out, reached ? aside->end : 0);
 	sp_buf_put_varint (s->out, 0);              /* the first piece: none (the rest from the copy, or nothing) */
 	s->state [lid] |= SP_SER_WRITTEN;
 	if (reached) {
-		p->aside = false;
+		*p = *aside;
+		g_hash_table_steal (s->aside, GUINT_TO_POINTER (lid));
+		free (aside);
 		s->objects_written++;
 	} else {
+		g_hash_table_remove (s->aside, GUINT_TO_POINTER (lid));
 		s->unreached_aside++;
-		sp_ser_drop_preserved (s, p);
 		sp_ser_complete (s, obj, lid);
 	}
 	return s->out->oom ? sp_ser_oom (err) : 0;
@@ -1882,9 +1918,10 @@ sp_ser_placeholder (SpSerializer *s, uint32_t lid, SpError *err)
 int
 sp_ser_close (SpSerializer *s, SpError *err)
 {
-	if (sp_queue_count (&s->queue) || s->partial_lid || s->npreserved || s->due_next < s->ndue)
+	size_t aside = s->aside ? g_hash_table_size (s->aside) : 0;
+	if (sp_queue_count (&s->queue) || s->partial_lid || s->npreserved || aside || s->due_next < s->ndue)
 		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued",
-				     sp_queue_count (&s->queue) + (s->partial_lid != 0) + s->npreserved + (s->ndue - s->due_next));
+				     sp_queue_count (&s->queue) + (s->partial_lid != 0) + s->npreserved + aside + (s->ndue - s->due_next));
 	/* A poisoned object of the chain keeps its earlier record: only new LIDs need one. */
 	for (size_t i = 0; i < s->npoison; i++)
 		if (s->poison [i].lid > s->prior && !(s->state [s->poison [i].lid] & SP_SER_WRITTEN) &&
