@@ -881,6 +881,49 @@ test_aside_edges (void **state)
 }
 
 /*
+ * Thousands set aside at once: 2,000 arrays of the state (elements of a root
+ * marking has not looked at) and 2,000 strangers, each stored into after its
+ * barrier.  The state's are written from their copies, the strangers' LIDs
+ * get empty records, and nothing is left over.
+ */
+static void
+test_many_arrays_set_aside (void **state)
+{
+	(void)state;
+	LongSnapshot t;
+	long_snapshot_begin (&t, 17, false);
+	enum { N = 2000 };
+	void *jagged = fake_new_array (fake_class_ref_array ("System.Int32[][]", "System.Int32[]"), N);
+	void *strangers [N];
+	for (int i = 0; i < N; i++) {
+		void *a = stranger_ints (8);
+		memcpy (fake_elem (jagged, (uint64_t)i), &a, sizeof a);
+		strangers [i] = stranger_ints (8);
+	}
+	assert_ok (sp_ser_root (&t.s, 2, jagged, &t.err), &t.err);
+	assert_int_equal (sp_ser_mark (&t.s, 1, &t.err), 1);   /* marking has begun, not reached the jagged array's elements */
+	SpPreserveTicket ticket;
+	for (int i = 0; i < N; i++) {
+		void *a;
+		memcpy (&a, fake_elem (jagged, (uint64_t)i), sizeof a);
+		assert_int_equal (sp_ser_write_now (&t.s, a, &ticket, &t.err), 1);
+		assert_int_equal (sp_ser_write_now (&t.s, strangers [i], &ticket, &t.err), 1);
+		store_everywhere (a);
+		store_everywhere (strangers [i]);
+	}
+	assert_int_equal (t.s.npreserved, 0);           /* kept apart from the arrays being written */
+	long_snapshot_check_objects (&t, "thousands of arrays set aside changed the graph", 1 + 2 * N);
+	assert_int_equal (t.s.unreached_aside, N);
+	for (int i = 0; i < N; i += 97) {
+		void *a;
+		memcpy (&a, fake_elem (jagged, (uint64_t)i), sizeof a);
+		assert_true (restored_ints_are (&t.b, sp_ser_lid_if_known (&t.s, a), 8));
+		assert_true (restored_ints_are (&t.b, sp_ser_lid_if_known (&t.s, strangers [i]), 0));
+	}
+	long_snapshot_free (&t);
+}
+
+/*
  * Marking looks at a long array of references in pieces, one a call; a store
  * into it half-way writes it whole (with its children's LIDs), and marking
  * then skips the rest of it.
@@ -2026,6 +2069,7 @@ main (void)
 		cmocka_unit_test_teardown (test_marking_sets_aside_arrays_not_reached, fake_teardown),
 		cmocka_unit_test_teardown (test_marking_sets_aside_arrays_it_reaches, fake_teardown),
 		cmocka_unit_test_teardown (test_aside_edges, fake_teardown),
+		cmocka_unit_test_teardown (test_many_arrays_set_aside, fake_teardown),
 		cmocka_unit_test_teardown (test_marking_in_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_whole_objects_have_no_pieces, fake_teardown),
 		cmocka_unit_test_teardown (test_poisoned_while_marking, fake_teardown),
