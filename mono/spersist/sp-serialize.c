@@ -1826,7 +1826,7 @@ sp_ser_write_now (SpSerializer *s, void *obj, SpPreserveTicket *ticket, SpError 
 	/* A changed object of the chain not given yet: due now, its record before the store. */
 	if (s->ndue && lid <= s->prior && sp_ser_feed_one (s, lid, err) < 0)
 		return -1;
-	if (s->npreserved && sp_ser_copy_awaited (s, lid))
+	if ((s->npreserved || (s->aside && g_hash_table_size (s->aside))) && sp_ser_copy_awaited (s, lid))
 		return SP_SER_WRITE_WAIT;
 	if (s->state [lid] & SP_SER_ASIDE)
 		return 0;            /* its elements at the start are in its copy */

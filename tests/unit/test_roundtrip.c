@@ -785,6 +785,10 @@ test_marking_sets_aside_arrays_not_reached (void **state)
 	assert_int_equal (sp_ser_write_now (&t.s, large, &ticket, &t.err), SP_SER_WRITE_COPY);
 	assert_int_equal (ticket.offset, 0);
 	assert_int_equal (ticket.bytes, 40000 * 4);
+	/* Another thread's store into it, before the copy is attached, waits (no array is being written now). */
+	SpPreserveTicket other;
+	assert_int_equal (t.s.npreserved, 0);
+	assert_int_equal (sp_ser_write_now (&t.s, large, &other, &t.err), SP_SER_WRITE_WAIT);
 	barrier_copy_and_attach (&t, large, &ticket);
 	store_everywhere (large);
 	uint32_t large_lid = sp_ser_lid_if_known (&t.s, large);
