@@ -16,7 +16,10 @@
  *                                       processes never publish to one subject;
  *   sp.<NAME>.catalog                   the catalog: every snapshot the store
  *                                       holds (its sequence, writer, chunks,
- *                                       bytes), oldest first.
+ *                                       bytes), oldest first;
+ *   sp.<NAME>.sync                      empty: published before the catalog
+ *                                       is read, so that a leader just elected
+ *                                       has applied its log (sp_nats_sync).
  *
  * A commit publishes the snapshot's chunks (asynchronously, a few in
  * flight), waits until each is acknowledged, then publishes a new catalog
@@ -31,7 +34,9 @@
  * published.  If another process committed since (a standby that took
  * over), the stream refuses, and this process learns it is no longer the
  * primary: its commit fails, saying so, and it never overwrites the newer
- * state.  Chunks without a catalog naming them are garbage (a commit that
+ * state.  A refusal is checked against the catalog read again: a leader
+ * just elected may refuse for a fence it has not caught up with, and an
+ * earlier try may have landed.  Chunks without a catalog naming them are garbage (a commit that
  * failed, or a fenced one): retire purges them.
  */
 #include "sp-store.h"
@@ -271,10 +276,36 @@ sp_nats_catalog_decode (const uint8_t *data, size_t size, SpNatsEntry **out, siz
 	return 0;
 }
 
-/* The newest catalog, and its stream sequence (the fence); none yet: an empty one, fence 0. */
-/* The store's newest catalog, and its stream sequence (none yet: no entries, sequence 0). */
+/*
+ * A leader just elected may answer before it has applied the entries in its
+ * log (nats-server before 2.11, Debian 12's 2.9.10 included; fixed by
+ * nats-server PR 6485): it then reads, and checks a publication's fence,
+ * against a stream older than what a majority acknowledged.  In CI a new
+ * leader said the store held no catalog, and refused a commit as fenced.
+ * A publication is acknowledged once applied, after every entry before it:
+ * so a read after an acknowledged publication to sp.<NAME>.sync sees every
+ * entry acknowledged before.  (The subject keeps MaxMsgsPerSubject messages;
+ * read-only opens do not publish.)
+ */
 static int
-sp_nats_catalog_read (SpNatsStore *ns, SpNatsEntry **entries, size_t *n, uint64_t *sequence, SpError *err)
+sp_nats_sync (SpNatsStore *ns, SpError *err)
+{
+	char subject [256];
+	snprintf (subject, sizeof subject, "sp.%s.sync", ns->name);
+	natsMsg *msg = NULL;
+	jsPubAck *ack = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st = natsMsg_Create (&msg, subject, NULL, NULL, 0);
+	if (st == NATS_OK)
+		st = sp_nats_publish (&ack, ns, msg, &jerr);
+	natsMsg_Destroy (msg);
+	jsPubAck_Destroy (ack);
+	return st == NATS_OK ? 0 : sp_nats_fail (err, "bringing the store's leader up to date", st, jerr);
+}
+
+/* The store's newest catalog as its leader has it, and its stream sequence (none yet: no entries, sequence 0). */
+static int
+sp_nats_catalog_get (SpNatsStore *ns, SpNatsEntry **entries, size_t *n, uint64_t *sequence, SpError *err)
 {
 	char subject [256];
 	sp_nats_subject_catalog (subject, sizeof subject, ns);
@@ -296,35 +327,167 @@ sp_nats_catalog_read (SpNatsStore *ns, SpNatsEntry **entries, size_t *n, uint64_
 	return rc;
 }
 
+/*
+ * Tries of a read after a sync that shows an older catalog than one this
+ * process saw acknowledged: the leader may have changed between the sync
+ * and the read.  Past them, the engine lost acknowledged messages.
+ */
+#define SP_NATS_LOST_TRIES 4
+
+/* A catalog as the store holds it: its entries, oldest first, and its stream sequence. */
+typedef struct SpNatsCatalog {
+	SpNatsEntry *entries;
+	size_t n;
+	uint64_t fence;
+} SpNatsCatalog;
+
+/*
+ * The store's newest catalog, read after a sync (sp_nats_sync).  Its stream
+ * sequence is at least `known` (a catalog this process saw acknowledged),
+ * unless the engine lost acknowledged messages: then *lost is set, and the
+ * catalog is what the store holds now.  nats-server before 2.10.11 does
+ * (nats-io/nats-server#5054: a node restarted and caught up from a
+ * snapshot drops messages it had, and may then lead): seen in CI, 1 in
+ * about 15 runs of three leader kills, where the new leader held no
+ * catalog at all.
+ */
+static int
+sp_nats_catalog_read (SpNatsStore *ns, uint64_t known, SpNatsCatalog *c, bool *lost, SpError *err)
+{
+	uint64_t t0 = sp_nats_now_ns ();
+	*c = (SpNatsCatalog){ 0 };
+	*lost = false;
+	for (int t = 0;; t++) {
+		if ((!ns->base.readonly && sp_nats_sync (ns, err) < 0) || sp_nats_catalog_get (ns, &c->entries, &c->n, &c->fence, err) < 0)
+			return -1;
+		if (c->fence >= known)
+			return 0;
+		if (t + 1 == SP_NATS_LOST_TRIES || !sp_nats_again (ns, NATS_TIMEOUT, 0, t, t0)) {
+			*lost = true;
+			return 0;
+		}
+		free (c->entries);
+		c->entries = NULL;
+	}
+}
+
+/* Catalog c is the store's state from now on: the one this process goes on from. */
+static void
+sp_nats_adopt (SpNatsStore *ns, SpNatsCatalog *c)
+{
+	free (ns->catalog);
+	ns->catalog = c->entries;
+	ns->ncatalog = c->n;
+	ns->fence = c->fence;
+	if (c->n && c->entries [c->n - 1].sequence > ns->base.last_sequence)
+		ns->base.last_sequence = c->entries [c->n - 1].sequence;
+	c->entries = NULL;
+}
+
 static int
 sp_nats_catalog_load (SpNatsStore *ns, SpError *err)
 {
-	free (ns->catalog);
-	int rc = sp_nats_catalog_read (ns, &ns->catalog, &ns->ncatalog, &ns->fence, err);
-	if (rc == 0 && ns->ncatalog)
-		ns->base.last_sequence = ns->catalog [ns->ncatalog - 1].sequence;
-	return rc;
+	SpNatsCatalog c;
+	bool lost;
+	if (sp_nats_catalog_read (ns, 0, &c, &lost, err) < 0)
+		return -1;
+	sp_nats_adopt (ns, &c);
+	return 0;
 }
 
 /*
- * Is the store's newest catalog this process's, naming snapshot `sequence`
- * last?  A catalog's publication refused for the fence after a try that got
- * no answer: that try may have landed (the stream checks the fence before it
- * de-duplicates).  Then the commit is done, and its catalog the fence.
+ * The engine lost catalogs this process committed (sp_nats_catalog_read):
+ * the store holds catalog c, older.  Nothing newer than it is anyone's, so
+ * this process goes on from it; the snapshot in hand, maybe a delta on a
+ * snapshot lost, is not committed, and the core makes the next one full
+ * (a failed snapshot's changes are gone: sp_delta_failed), which puts this
+ * process's whole state in the store again.
  */
-static bool
-sp_nats_landed (SpNatsStore *ns, uint64_t sequence)
+static int
+sp_nats_lost (SpNatsStore *ns, SpNatsCatalog *c, SpError *err)
 {
-	SpNatsEntry *newest;
-	size_t n;
-	uint64_t fence;
-	SpError ignored = { 0 };
-	bool ours = sp_nats_catalog_read (ns, &newest, &n, &fence, &ignored) == 0
-		&& n && newest [n - 1].writer == ns->writer && newest [n - 1].sequence == sequence;
-	if (ours)
-		ns->fence = fence;
-	free (newest);
-	return ours;
+	uint64_t had = ns->fence;
+	sp_nats_adopt (ns, c);
+	ns->unsure = false;
+	return sp_error_set (err, "store %s lost snapshots this process committed: its newest catalog (stream sequence %" PRIu64
+			     ") is older than the one acknowledged (%" PRIu64 "), so the engine lost acknowledged messages "
+			     "(nats-server before 2.10.11 can, after a node restarts: nats-io/nats-server#5054); this snapshot "
+			     "is not committed, and the next one commits this process's whole state again",
+			     ns->base.location, ns->fence, had);
+}
+
+/* What a catalog's publication refused for its fence means. */
+typedef enum { SP_NATS_LANDED, SP_NATS_AGAIN, SP_NATS_FENCED, SP_NATS_FAILED } SpNatsRefusal;
+
+/*
+ * The store's newest catalog read again, after a publication of one naming
+ * snapshot `sequence` was refused for its fence.  This process's naming it:
+ * an earlier try that got no answer landed (the stream checks the fence
+ * before it de-duplicates), and the commit is done.  The one this process
+ * last saw: the leader that refused was behind (sp_nats_sync), try again.
+ * Another process's, newer: that one took over.  Older: sp_nats_lost.
+ */
+static SpNatsRefusal
+sp_nats_refused (SpNatsStore *ns, uint64_t sequence, SpError *err)
+{
+	SpNatsCatalog c;
+	bool lost;
+	if (sp_nats_catalog_read (ns, ns->fence, &c, &lost, err) < 0)
+		return SP_NATS_FAILED;
+	if (lost) {
+		sp_nats_lost (ns, &c, err);
+		return SP_NATS_FAILED;
+	}
+	bool ours = c.n && c.entries [c.n - 1].writer == ns->writer;
+	SpNatsRefusal r = ours && c.entries [c.n - 1].sequence == sequence ? SP_NATS_LANDED
+		: c.fence > ns->fence && !ours ? SP_NATS_FENCED : SP_NATS_AGAIN;
+	if (r != SP_NATS_FENCED)
+		ns->fence = c.fence;     /* also one of this process's catalogs thought lost that landed since */
+	free (c.entries);
+	return r;
+}
+
+/*
+ * Publish catalog message msg (naming snapshot `sequence` last) with the
+ * fence; refused by a leader that was behind, again with the fence, for the
+ * store's wait at most.
+ */
+static int
+sp_nats_catalog_send (SpNatsStore *ns, natsMsg *msg, uint64_t sequence, SpError *err)
+{
+	uint64_t t0 = sp_nats_now_ns ();
+	for (int t = 0;; t++) {
+		char fence [32];
+		snprintf (fence, sizeof fence, "%" PRIu64, ns->fence);
+		jsPubAck *ack = NULL;
+		jsErrCode jerr = 0;
+		natsStatus st = natsMsgHeader_Set (msg, "Nats-Expected-Last-Subject-Sequence", fence);
+		if (st == NATS_OK)
+			st = sp_nats_publish (&ack, ns, msg, &jerr);
+		if (st == NATS_OK) {
+			ns->fence = ack->Sequence;
+			jsPubAck_Destroy (ack);
+			return 0;
+		}
+		if (jerr != JSStreamWrongLastSequenceErr) {
+			ns->unsure = true;
+			return sp_nats_fail (err, "committing the store's catalog", st, jerr);
+		}
+		switch (sp_nats_refused (ns, sequence, err)) {
+		case SP_NATS_LANDED:
+			return 0;
+		case SP_NATS_FENCED:
+			return sp_nats_fenced (ns, err);
+		case SP_NATS_FAILED:
+			return -1;
+		case SP_NATS_AGAIN:
+			if (sp_nats_again (ns, NATS_TIMEOUT, 0, t, t0))
+				break;
+			ns->unsure = true;
+			return sp_error_set (err, "committing the store's catalog: refused for a fence no other process moved, "
+					     "for %d s", (int)(ns->wait_ns / 1000000000u));
+		}
+	}
 }
 
 /*
@@ -338,29 +501,16 @@ sp_nats_catalog_publish (SpNatsStore *ns, const SpNatsEntry *e, size_t n, SpErro
 	uint8_t *bytes = sp_nats_catalog_encode (e, n, &size);
 	if (!bytes)
 		return sp_error_set (err, "out of memory");
-	char subject [256], fence [32], id [64];
+	char subject [256], id [64];
 	sp_nats_subject_catalog (subject, sizeof subject, ns);
-	snprintf (fence, sizeof fence, "%" PRIu64, ns->fence);
 	snprintf (id, sizeof id, "%016" PRIx64 "-catalog-%" PRIu64, ns->writer, e [n - 1].sequence);
 	natsMsg *msg = NULL;
-	jsPubAck *ack = NULL;
-	jsErrCode jerr = 0;
 	natsStatus st = sp_nats_message (&msg, subject, bytes, size, id);
-	if (st == NATS_OK)
-		st = natsMsgHeader_Set (msg, "Nats-Expected-Last-Subject-Sequence", fence);
-	if (st == NATS_OK)
-		st = sp_nats_publish (&ack, ns, msg, &jerr);
-	free (bytes);
+	int rc = st == NATS_OK ? sp_nats_catalog_send (ns, msg, e [n - 1].sequence, err)
+		: sp_nats_fail (err, "committing the store's catalog", st, 0);
 	natsMsg_Destroy (msg);
-	if (st == NATS_OK) {
-		ns->fence = ack->Sequence;
-		jsPubAck_Destroy (ack);
-		return 0;
-	}
-	if (jerr == JSStreamWrongLastSequenceErr)
-		return sp_nats_landed (ns, e [n - 1].sequence) ? 0 : sp_nats_fenced (ns, err);
-	ns->unsure = true;
-	return sp_nats_fail (err, "committing the store's catalog", st, jerr);
+	free (bytes);
+	return rc;
 }
 
 static const SpNatsEntry *
@@ -606,19 +756,22 @@ sp_nats_next_catalog (SpNatsStore *ns, const SpNatsEntry *e, size_t *n, size_t *
  * A catalog this process published may have landed though no answer came
  * (the engine went down meanwhile): read the newest one again.  Ours (its
  * newest snapshot written by this process): it is the one to go on from.
- * Another process's: that one took over, and this one is fenced.
+ * Another process's, newer than the one this process last saw: that one
+ * took over, and this one is fenced.  Older: sp_nats_lost.
  */
 static int
 sp_nats_settle (SpNatsStore *ns, SpError *err)
 {
-	uint64_t fence = ns->fence;
-	if (sp_nats_catalog_load (ns, err) < 0)
+	SpNatsCatalog c;
+	bool lost;
+	if (sp_nats_catalog_read (ns, ns->fence, &c, &lost, err) < 0)
 		return -1;
+	if (lost)
+		return sp_nats_lost (ns, &c, err);
+	bool moved = c.fence != ns->fence, ours = c.n && c.entries [c.n - 1].writer == ns->writer;
+	sp_nats_adopt (ns, &c);
 	ns->unsure = false;
-	bool ours = ns->ncatalog && ns->catalog [ns->ncatalog - 1].writer == ns->writer;
-	if (ns->fence == fence || ours)
-		return 0;
-	return sp_nats_fenced (ns, err);
+	return moved && !ours ? sp_nats_fenced (ns, err) : 0;
 }
 
 /* The library's thread: a chunk's publication failed or got no answer in time; kept to publish again. */

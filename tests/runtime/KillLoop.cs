@@ -4,6 +4,9 @@
 //   KillLoop.exe          restore (or build), verify, then loop: stamp, SendPData,
 //                         scribble over the stamps (during the cycle, in
 //                         incremental mode), WaitPersisted, say "durable"
+//   KillLoop.exe keep-going   the same, but a commit that fails while this process
+//                         is still the primary says "not durable S: WHY" and the
+//                         loop goes on (as a controller would)
 using System;
 using SPersistence;
 
@@ -58,12 +61,24 @@ static class Program
 			SPC.AddRoot (w);
 			Console.WriteLine ("restored 0");
 		}
+		bool keepGoing = args.Length > 0 && args [0] == "keep-going";
 		for (long s = w.Stamp + 1; ; s++) {
-			SetStamp (w, s);
-			SPC.SendPData ();
-			SetStamp (w, -s);              // what the snapshot of s must not hold
-			SPC.WaitPersisted ();
-			Console.WriteLine ("durable " + s);
+			try {
+				Persist (w, s);
+				Console.WriteLine ("durable " + s);
+			} catch (SPersistenceException e) {
+				if (!keepGoing || !SPC.IsPrimary ())
+					throw;
+				Console.WriteLine ("not durable " + s + ": " + e.Message);
+			}
 		}
+	}
+
+	static void Persist (World w, long s)
+	{
+		SetStamp (w, s);
+		SPC.SendPData ();
+		SetStamp (w, -s);              // what the snapshot of s must not hold
+		SPC.WaitPersisted ();
 	}
 }

@@ -17,14 +17,14 @@ rm -rf "$cluster"
 servers="127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))"
 compile kill.exe "$SRCDIR/KillLoop.cs"
 
-# run_until_durable STORE MODE OUT: kill.exe in the background ($pid), once it reported a durable snapshot.
+# run_until_durable STORE MODE OUT [ARG]: kill.exe [ARG] in the background ($pid), once it reported a durable snapshot.
 run_until_durable () {
 	# Emptied here, not by the background job's redirection: that may come after the first
 	# grep below, which then finds the "durable" of an earlier run that wrote the same file.
 	: > "$3"
-	"$SPMONO" --sp-store="$1" --sp-mode=$2 --sp-pause=200 --sp-period=1000 kill.exe > "$3" 2>&1 &
+	"$SPMONO" --sp-store="$1" --sp-mode=$2 --sp-pause=200 --sp-period=1000 kill.exe ${4:-} > "$3" 2>&1 &
 	pid=$!
-	for _ in $(seq 600); do grep -q durable "$3" && return 0; grep -q "CHECK FAILED\|Unhandled" "$3" && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q "^durable" "$3" && return 0; grep -q "CHECK FAILED\|Unhandled" "$3" && break; sleep 0.05; done
 	kill -9 $pid 2>/dev/null || true
 	fail "$1 ($2): no durable snapshot in 30 s: $(head -c 3000 "$3")"
 }
@@ -36,7 +36,7 @@ for mode in stw incremental; do
 	for t in $(seq "${KILL_TRIALS:-8}"); do
 		run_until_durable "$store" $mode run.$t
 		sleep "0.$(printf '%03d' $((RANDOM % 400)))"
-		kill -9 $pid; wait $pid 2>/dev/null || true
+		kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
 		grep -q "CHECK FAILED" run.$t && fail "$mode trial $t: inconsistent restore: $(grep CHECK run.$t)"
 		restored=$(sed -n 's/^restored //p' run.$t)
 		[ -n "$restored" ] || fail "$mode trial $t: not restored: $(head -c 3000 run.$t)"
@@ -61,7 +61,7 @@ grep -q "no longer the primary" old.out || fail "the stale primary was not told 
 newest=$(sed -n 's/^durable //p' new.out | tail -1)
 kill -9 $new; wait $new 2>/dev/null || true
 run_until_durable "$store" stw after.out
-kill -9 $pid; wait $pid 2>/dev/null || true
+kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
 restored=$(sed -n 's/^restored //p' after.out)
 [ "$restored" -ge "$newest" ] || fail "after the fence: restored $restored, but the standby had $newest durable"
 echo "a stale primary is fenced; the standby's state is kept"
@@ -85,15 +85,15 @@ echo "SPC.IsPrimary: true while primary, false once fenced"
 #    (each time the node killed before is back): commits go on on the majority, and a standby then
 #    restores a state no older than the last acknowledged.
 store="nats://$servers/leader"
-run_until_durable "$store" stw lead.out
+run_until_durable "$store" stw lead.out keep-going
 for k in 1 2 3; do
 	node=$("$cluster_sh" leader "$cluster" SP_leader) || fail "no node leads the stream: $(tail -3 "$cluster"/n*/log)"
 	sleep "0.$(printf '%03d' $((RANDOM % 400)))"
-	before=$(grep -c durable lead.out)
+	before=$(grep -c "^durable" lead.out)
 	"$cluster_sh" kill "$cluster" $node
 	t0=$(date +%s%N)
-	for _ in $(seq 1200); do [ "$(grep -c durable lead.out)" -gt $((before + 1)) ] && break; sleep 0.05; done
-	[ "$(grep -c durable lead.out)" -gt $((before + 1)) ] || { kill -9 $pid; fail "no commit in 60 s after leader n$node was killed: $(tail -5 lead.out)"; }
+	for _ in $(seq 1200); do [ "$(grep -c "^durable" lead.out)" -gt $((before + 1)) ] && break; sleep 0.05; done
+	[ "$(grep -c "^durable" lead.out)" -gt $((before + 1)) ] || { kill -9 $pid 2>/dev/null || true; fail "no commit in 60 s after leader n$node was killed: $(tail -5 lead.out)"; }
 	echo "leader n$node killed: commits went on after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 	"$cluster_sh" restart "$cluster" $node
 	# The node back on its routes to both others before the next leader is killed: else the two left
@@ -105,9 +105,15 @@ for k in 1 2 3; do
 	sleep 1
 done
 acknowledged=$(sed -n 's/^durable //p' lead.out | tail -1)
-kill -9 $pid; wait $pid 2>/dev/null || true
+kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
+# A commit may fail while the engine is in trouble: the stream without a leader for longer than the
+# store's wait (an election took 33 s once here), or the engine losing acknowledged messages
+# (nats-server before 2.10.11, nats-io/nats-server#5054: the primary then commits its whole state
+# again). The program goes on, and is never told it was fenced: no other process committed.
+grep -q "no longer the primary" lead.out && fail "the primary was fenced by the leaders' kills: $(grep -m1 'no longer' lead.out)"
+grep "^not durable" lead.out | cut -c1-300 || true
 run_until_durable "$store" stw lead2.out
-kill -9 $pid; wait $pid 2>/dev/null || true
+kill -9 $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
 grep -q "CHECK FAILED" lead2.out && fail "after the leaders' kills: inconsistent restore: $(grep CHECK lead2.out)"
 restored=$(sed -n 's/^restored //p' lead2.out)
 [ -n "$restored" ] && [ "$restored" -ge "$acknowledged" ] || fail "after the leaders' kills: restored '$restored', but $acknowledged was acknowledged"

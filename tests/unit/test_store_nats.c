@@ -330,6 +330,70 @@ test_catalog_answer_lost (void **state)
 	sp_store_close (s);
 }
 
+/* What the engine loses when it drops acknowledged messages: every catalog of store ns. */
+static void
+engine_drops_catalogs (SpNatsStore *ns)
+{
+	char filter [256];
+	sp_nats_subject_catalog (filter, sizeof filter, ns);
+	jsOptions o;
+	jsOptions_Init (&o);
+	o.Stream.Purge.Subject = filter;
+	jsErrCode jerr = 0;
+	assert_int_equal (js_PurgeStream (ns->js, ns->stream, &o, &jerr), NATS_OK);
+}
+
+/*
+ * The engine loses catalogs this process committed (nats-server before
+ * 2.10.11 does, after a node restarts; seen in CI): the next commit fails,
+ * saying so (not "fenced": no other process committed), whether it finds
+ * out from a refused fence or from settling an unanswered catalog; the
+ * commit after it succeeds on what the store holds, and a standby reads it.
+ * A refusal for a fence this process's own newer catalog moved is tried
+ * again and commits.
+ */
+static void
+test_engine_lost_commits (void **state)
+{
+	(void)state;
+	char loc [600];
+	store_named (loc, sizeof loc, "enginelost");
+	SpStore *s, *standby;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (loc, 4, &s, &err), &err);
+	SpNatsStore *ns = (SpNatsStore *)s;
+	commit (s, sp_store_next_sequence (s), 100);
+	commit (s, sp_store_next_sequence (s), 100);
+	engine_drops_catalogs (ns);
+	uint8_t *b = bytes_of (3, 100);
+	assert_int_equal (sp_store_commit (s, b, 100, sp_store_next_sequence (s), &err), -1);
+	assert_contains (err.msg, "lost snapshots this process committed");
+	assert_false (s->fenced);
+	uint64_t seq = sp_store_next_sequence (s);
+	commit (s, seq, 200);
+	assert_int_equal (ns->ncatalog, 1);
+	/* The same, found out when settling a catalog whose answer was lost. */
+	engine_drops_catalogs (ns);
+	ns->unsure = true;
+	assert_int_equal (sp_store_commit (s, b, 100, sp_store_next_sequence (s), &err), -1);
+	assert_contains (err.msg, "lost snapshots this process committed");
+	assert_false (s->fenced || ns->unsure);
+	uint64_t before = sp_store_next_sequence (s);
+	commit (s, before, 300);
+	/* A refusal for a fence behind this process's own newest catalog: tried again, committed. */
+	ns->fence--;
+	seq = sp_store_next_sequence (s);
+	commit (s, seq, 400);
+	assert_false (s->fenced);
+	assert_ok (sp_store_open (loc, 4, &standby, &err), &err);
+	assert_int_equal (standby->last_sequence, seq);
+	assert_holds (standby, seq, 400);
+	assert_holds (standby, before, 300);
+	sp_store_close (standby);
+	sp_store_close (s);
+	free (b);
+}
+
 /*
  * A catalog that does not match its chunks (a damaged or hostile store) is
  * refused with what is wrong, never read past: sizes that no commit writes,
@@ -513,6 +577,7 @@ main (void)
 		cmocka_unit_test (test_more_replicas_than_nodes),
 		cmocka_unit_test (test_passing_faults),
 		cmocka_unit_test (test_catalog_answer_lost),
+		cmocka_unit_test (test_engine_lost_commits),
 		cmocka_unit_test (test_catalog_chunks_disagree),
 		cmocka_unit_test (test_hostile_catalogs),
 		/* Last: after a node restarts, the cluster may take seconds more to answer every request. */
