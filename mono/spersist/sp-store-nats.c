@@ -21,6 +21,10 @@
  *                                       is read, so that a leader just elected
  *                                       has applied its log (sp_nats_sync).
  *
+ * No limit of messages per subject (sp_nats_unlimited says why): retire
+ * deletes, by sequence, the catalogs a newer one replaced; a sync is
+ * deleted once acknowledged.
+ *
  * A commit publishes the snapshot's chunks (asynchronously, a few in
  * flight), waits until each is acknowledged, then publishes a new catalog
  * naming it: the catalog's publication is the one atomic step (a snapshot
@@ -127,6 +131,8 @@ typedef struct SpNatsStore {
 	bool unsure;                 /* a catalog's publication failed without an answer: it may have landed */
 	SpNatsEntry *garbage;        /* snapshots no catalog names any more, chunks to purge */
 	size_t ngarbage;
+	uint64_t *old_catalogs;      /* stream sequences of catalogs a newer one replaced, to delete */
+	size_t nold_catalogs;
 	/* The snapshot being written */
 	uint8_t *pending;            /* bytes not published yet (less than a chunk) */
 	size_t npending;
@@ -276,6 +282,28 @@ sp_nats_catalog_decode (const uint8_t *data, size_t size, SpNatsEntry **out, siz
 	return 0;
 }
 
+/* Delete message `sequence` of the stream (one already gone is no error). */
+static int
+sp_nats_delete (SpNatsStore *ns, uint64_t sequence, SpError *err)
+{
+	jsErrCode jerr = 0;
+	natsStatus st = js_DeleteMsg (ns->js, ns->stream, sequence, NULL, &jerr);
+	if (st == NATS_OK || st == NATS_NOT_FOUND || jerr == JSSequenceNotFoundErr || jerr == JSNoMessageFoundErr)
+		return 0;
+	return sp_nats_fail (err, "removing a replaced catalog", st, jerr);
+}
+
+/* Message `sequence`, a catalog a newer one replaced, is deleted by retire (dropped when out of memory: a few bytes left). */
+static void
+sp_nats_replaced (SpNatsStore *ns, uint64_t sequence)
+{
+	uint64_t *grown = sequence ? realloc (ns->old_catalogs, (ns->nold_catalogs + 1) * sizeof *grown) : NULL;
+	if (grown) {
+		grown [ns->nold_catalogs++] = sequence;
+		ns->old_catalogs = grown;
+	}
+}
+
 /*
  * A leader just elected may answer before it has applied the entries in its
  * log (nats-server before 2.11, Debian 12's 2.9.10 included; fixed by
@@ -299,6 +327,10 @@ sp_nats_sync (SpNatsStore *ns, SpError *err)
 	if (st == NATS_OK)
 		st = sp_nats_publish (&ack, ns, msg, &jerr);
 	natsMsg_Destroy (msg);
+	if (st == NATS_OK) {
+		SpError ignored;                     /* it served its purpose: a sync left over costs a few bytes */
+		sp_nats_delete (ns, ack->Sequence, &ignored);
+	}
 	jsPubAck_Destroy (ack);
 	return st == NATS_OK ? 0 : sp_nats_fail (err, "bringing the store's leader up to date", st, jerr);
 }
@@ -465,6 +497,7 @@ sp_nats_catalog_send (SpNatsStore *ns, natsMsg *msg, uint64_t sequence, SpError 
 		if (st == NATS_OK)
 			st = sp_nats_publish (&ack, ns, msg, &jerr);
 		if (st == NATS_OK) {
+			sp_nats_replaced (ns, ns->fence);
 			ns->fence = ack->Sequence;
 			jsPubAck_Destroy (ack);
 			return 0;
@@ -769,6 +802,8 @@ sp_nats_settle (SpNatsStore *ns, SpError *err)
 	if (lost)
 		return sp_nats_lost (ns, &c, err);
 	bool moved = c.fence != ns->fence, ours = c.n && c.entries [c.n - 1].writer == ns->writer;
+	if (moved && ours)
+		sp_nats_replaced (ns, ns->fence);
 	sp_nats_adopt (ns, &c);
 	ns->unsure = false;
 	return moved && !ours ? sp_nats_fenced (ns, err) : 0;
@@ -906,6 +941,12 @@ sp_nats_retire (SpStore *s, uint64_t max_bytes, SpError *err)
 {
 	(void)max_bytes;           /* a purge is one request, however large */
 	SpNatsStore *ns = (SpNatsStore *)s;
+	if (ns->nold_catalogs) {
+		if (sp_nats_delete (ns, ns->old_catalogs [ns->nold_catalogs - 1], err) < 0)
+			return -1;
+		ns->nold_catalogs--;
+		return ns->nold_catalogs > 0 || ns->ngarbage > 0;
+	}
 	if (!ns->ngarbage)
 		return 0;
 	if (sp_nats_purge (ns, &ns->garbage [ns->ngarbage - 1], err) < 0)
@@ -926,6 +967,7 @@ sp_nats_close (SpStore *s)
 	pthread_mutex_destroy (&ns->lock);
 	free (ns->catalog);
 	free (ns->garbage);
+	free (ns->old_catalogs);
 	free (ns->pending);
 	free (ns->name);
 	free (s->location);
@@ -1027,6 +1069,31 @@ sp_nats_parse (const char *location, SpNatsLocation *loc, SpError *err)
 }
 
 /* The store's stream, made (replicated on `replicas` nodes) when it does not exist and the store is writable. */
+/*
+ * A stream of an earlier spmono kept 4 messages per subject: the engine
+ * then removed the oldest of the subject at each publication, and
+ * nats-server 2.9.10, once its count for the catalog's subject was wrong
+ * (a node restarted and caught up from a snapshot, nats-io/nats-server#5054),
+ * removed the catalog just published instead: every other commit was lost
+ * in CI.  Per-subject limits are left unused (retire deletes replaced
+ * catalogs by sequence), and such a stream is updated.
+ */
+static int
+sp_nats_unlimited (SpNatsStore *ns, jsStreamInfo *si, SpError *err)
+{
+	if (!si->Config || si->Config->MaxMsgsPerSubject <= 0)
+		return 0;
+	si->Config->MaxMsgsPerSubject = -1;
+	jsStreamInfo *updated = NULL;
+	jsErrCode jerr = 0;
+	natsStatus st;
+	uint64_t t0 = sp_nats_now_ns ();
+	for (int t = 0; (st = js_UpdateStream (&updated, ns->js, si->Config, NULL, &jerr)) != NATS_OK && sp_nats_again (ns, st, jerr, t, t0); t++)
+		;
+	jsStreamInfo_Destroy (updated);
+	return st == NATS_OK ? 0 : sp_nats_fail (err, "updating the store's stream (no limit of messages per subject)", st, jerr);
+}
+
 static int
 sp_nats_stream (SpNatsStore *ns, bool readonly, int replicas, SpError *err)
 {
@@ -1037,8 +1104,9 @@ sp_nats_stream (SpNatsStore *ns, bool readonly, int replicas, SpError *err)
 	for (int t = 0; (st = js_GetStreamInfo (&si, ns->js, ns->stream, NULL, &jerr)) != NATS_OK && sp_nats_again (ns, st, jerr, t, t0); t++)
 		;
 	if (st == NATS_OK) {
+		int rc = readonly ? 0 : sp_nats_unlimited (ns, si, err);
 		jsStreamInfo_Destroy (si);
-		return 0;
+		return rc;
 	}
 	if (jerr != JSStreamNotFoundErr && st != NATS_NOT_FOUND)
 		return sp_nats_fail (err, "looking up the store's stream", st, jerr);
@@ -1054,7 +1122,7 @@ sp_nats_stream (SpNatsStore *ns, bool readonly, int replicas, SpError *err)
 	cfg.SubjectsLen = 1;
 	cfg.Storage = js_FileStorage;
 	cfg.Replicas = replicas;
-	cfg.MaxMsgsPerSubject = 4;       /* chunks: one each; catalogs: the newest few */
+	cfg.MaxMsgsPerSubject = -1;      /* unlimited: see sp_nats_unlimited; retire deletes old catalogs */
 	/* A cluster just started may have elected its meta leader before every node joined:
 	 * "no suitable peers" then passes within the wait, like an engine not up yet. */
 	t0 = sp_nats_now_ns ();

@@ -394,6 +394,57 @@ test_engine_lost_commits (void **state)
 	free (b);
 }
 
+/* The messages stream `name` holds, and its limit of messages per subject. */
+static void
+stream_state (SpNatsStore *ns, uint64_t *msgs, int64_t *per_subject)
+{
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	assert_int_equal (js_GetStreamInfo (&si, ns->js, ns->stream, NULL, &jerr), NATS_OK);
+	*msgs = si->State.Msgs;
+	*per_subject = si->Config->MaxMsgsPerSubject;
+	jsStreamInfo_Destroy (si);
+}
+
+/*
+ * The stream has no limit of messages per subject (nats-server 2.9.10 then
+ * removed a catalog just published, sp_nats_unlimited): a stream an earlier
+ * spmono made with 4 is updated at open, and retire deletes the catalogs a
+ * newer one replaced and the syncs, so that the stream holds the kept
+ * snapshots' chunks and one catalog.
+ */
+static void
+test_no_limit_per_subject (void **state)
+{
+	(void)state;
+	char loc [600];
+	store_named (loc, sizeof loc, "perlimit");
+	SpStore *s;
+	SpError err = { 0 };
+	assert_ok (sp_store_open (loc, 2, &s, &err), &err);
+	SpNatsStore *ns = (SpNatsStore *)s;
+	jsStreamInfo *si = NULL;
+	jsErrCode jerr = 0;
+	assert_int_equal (js_GetStreamInfo (&si, ns->js, ns->stream, NULL, &jerr), NATS_OK);
+	si->Config->MaxMsgsPerSubject = 4;               /* as an earlier spmono made it */
+	jsStreamInfo *old = NULL;
+	assert_int_equal (js_UpdateStream (&old, ns->js, si->Config, NULL, &jerr), NATS_OK);
+	jsStreamInfo_Destroy (old);
+	jsStreamInfo_Destroy (si);
+	sp_store_close (s);
+	assert_ok (sp_store_open (loc, 2, &s, &err), &err);
+	ns = (SpNatsStore *)s;
+	uint64_t msgs;
+	int64_t per_subject;
+	stream_state (ns, &msgs, &per_subject);
+	assert_true (per_subject <= 0);
+	for (int i = 0; i < 6; i++)
+		commit (s, sp_store_next_sequence (s), 100);     /* sp_store_commit retires after each */
+	stream_state (ns, &msgs, &per_subject);
+	assert_int_equal (msgs, 2 + 1);                   /* 2 snapshots of one chunk each, one catalog */
+	sp_store_close (s);
+}
+
 /*
  * A catalog that does not match its chunks (a damaged or hostile store) is
  * refused with what is wrong, never read past: sizes that no commit writes,
@@ -578,6 +629,7 @@ main (void)
 		cmocka_unit_test (test_passing_faults),
 		cmocka_unit_test (test_catalog_answer_lost),
 		cmocka_unit_test (test_engine_lost_commits),
+		cmocka_unit_test (test_no_limit_per_subject),
 		cmocka_unit_test (test_catalog_chunks_disagree),
 		cmocka_unit_test (test_hostile_catalogs),
 		/* Last: after a node restarts, the cluster may take seconds more to answer every request. */
