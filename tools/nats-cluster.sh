@@ -12,6 +12,9 @@
 #   nats-cluster.sh kill DIR NODE      node NODE (1-3) killed with SIGKILL
 #   nats-cluster.sh restart DIR NODE   node NODE started again (its data kept)
 #   nats-cluster.sh url DIR            the clients' URLs, comma-separated
+#   nats-cluster.sh current DIR STREAM exit 0 once STREAM's leader reports
+#                                      every replica current (monitoring
+#                                      ports PORT+200..202, /jsz), else 1
 #   nats-cluster.sh leader DIR STREAM  the node (1-3) that leads STREAM: the
 #                                      running node that last logged its
 #                                      election (exit 1 if none did)
@@ -28,6 +31,7 @@ node_conf () {   # node_conf N PORT: node N's configuration
 	cat <<EOF
 server_name: n$n
 listen: 127.0.0.1:$((port + n - 1))
+http: 127.0.0.1:$((port + 199 + n))
 jetstream {
   store_dir: "$dir/n$n/data"
 }
@@ -101,12 +105,33 @@ leader)
 	[ -n "$leader" ] || { echo "nats-cluster.sh: no running node of $dir leads $stream" >&2; exit 1; }
 	echo "$leader"
 	;;
+current)
+	stream=${3:?usage: nats-cluster.sh current DIR STREAM}
+	port=$(cat "$dir/port")
+	python3 - "$port" "$stream" <<'PY'
+import json, sys, urllib.request
+port, stream = int(sys.argv[1]), sys.argv[2]
+for n in (1, 2, 3):
+    try:
+        url = "http://127.0.0.1:%d/jsz?accounts=true&streams=true" % (port + 199 + n)
+        jsz = json.load(urllib.request.urlopen(url, timeout=1))
+    except Exception:
+        continue
+    for account in jsz.get("account_details") or []:
+        for s in account.get("stream_detail") or []:
+            cluster = s.get("cluster") or {}
+            if s.get("name") == stream and cluster.get("leader") == "n%d" % n:   # nN: node_conf's server_name
+                replicas = cluster.get("replicas") or []
+                sys.exit(0 if replicas and all(r.get("current") and not r.get("lag") for r in replicas) else 1)
+sys.exit(1)
+PY
+	;;
 url)
 	port=$(cat "$dir/port")
 	echo "nats://127.0.0.1:$port,nats://127.0.0.1:$((port + 1)),nats://127.0.0.1:$((port + 2))"
 	;;
 *)
-	echo "usage: nats-cluster.sh start|stop|kill|restart|url|leader DIR [PORT|NODE|STREAM]" >&2
+	echo "usage: nats-cluster.sh start|stop|kill|restart|url|leader|current DIR [PORT|NODE|STREAM]" >&2
 	exit 2
 	;;
 esac
