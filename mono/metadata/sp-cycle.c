@@ -383,10 +383,17 @@ static void
 sp_task_park (void)
 {
 	sp_task_outside_the_world (TRUE);
-	sp_cycle.parked++;
-	mono_coop_cond_broadcast (&sp_cycle.idle);
-	mono_coop_mutex_unlock (&sp_lock);
+	/*
+	 * Safe before it counts itself parked: once counted, the shutdown goes on
+	 * to free this thread's runtime state, and a transition after that
+	 * aborted (seen on one CPU, the task preempted between the unlock and
+	 * the transition).  Hence the plain broadcast: the coop one makes a
+	 * transition of its own.
+	 */
 	MONO_ENTER_GC_SAFE;
+	sp_cycle.parked++;
+	mono_os_cond_broadcast (&sp_cycle.idle.c);
+	mono_coop_mutex_unlock (&sp_lock);
 	for (;;)
 		pause ();
 	MONO_EXIT_GC_SAFE;
