@@ -817,6 +817,7 @@ sp_cycle_model_costs (SpModelCosts *costs)
 		.writeback_ns = sp_store_writes_back (sp_store) ? sp_writer.writeback.avg_ns : 0,
 		.writeback_bytes = SP_STREAM_WRITEBACK_BYTES,
 		.use_permille = sp_learned.use_permille, .work_permille = sp_learned.work_permille,
+		.latency_ns = sp_learned.latency_ns,
 		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
 	};
 	if (sp_options.writer == SP_WRITER_BACKGROUND)

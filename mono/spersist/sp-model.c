@@ -84,7 +84,7 @@ sp_model_predict (const SpModelState *state, const SpModelCosts *costs, SpModelP
 	out->periods = sp_model_div_up (out->work_ns, share);
 	if (!out->periods)
 		out->periods = 1;
-	out->cycle_ns = (out->periods - 1) * costs->period_ns + (out->work_ns - (out->periods - 1) * share);
+	out->cycle_ns = (out->periods - 1) * costs->period_ns + (out->work_ns - (out->periods - 1) * share) + costs->latency_ns;
 	if (commit_alone)
 		out->cycle_ns = out->periods++ * costs->period_ns + costs->commit_ns;
 	out->bytes = state->bytes;
@@ -111,6 +111,12 @@ sp_model_learn (SpModelLearned *learned, const SpModelState *units, const SpMode
 	uint64_t spread = cycle_ns > apart ? cycle_ns - apart : 0;
 	if (work_ns > sp_model_share (&whole) && spread > costs->period_ns)
 		learned->use_permille = sp_model_average (learned->use_permille, sp_model_use_permille (costs, work_ns, spread));
+	if (work_ns <= sp_model_share (&whole) && spread <= costs->period_ns && !sp_model_commit_alone (costs)) {
+		uint64_t beyond = spread > work_ns ? spread - work_ns : 0;
+		beyond = beyond < costs->pause_ns ? beyond : costs->pause_ns;
+		/* An eighth of the way: a stall within the period is one sample among many. */
+		learned->latency_ns = learned->latency_ns ? (7 * learned->latency_ns + beyond) / 8 : beyond;
+	}
 	learned->cycles++;
 }
 

@@ -215,6 +215,39 @@ test_learning_leaves_out_what_prediction_adds (void **state)
 	assert_int_equal (p.cycle_ns + 2500000, cycle + c.period_ns);
 }
 
+/*
+ * L: what a cycle that fit one period took beyond its work (the wake-ups and
+ * the hand-off to the writer) is learned and added to every prediction; a
+ * cycle stalled past its period teaches nothing, a sample is a pause at most.
+ */
+static void
+test_latency_learned_from_one_period_cycles (void **state)
+{
+	(void)state;
+	SpModelState small = { .objects = 400, .marks = 50, .writes = 50, .bytes = 3000 };   /* 270 us of work */
+	SpModelPrediction p;
+	sp_model_predict (&small, &costs, &p);
+	assert_int_equal (p.cycle_ns, p.work_ns);
+	SpModelLearned l = { 0 };
+	sp_model_learn (&l, &small, &costs, p.work_ns, 2500000 + p.work_ns + 80 * US, 2500000);
+	assert_int_equal (l.latency_ns, 80 * US);
+	SpModelCosts c = costs;
+	c.latency_ns = l.latency_ns;
+	SpModelPrediction again;
+	sp_model_predict (&small, &c, &again);
+	assert_int_equal (again.cycle_ns, p.work_ns + 80 * US);
+	sp_model_learn (&l, &small, &costs, p.work_ns, 2 * costs.period_ns, 0);     /* stalled: not learned */
+	assert_int_equal (l.latency_ns, 80 * US);
+	sp_model_learn (&l, &small, &costs, p.work_ns, p.work_ns + 2 * costs.pause_ns, 0);   /* counts as a pause */
+	assert_int_equal (l.latency_ns, (7 * 80 * US + costs.pause_ns) / 8);
+	/* Every prediction ends with it, a cycle of many periods too. */
+	SpModelState s = { .objects = 8000, .marks = 1000, .writes = 1000, .pieces = 10, .forgets = 5, .bytes = 1u << 20 };
+	sp_model_predict (&s, &costs, &p);
+	sp_model_predict (&s, &c, &again);
+	assert_int_equal (again.cycle_ns, p.cycle_ns + 80 * US);
+	assert_int_equal (again.periods, p.periods);
+}
+
 /* Learned from a cycle, u predicts that cycle's periods again, whatever its last period held. */
 static void
 test_learned_use_reproduces_the_periods (void **state)
@@ -410,6 +443,7 @@ main (void)
 		cmocka_unit_test (test_commit_shares_a_period_or_has_its_own),
 		cmocka_unit_test (test_writeback_steps),
 		cmocka_unit_test (test_small_state_one_period),
+		cmocka_unit_test (test_latency_learned_from_one_period_cycles),
 		cmocka_unit_test (test_monotone_in_state_and_budget),
 		cmocka_unit_test (test_use_of_the_budget),
 		cmocka_unit_test (test_work_over_units),
