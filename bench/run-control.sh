@@ -31,7 +31,7 @@ mcs -nologo -optimize+ -warnaserror -r:"$build/lib/SPersistence.dll" -out:"$work
 sp=$build/bin/spmono
 rt=(); chrt -f 60 true 2>/dev/null && rt=(chrt -f 60)
 csv=$out/control.csv
-echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns,skipped,warned,runtime_misses,machine_misses,program_misses" > "$csv"
+echo "mechanism,cpus,n,rep,periods,misses,p50_ns,p99_ns,max_ns,mean_ns,unschedulable,predicted_cycle_ns,cycle_ns,skipped,warned,runtime_misses,machine_misses,program_misses,model_cycles,model_within" > "$csv"
 sched=0
 if [ "${SCHED:-1}" != 0 ] && command -v perf > /dev/null && perf record -q -e sched:sched_switch -o "$work/probe.data" -- true > /dev/null 2>&1; then
 	sched=1
@@ -58,7 +58,8 @@ for cpus in ${CPUS:-0 0,1}; do
 				prog=${mech%%-*}
 				# perf itself on the last CPU, every CPU traced (a wake-up may come from either).
 				recorder=(); [ $sched = 1 ] && recorder=(taskset -c 1 perf record -q -k mono -a -e sched:sched_switch -e sched:sched_wakeup -o "$work/sched.data" --)
-				row=$(CONTROL_TRACE=$work/periods.csv "${recorder[@]}" taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf" 2> "$work/stderr")
+				rm -f "$work/sptrace.csv"
+				row=$(SPMONO_TRACE=$work/sptrace.csv CONTROL_TRACE=$work/periods.csv "${recorder[@]}" taskset -c "$cpus" "${rt[@]}" "$sp" "${opts[@]}" "$work/ControlBench.exe" run "$prog" "$n" "$periods" "$work/state.bf" 2> "$work/stderr")
 				whose=,,
 				if [ $sched = 1 ]; then
 					perf script -i "$work/sched.data" -F pid,tid,cpu,time,event,trace --ns > "$work/sched.txt" 2> /dev/null
@@ -72,7 +73,10 @@ for cpus in ${CPUS:-0 0,1}; do
 					"$sp" --sp-store="$store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \
 						|| { echo "$mech, $n objects, cpus $cpus: check failed" >&2; exit 1; }
 				fi
-				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row,$warned,$whose" >> "$csv"
+				# The cost model's accuracy over every cycle of the run (SPMONO_TRACE's cycles and predictions).
+				accuracy=,
+				case $mech in sp-incremental*) [ -s "$work/sptrace.csv" ] && accuracy=$(python3 "$here/summarize-control.py" --model "$work/sptrace.csv") ;; esac
+				echo "$mech,$(( ${#cpus} > 1 ? 2 : 1 )),$n,$rep,$row,$warned,$whose,$accuracy" >> "$csv"
 			done
 		done
 	done

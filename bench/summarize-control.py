@@ -4,6 +4,11 @@ the 1 kHz control loop, per mechanism, CPU count and object count (N, or N/K:
 N objects of which K are updated a period; min / median / max over the
 repetitions).
 
+summarize-control.py --model TRACE: the cost model's accuracy over one run's
+cycles, from SPMONO_TRACE (its "cycle" and "predicted" runs), printed as
+"cycles,within": the cycles after the first two (the model learns from them)
+and how many were predicted within 25% of their length.
+
 summarize-control.py --account PERIODS SCHED: one run's deadline misses by whose
 time made them (the scheduler's account), printed as "runtime,machine,program"
 counts; PERIODS is the loop's CONTROL_TRACE (bench/ControlBench.cs), SCHED perf's
@@ -165,6 +170,16 @@ def account_main(periods_path, sched_path):
               + f"): the {cls}'s", file=sys.stderr)
 
 
+def model_accuracy(trace_path, learning=2):
+    """(cycles judged, cycles predicted within 25%) of one run's SPMONO_TRACE."""
+    cycles, predicted = {}, {}
+    for row in csv.reader(open(trace_path)):
+        if row[0] in ("cycle", "predicted"):
+            (cycles if row[0] == "cycle" else predicted)[int(row[1])] = int(row[2]) - int(row[1])
+    judged = [(predicted[k], cycles[k]) for k in sorted(cycles)[learning:] if predicted.get(k) and cycles[k]]
+    return len(judged), sum(1 for p, c in judged if abs(p / c - 1) <= 0.25)
+
+
 def self_test():
     # One CPU, a period of 1000; the loop is thread 10 of process 10, the SP task thread 12.
     # Period 0 (released at 0): the loop's timer comes late (its wake-up at 1100, the CPU idle
@@ -209,6 +224,13 @@ def self_test():
                (1300, 0, 10, 10, "loop", "S", 0)]
     got = account([(0, 50, 80, 1300, None)], blocked, [(1190, 10, 0)], 10, 10, period_ns=1000)
     assert got[0][3] == "runtime" and got[0][2]["runtime"] >= 1090, got
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as t:
+        # Two learning cycles, then 100 -> 120 (within), 100 -> 60 (not), 100 -> 130 (not); a skip between.
+        t.write("cycle,0,100\npredicted,0,0\ncycle,1000,1100\npredicted,1000,1100\n"
+                "cycle,2000,2100\npredicted,2000,2120\nskip,2500,2500\ncycle,3000,3100\npredicted,3000,3060\n"
+                "cycle,4000,4100\npredicted,4000,4130\n")
+    assert model_accuracy(t.name) == (3, 1), model_accuracy(t.name)
     print("summarize-control self-test ok")
 
 
@@ -230,7 +252,12 @@ def model(rs):
     meas = statistics.median(r["cycle_ns"] for r in rs) / 1e6
     warned = sum(1 for r in rs if r.get("warned", 0) > 0)
     verdict = "schedulable" if warned == 0 else f"unschedulable ({warned} of {len(rs)} runs warned)"
-    return f"{pred:.2f} / {meas:.2f}, {verdict}"
+    accuracy = ""
+    if all(r.get("model_cycles") for r in rs):
+        shares = [r["model_within"] / r["model_cycles"] for r in rs]
+        accuracy = (f"; cycles within 25%: {min(shares) * 100:.0f} / {statistics.median(shares) * 100:.0f} / "
+                    f"{max(shares) * 100:.0f}% of {sum(r['model_cycles'] for r in rs)}")
+    return f"{pred:.2f} / {meas:.2f}, {verdict}{accuracy}"
 
 
 def misses(rs):
@@ -248,7 +275,7 @@ def summary(csv_path, policy):
             {k: int(v) for k, v in r.items() if k not in ("mechanism", "cpus", "n") and v not in ("", None)})
     print(f"Control loop at 1 kHz, loop under {policy}; min / median / max over the repetitions")
     print("| CPUs | objects (/ updated a period) | mechanism | periods | deadline misses | p50 latency (us) | p99 latency (us) | "
-          "max latency (us) | periods not persisted (SendPData skipped) | cost model (SP incremental): cycle predicted / measured (ms), verdict |")
+          "max latency (us) | periods not persisted (SendPData skipped) | cost model (SP incremental): last cycle predicted / measured (ms), verdict; every cycle's prediction within 25% |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for (cpus, n, mech), rs in sorted(runs.items(), key=lambda kv: order(kv[0])):
         print(f"| {cpus} | {n} | {mech} | {rs[0]['periods']} | {misses(rs)} | "
@@ -266,6 +293,8 @@ def summary(csv_path, policy):
 if __name__ == "__main__":
     if sys.argv[1] == "--account":
         account_main(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "--model":
+        print("%d,%d" % model_accuracy(sys.argv[2]))
     elif sys.argv[1] == "--self-test":
         self_test()
     else:

@@ -255,7 +255,8 @@ def explain(trace_path, gaps, top=5, window=None):
     runs = []
     for line in open(trace_path):
         what, a, b = line.strip().split(",")
-        runs.append((int(a), int(b), what))
+        if what not in ("cycle", "predicted"):      # spans of a whole cycle (the cost model's), not runs
+            runs.append((int(a), int(b), what))
     runs.sort()
     starts = [r[0] for r in runs]
     out = []

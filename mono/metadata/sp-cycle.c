@@ -1182,6 +1182,9 @@ sp_cycle_publish_stats (uint64_t end_ns)
 	sp_stats [SP_STAT_PREDICTED_PERIODS] = (gint64)c->predicted.periods;
 	sp_stats [SP_STAT_PREDICTED_BYTES] = (gint64)c->predicted.bytes;
 	sp_cycle_learn (end_ns - c->started_ns);
+	/* For the cost model's accuracy, cycle by cycle (a benchmark's, beside its own clock): its start, then predicted and actual. */
+	sp_trace_run ("cycle", c->started_ns, end_ns);
+	sp_trace_run ("predicted", c->started_ns, c->started_ns + c->predicted.cycle_ns);
 	if (sp_options.stats)
 		fprintf (stderr, "spmono: cycle %llu: %llu increments (%llu marking, %.3f ms), pause max %.1f us avg %.1f us "
 			 "(start %.1f us, of which stopping the world %.1f us), cycle %.3f ms, %llu objects (%llu by barriers, "

@@ -7,7 +7,10 @@
  * instant and every collection's stopped world, each SendPData that took
  * no snapshot ("skip", an instant), and an instant that cleared a delta
  * snapshot's taken marks left over ("taken-left"), as "what,start_ns,end_ns"
- * lines (CLOCK_MONOTONIC), written to FILE when the program ends.  For
+ * lines (CLOCK_MONOTONIC), written to FILE when the program ends.  Two spans
+ * per incremental cycle are not runs: "cycle" (its start to its commit) and
+ * "predicted" (its start to where the cost model said it would end), for the
+ * model's accuracy cycle by cycle (bench/run-control.sh).  For
  * finding what took a CPU from the program, beside the program's own clock
  * (bench/run-mmu.sh); the first SP_TRACE_MAX runs are kept.
  */
