@@ -10,6 +10,7 @@
 #include <mono/metadata/gc-internals.h>
 #include <mono/sgen/sgen-gc.h>
 #include <mono/sgen/sgen-memory-governor.h>
+#include <mono/utils/mono-memory-model.h>
 
 
 typedef struct SpRestore {
@@ -23,6 +24,9 @@ typedef struct SpRestore {
 	const SpSnapClass *hook_class; /* the last class whose objects' old values came, and whether it has hooks */
 	gboolean hooked;
 	gboolean mature;             /* objects allocated in the old generation: the state outgrows the nursery */
+	SgenThreadInfo *gc_thread;   /* the restoring thread's, for sp_mono_restore_alloc_inline */
+	MonoVTable *inline_vtable;   /* the last class allocated, and its size inline (0: through the runtime) */
+	size_t inline_size;
 } SpRestore;
 
 /*
@@ -69,6 +73,7 @@ sp_mono_restore_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
 		return sp_error_set (err, "out of memory for %u objects", t->nobjects);
 	}
 	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
+	r->gc_thread = mono_tls_get_sgen_thread_info ();
 	return 0;
 }
 
@@ -163,6 +168,70 @@ sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind)
 	return kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : (void *)mono_string_chars_internal ((MonoString *)obj);
 }
 
+/*
+ * An object allocated in the nursery inline: the restoring thread's
+ * allocation buffer bumped, as the JIT's managed allocator and SGen's own
+ * fast path do (sgen_try_alloc_obj_nolock; the buffer's memory is zeroed when
+ * SGen hands it out), inside SGen's critical region so that a thread
+ * suspended halfway is restarted rather than collected with a gap in the
+ * nursery.  NULL when the buffer's window is used up: the runtime's path
+ * then takes the next one.  Through the runtime (mono_object_new_alloc_
+ * specific_checked, mono_gc_alloc_obj, sgen_alloc_obj, the thread's TLS) a
+ * 25,000-node restore spent 18% of its time allocating.
+ */
+static inline MonoObject *
+sp_mono_restore_alloc_inline (SpRestore *r, MonoVTable *vtable, size_t size)
+{
+	SgenThreadInfo *__thread_info__ = r->gc_thread;
+	MonoObject *obj = NULL;
+	ENTER_CRITICAL_REGION;
+	char *p = __thread_info__->tlab_next, *next = p + size;
+	if (G_LIKELY (next < __thread_info__->tlab_temp_end)) {
+		__thread_info__->tlab_next = next;
+		*(MonoVTable **)p = vtable;
+		obj = (MonoObject *)p;
+	}
+	EXIT_CRITICAL_REGION;
+	return obj;
+}
+
+/*
+ * The size objects of `vtable` are allocated inline at, 0 when they must go
+ * through the runtime: a finalizer or weak fields to register, an
+ * allocation the profiler or SGen's debugging options watch, an object too
+ * large for the buffer, or a state allocated in the old generation.
+ */
+static size_t
+sp_mono_restore_inline_size (SpRestore *r, MonoVTable *vtable)
+{
+	MonoClass *klass = vtable->klass;
+	size_t size = SGEN_ALIGN_UP ((size_t)m_class_get_instance_size (klass));
+	if (r->mature || !r->gc_thread || m_class_has_finalize (klass) || m_class_has_weak_fields (klass) ||
+	    mono_profiler_allocations_enabled () || sgen_has_per_allocation_action || sgen_nursery_canaries_enabled () ||
+	    size > SGEN_MAX_SMALL_OBJ_SIZE)
+		return 0;
+	return size;
+}
+
+/* An object of a class: inline where it can be (above), else through the runtime. */
+static MonoObject *
+sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
+{
+	if (vtable != r->inline_vtable) {
+		r->inline_vtable = vtable;
+		r->inline_size = sp_mono_restore_inline_size (r, vtable);
+	}
+	MonoObject *obj = r->inline_size ? sp_mono_restore_alloc_inline (r, vtable, r->inline_size) : NULL;
+	if (G_LIKELY (obj))
+		return obj;
+	/*
+	 * Never a remoting proxy (the _specific variant may make one).  In
+	 * the old generation when the state outgrows the nursery
+	 * (sp_mono_restore_outgrows_nursery).
+	 */
+	return r->mature ? mono_object_new_mature (vtable, error) : mono_object_new_alloc_specific_checked (vtable, error);
+}
+
 /* A new object: zeroed, no constructor runs. */
 static void *
 sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
@@ -176,13 +245,7 @@ sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t
 	else if (kind == SP_CLASS_ARRAY)
 		obj = (MonoObject *)mono_array_new_specific_checked ((MonoVTable *)sc->restorer_data, (uintptr_t)length, error);
 	else
-		/*
-		 * Never a remoting proxy (the _specific variant may make one).  In
-		 * the old generation when the state outgrows the nursery
-		 * (sp_mono_restore_outgrows_nursery).
-		 */
-		obj = r->mature ? mono_object_new_mature ((MonoVTable *)sc->restorer_data, error)
-				: mono_object_new_alloc_specific_checked ((MonoVTable *)sc->restorer_data, error);
+		obj = sp_mono_restore_new_object (r, (MonoVTable *)sc->restorer_data, error);
 	if (!is_ok (error)) {
 		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
 		mono_error_cleanup (error);

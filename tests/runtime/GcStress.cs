@@ -3,7 +3,7 @@
 // Identity must survive the moves: every shared object is written once and
 // restored shared.  The digest numbers objects by first visit, so a duplicated
 // or merged object changes it.
-//   GcStress.exe write | check
+//   GcStress.exe write | check (the restore, with collections forced meanwhile)
 using System;
 using System.Collections.Generic;
 using System.Runtime.CompilerServices;
@@ -95,15 +95,49 @@ static class Program
 		return 0;
 	}
 
+	// The restore while another thread forces collections: the restorer allocates inline in
+	// its allocation buffer (sp-restore.c), and a collection may stop it anywhere, moving
+	// what it has made so far.
+	static int Check ()
+	{
+		T.Check (SPC.IsWarmRestart (), "warm");
+		bool stop = false, restoring = false;
+		long collections = 0;
+		// A millisecond between collections: back to back, they left the restoring thread
+		// microseconds between two stops, and a restore took minutes.
+		var churn = new Thread (() => {
+			while (!Volatile.Read (ref stop)) {
+				if (!Volatile.Read (ref restoring)) { Thread.Sleep (0); continue; }
+				GC.Collect (collections % 8 == 7 ? 1 : 0);
+				Interlocked.Increment (ref collections);
+				Thread.Sleep (1);
+			}
+		});
+		churn.Start ();
+		Volatile.Write (ref restoring, true);
+		while (Interlocked.Read (ref collections) == 0)
+			Thread.Sleep (0);
+		long before = Interlocked.Read (ref collections);
+		var holder = (Holder)SPC.RecvPData (1);
+		// A restore of 40,000 vertices takes milliseconds: the same decode again, its objects
+		// dropped, until collections have run during some.
+		for (int again = 0; again < 200 && Interlocked.Read (ref collections) - before < 10; again++)
+			SPDiagnostics.TimeDecodeOfNewest ();
+		long during = Interlocked.Read (ref collections) - before;
+		Volatile.Write (ref stop, true);
+		churn.Join ();
+		Console.Error.WriteLine ("collections forced during the restores: " + during);
+		T.Check (during > 0, "no collection ran during the restores");
+		Console.WriteLine (Digest (holder.Graph));
+		return 0;
+	}
+
 	static int Main (string[] args)
 	{
 		if (args [0].StartsWith ("bulk-"))
 			return BulkRestore (args [0], int.Parse (args [1]));
-		if (args [0] == "check") {
-			T.Check (SPC.IsWarmRestart (), "warm");
-			Console.WriteLine (Digest (((Holder)SPC.RecvPData (1)).Graph));
-			return 0;
-		}
+		if (args [0] == "check")
+			return Check ();
 		// The churn thread forces nursery collections back to back while SendPData
 		// runs; with a nursery big enough to hold the graph, the first of them moves
 		// every object of the graph (to the old generation) in mid-serialization.

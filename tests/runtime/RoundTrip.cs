@@ -16,6 +16,22 @@ enum Big : long { Min = long.MinValue, Max = long.MaxValue }
 [SPersistent] struct Point { [SPersistentField] public int X; public double Y; }
 struct Tagged { public Point P; public string Name; public Node Link; public Color C; }
 
+// A persistent class with a finalizer: restored objects are registered for finalization as
+// `new` would register them (the restorer's inline allocation leaves such classes to the runtime).
+[SPersistent]
+class Closing
+{
+	public static int Finalized;
+	[SPersistentField] public int Id;
+	~Closing () { System.Threading.Interlocked.Increment (ref Finalized); }
+}
+
+[SPersistent]
+class Shelf
+{
+	[SPersistentField] public Closing [] Items;
+}
+
 [SPersistent]
 class Base
 {
@@ -169,6 +185,25 @@ static class Program
 		return sb.ToString ();
 	}
 
+	// The restored Closing objects, let go: each one's finalizer runs.
+	[System.Runtime.CompilerServices.MethodImpl (System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+	static void LetGo (Shelf shelf)
+	{
+		T.Eq (99, shelf.Items [99].Id, "restored finalizable objects");
+		shelf.Items = null;
+	}
+
+	static void CheckFinalizers (Shelf shelf)
+	{
+		Closing.Finalized = 0;
+		LetGo (shelf);
+		for (int i = 0; i < 5 && Closing.Finalized < 100; i++) {
+			GC.Collect ();
+			GC.WaitForPendingFinalizers ();
+		}
+		T.Eq (100, Closing.Finalized, "finalizers of restored objects that were let go");
+	}
+
 	static int Main (string[] args)
 	{
 		if (args [0] == "write") {
@@ -178,6 +213,10 @@ static class Program
 			int r2 = SPC.AddRoot (a.Next.Next);     // c: shared with root 1's graph
 			int r3 = SPC.AddRoot (new int [] { 42 });
 			T.Eq (1, r1, "first root id"); T.Eq (2, r2, "second root id"); T.Eq (3, r3, "third root id");
+			var shelf = new Shelf { Items = new Closing [100] };
+			for (int i = 0; i < 100; i++)
+				shelf.Items [i] = new Closing { Id = i };
+			T.Eq (4, SPC.AddRoot (shelf), "fourth root id");
 			SPC.SendPData ();
 			Console.Write (DumpRoots (new object [] { SPC.RecvPData (1), SPC.RecvPData (2), SPC.RecvPData (3) }));
 			return 0;
@@ -200,6 +239,7 @@ static class Program
 		T.Eq (null, ra.TransientText, "non-persistent reference field is null");
 		T.Eq (0, ra.NotPersistentInBase, "non-persistent base field has its default");
 		T.Eq (42, rarr [0], "array root");
+		CheckFinalizers ((Shelf)SPC.RecvPData (4));
 		Console.Write (DumpRoots (new object [] { ra, rc, rarr }));
 		return 0;
 	}
