@@ -13,6 +13,22 @@
 #include <mono/utils/mono-memory-model.h>
 
 
+/*
+ * Objects allocated in the old generation a batch at a time, per class: one
+ * GC lock for SP_MATURE_BATCH objects instead of one each.  The pools live
+ * in SpRestore, on the restoring thread's stack, which SGen scans
+ * conservatively: an object allocated and not handed out yet is pinned
+ * there, never collected nor moved.  What a restore leaves in its pools is
+ * garbage at the next major collection (at most a batch a class).
+ */
+#define SP_MATURE_BATCH 32
+#define SP_MATURE_POOLS 8
+typedef struct SpMaturePool {
+	MonoVTable *vtable;
+	uint32_t next, count;
+	MonoObject *objects [SP_MATURE_BATCH];
+} SpMaturePool;
+
 typedef struct SpRestore {
 	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
 	guint32 handle;
@@ -27,6 +43,8 @@ typedef struct SpRestore {
 	SgenThreadInfo *gc_thread;   /* the restoring thread's, for sp_mono_restore_alloc_inline */
 	MonoVTable *inline_vtable;   /* the last class allocated, and its size inline (0: through the runtime) */
 	size_t inline_size;
+	SpMaturePool mature_pools [SP_MATURE_POOLS];
+	uint32_t mature_evict;       /* the pool a new class takes next */
 } SpRestore;
 
 /*
@@ -195,25 +213,58 @@ sp_mono_restore_alloc_inline (SpRestore *r, MonoVTable *vtable, size_t size)
 	return obj;
 }
 
+/* The old generation's objects of `vtable`, SP_MATURE_BATCH under one GC lock (above); NULL when none can be had. */
+static MonoObject *
+sp_mono_restore_alloc_mature (SpRestore *r, MonoVTable *vtable, size_t size)
+{
+	SpMaturePool *pool = NULL;
+	for (int i = 0; i < SP_MATURE_POOLS && !pool; i++)
+		if (r->mature_pools [i].vtable == vtable)
+			pool = &r->mature_pools [i];
+	if (!pool) {
+		pool = &r->mature_pools [r->mature_evict++ % SP_MATURE_POOLS];
+		memset (pool, 0, sizeof *pool);   /* what it held is let go */
+		pool->vtable = vtable;
+	}
+	if (pool->next == pool->count) {
+		pool->next = pool->count = 0;
+		sgen_gc_lock ();
+		while (pool->count < SP_MATURE_BATCH) {
+			GCObject *obj = sgen_major_collector.alloc_degraded ((GCVTable)vtable, size);
+			if (!obj)
+				break;
+			pool->objects [pool->count++] = (MonoObject *)obj;
+		}
+		sgen_gc_unlock ();
+		r->gc_thread->total_bytes_allocated += (gint64)(pool->count * size);
+	}
+	if (pool->next == pool->count)
+		return NULL;
+	MonoObject *obj = pool->objects [pool->next];
+	pool->objects [pool->next++] = NULL;
+	return obj;
+}
+
 /*
- * The size objects of `vtable` are allocated inline at, 0 when they must go
- * through the runtime: a finalizer or weak fields to register, an
+ * The size objects of `vtable` are allocated at without the runtime's
+ * per-object path (inline in the nursery, or batched in the old generation),
+ * 0 when they must go through it: a finalizer or weak fields to register, an
  * allocation the profiler or SGen's debugging options watch, an object too
- * large for the buffer, or a state allocated in the old generation.
+ * large for the buffer.
  */
 static size_t
 sp_mono_restore_inline_size (SpRestore *r, MonoVTable *vtable)
 {
 	MonoClass *klass = vtable->klass;
 	size_t size = SGEN_ALIGN_UP ((size_t)m_class_get_instance_size (klass));
-	if (r->mature || !r->gc_thread || m_class_has_finalize (klass) || m_class_has_weak_fields (klass) ||
+	if (!r->gc_thread || m_class_has_finalize (klass) || m_class_has_weak_fields (klass) ||
 	    mono_profiler_allocations_enabled () || sgen_has_per_allocation_action || sgen_nursery_canaries_enabled () ||
 	    size > SGEN_MAX_SMALL_OBJ_SIZE)
 		return 0;
 	return size;
 }
 
-/* An object of a class: inline where it can be (above), else through the runtime. */
+/* An object of a class: inline or batched where it can be (above), else through the runtime. */
 static MonoObject *
 sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 {
@@ -221,7 +272,10 @@ sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 		r->inline_vtable = vtable;
 		r->inline_size = sp_mono_restore_inline_size (r, vtable);
 	}
-	MonoObject *obj = r->inline_size ? sp_mono_restore_alloc_inline (r, vtable, r->inline_size) : NULL;
+	MonoObject *obj = NULL;
+	if (r->inline_size)
+		obj = r->mature ? sp_mono_restore_alloc_mature (r, vtable, r->inline_size)
+				: sp_mono_restore_alloc_inline (r, vtable, r->inline_size);
 	if (G_LIKELY (obj))
 		return obj;
 	/*
