@@ -6,6 +6,11 @@
  * plans the change: sp-evolve.h), allocate every object
  * without running a constructor (construction), store references checked for
  * type (fix-up), and make the snapshot's roots the registered ones.
+ *
+ * Objects of plain classes skip the runtime's per-object allocation path: in
+ * the nursery they are bumped inline in the thread's allocation buffer, in
+ * the old generation (a state the nursery cannot hold) they come in batches
+ * under one GC lock (sp_mono_restore_new_object).
  */
 #include <mono/metadata/gc-internals.h>
 #include <mono/sgen/sgen-gc.h>
