@@ -1068,7 +1068,6 @@ sp_nats_parse (const char *location, SpNatsLocation *loc, SpError *err)
 	return 0;
 }
 
-/* The store's stream, made (replicated on `replicas` nodes) when it does not exist and the store is writable. */
 /*
  * A stream of an earlier spmono kept 4 messages per subject: the engine
  * then removed the oldest of the subject at each publication, and
@@ -1094,6 +1093,7 @@ sp_nats_unlimited (SpNatsStore *ns, jsStreamInfo *si, SpError *err)
 	return st == NATS_OK ? 0 : sp_nats_fail (err, "updating the store's stream (no limit of messages per subject)", st, jerr);
 }
 
+/* The store's stream, made (replicated on `replicas` nodes) when it does not exist and the store is writable. */
 static int
 sp_nats_stream (SpNatsStore *ns, bool readonly, int replicas, SpError *err)
 {
