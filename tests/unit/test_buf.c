@@ -6,6 +6,7 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
+#include <sys/resource.h>
 
 #include "sp-buf.h"
 
@@ -293,6 +294,37 @@ test_buf_prepare (void **state)
 	sp_buf_free (&b);
 }
 
+static long
+minor_faults (void)
+{
+	struct rusage ru;
+	getrusage (RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/*
+ * sp_buf_prepare faults each fresh page in once, by a write: reading it first
+ * would map the zero page and make the write a second fault, one that flushes
+ * the page from the other CPUs (an interrupt to each running the process).
+ */
+static void
+test_buf_prepare_faults_each_page_once (void **state)
+{
+	(void)state;
+	const size_t size = 8u << 20, pages = size / 4096;
+	SpBuf b;
+	sp_buf_init (&b);
+	long before = minor_faults ();
+	assert_int_equal (sp_buf_prepare (&b, size), 0);
+	long faults = minor_faults () - before;
+	assert_true (faults >= (long)pages / 2);        /* fresh pages were faulted in (no huge pages here) */
+	assert_true (faults <= (long)pages + 64);
+	before = minor_faults ();
+	memset (b.data, 0x5a, size);
+	assert_true (minor_faults () - before <= 64);   /* and filling them takes none */
+	sp_buf_free (&b);
+}
+
 int
 main (void)
 {
@@ -305,6 +337,7 @@ main (void)
 		cmocka_unit_test (test_reader_str),
 		cmocka_unit_test (test_buf_growth_keeps_contents),
 		cmocka_unit_test (test_buf_prepare),
+		cmocka_unit_test (test_buf_prepare_faults_each_page_once),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
