@@ -23,6 +23,7 @@
 #include "../spersist/sp-queue.c"
 #include "../spersist/sp-storelog.c"
 #include "../spersist/sp-wset.c"
+#include "../spersist/sp-reserve.c"
 #include "../spersist/sp-kids.c"
 #include "../spersist/sp-cards.c"
 #include "../spersist/sp-serialize.c"

@@ -87,7 +87,7 @@ sp_ser_free (SpSerializer *s)
 	if (s->aside)
 		g_hash_table_destroy (s->aside);
 	sp_ser_forget_poison (s);
-	free (s->state);
+	sp_reserve_free (&s->state_room);
 	sp_lidmap_free (&s->lids);
 	sp_queue_free (&s->queue);
 	sp_kids_free (&s->kids);
@@ -245,20 +245,17 @@ sp_ser_feed (SpSerializer *s, SpError *err)
 }
 
 /* Room in s->state for LID lid (every LID handed out has its state byte). */
+#define SP_SER_STATE_MAX (sizeof (void *) >= 8 ? (size_t)SP_LID_MAX + 1 : (size_t)1 << 28)
+
 static int
 sp_ser_state_room (SpSerializer *s, uint32_t lid, SpError *err)
 {
 	if (lid < s->state_cap)
 		return 0;
-	size_t cap = s->state_cap ? s->state_cap : 1024;
-	while (cap <= lid)
-		cap *= 2;
-	uint8_t *grown = realloc (s->state, cap);
-	if (!grown)
+	if (sp_reserve_grow (&s->state_room, (size_t)lid + 1, SP_SER_STATE_MAX) < 0)
 		return sp_ser_oom (err);
-	memset (grown + s->state_cap, 0, cap - s->state_cap);
-	s->state = grown;
-	s->state_cap = cap;
+	s->state = s->state_room.base;
+	s->state_cap = s->state_room.cap;
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "sp-kids.h"
 #include "sp-lidmap.h"
 #include "sp-queue.h"
+#include "sp-reserve.h"
 #include "sp-wset.h"
 
 /* What the serializer knows of object lid in this snapshot (SpSerializer.state [lid]). */
@@ -58,8 +59,9 @@ typedef struct SpSerializer {
 	uint64_t preserve_serial; /* the last ticket handed out (never reset: a ticket outlives a failed snapshot) */
 	bool whole_objects;      /* no pieces: each string or array in one record (stop-the-world) */
 	uint32_t piece_bytes;    /* bytes of primitives or characters a piece (SP_SER_PIECE_BYTES, less for small chunk buffers) */
-	uint8_t *state;          /* [lid]: SP_SER_* bits; room for every LID handed out */
-	size_t state_cap;
+	uint8_t *state;          /* [lid]: SP_SER_* bits; room for every LID handed out (state_room.base) */
+	size_t state_cap;        /* state_room.cap */
+	SpReserve state_room;    /* grows in place, page by page as touched: no unit copies or zeroes it */
 	struct SpPoison *poison; /* why each poisoned object could not be written */
 	size_t npoison;
 	bool clean;              /* sp_ser_reset ran since the last snapshot */
