@@ -6,6 +6,9 @@
  * (objects move only while the world is stopped).
  */
 
+#include <mono/sgen/sgen-gc.h>
+#include <mono/sgen/sgen-memory-governor.h>
+
 
 /* Objects of one class tend to come in runs: the last lookup (under sp_lock). */
 static MonoClass *sp_class_of_last_klass;
@@ -268,7 +271,16 @@ sp_mono_lid_table_grow (uint32_t need, SpError *err)
 {
 	while ((uint64_t)sp_lid_nchunks * SP_LID_CHUNK < need) {
 		ERROR_DECL (error);
+		/*
+		 * The table lives as long as the runtime: a chunk (a large object, of
+		 * SGen's large object space) is allocated without starting or
+		 * finishing a collection, and does not count toward the next one's
+		 * trigger (runtime patch 0012), so that an increment that grows the
+		 * table does not hold a collector's pause.
+		 */
+		sgen_memgov_runtime_table_alloc (TRUE);
 		MonoArray *chunk = mono_array_new_checked (mono_get_root_domain (), mono_defaults.object_class, SP_LID_CHUNK, error);
+		sgen_memgov_runtime_table_alloc (FALSE);
 		if (!is_ok (error)) {
 			mono_error_cleanup (error);
 			return sp_error_set (err, "out of memory for a table of %u objects", need);
