@@ -55,7 +55,9 @@ test_reserve_growth_touches_no_page (void **state)
 	for (size_t i = 0; i < (8u << 20); i += 4096)
 		r.base [i] = 1;
 	long faults = minor_faults () - before;
-	assert_true (faults >= 1024 && faults <= 2048 + 16);   /* 2,048 pages touched: one fault each */
+	/* 2,048 pages touched: one fault each (and some for AddressSanitizer's shadow, when built with it). */
+	if (faults < 1024 || faults > 2048 + 2048 / 2)
+		fail_msg ("%ld faults touching 2,048 pages", faults);
 	sp_reserve_free (&r);
 }
 
