@@ -199,7 +199,7 @@ def world_stops(trace_path):
         return []
     stops = []
     for line in open(trace_path):
-        what, a, b = line.strip().split(",")
+        what, a, b = line.strip().split(",")[:3]
         if what == "world-stopped":
             stops.append((int(a), int(b)))
     return stops
@@ -252,12 +252,16 @@ def fmt(u, digits=4):
 def explain(trace_path, gaps, top=5, window=None):
     """What persistence and the collector ran in the longest gaps (start, length, switched), or in
     those of the window (start, end)."""
-    runs = []
+    runs, units = [], []
     for line in open(trace_path):
-        what, a, b = line.strip().split(",")
-        if what not in ("cycle", "predicted"):      # spans of a whole cycle (the cost model's), not runs
+        f = line.strip().split(",")
+        what, a, b = f[:3]
+        if what.startswith("unit-"):                # a long unit inside an increment: said, not counted again
+            units.append((int(a), int(b), what[5:], int(f[3]) if len(f) > 3 else 0))
+        elif what not in ("cycle", "predicted"):    # spans of a whole cycle (the cost model's), not runs
             runs.append((int(a), int(b), what))
     runs.sort()
+    units.sort()
     starts = [r[0] for r in runs]
     out = []
     chosen = sorted(gaps, key=lambda g: -g[1])[:top]
@@ -271,6 +275,9 @@ def explain(trace_path, gaps, top=5, window=None):
         parts = " ".join(f"{w} {(b - a) / 1e3:.0f}" for a, b, w in inside[:14])
         if len(inside) > 14:
             parts += f" and {len(inside) - 14} more runs"  # the whole count says whether a budget was overrun
+        long_units = [u for u in units if u[0] < e and u[1] > s]
+        if long_units:
+            parts += "; long units: " + ", ".join(f"{k} {(b - a) / 1e3:.0f} us ({c / 1e3:.0f} us of CPU)" for a, b, k, c in long_units[:4])
         where = "" if switched else ", the probe on its CPU"
         out.append(f"    gap {l / 1e3:.0f} us{where}: persistence and collections ran {covered / 1e3:.0f} us of it ({parts or 'nothing traced'})")
     return out
@@ -470,6 +477,16 @@ def self_test():
     assert mine == [(100, 500), (700, 200), (950, 50)] and by_kind["runtime"] == 750 and by_kind["stalled"] == 150
     assert split_at_stops([(0, 10, 1, 1, "a")], [(2, 4), (6, 12)]) == [
         (0, 2, 1, 1, "a"), (2, 4, -1, -1, STOPPED), (4, 6, 1, 1, "a"), (6, 10, -1, -1, STOPPED)]
+    # SPMONO_TRACE: a long unit (4 columns) is said beside its increment, not counted twice; the
+    # cost model's spans are not runs; world stops are read from the same file.
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        f.write("cycle,0,10000000\npredicted,0,9000000\nincrement,1000000,1600000\n"
+                "unit-mark,1100000,1500000,150000\nworld-stopped,2000000,2000050\n")
+    said = explain(f.name, [(900_000, 800_000, 1)])
+    stops = world_stops(f.name)
+    os.unlink(f.name)
+    assert said == ["    gap 800 us: persistence and collections ran 600 us of it (increment 600; long units: mark 400 us (150 us of CPU))"], said
+    assert stops == [(2_000_000, 2_000_050)]
     # Random disjoint gaps on a small integer time line against brute force: every unit of time
     # marked lost or not, every integer window start tried (the lost time is piecewise linear
     # in the start, with its breaks at integers here, so the integers hold its maximum).

@@ -90,6 +90,7 @@ sp_barrier_flag_init (void)
  * not by a whole unit.
  */
 typedef enum { SP_UNIT_MARK, SP_UNIT_OBJECTS, SP_UNIT_PIECE, SP_UNIT_FORGET, SP_UNIT_KINDS } SpUnitKind;
+static const char *const sp_unit_names [SP_UNIT_KINDS] = { "unit-mark", "unit-objects", "unit-piece", "unit-forget" };
 static uint64_t sp_unit_avg_ns [SP_UNIT_KINDS] = { 2000, 2000, 2000, 2000 };
 
 /* Statistics of a cycle (the rows of the paper's Table 1), see SPStats. */
@@ -1407,10 +1408,12 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		/* At least one unit an increment, whatever the target: a cycle always progresses. */
 		if (!first && t - t0 + sp_unit_avg_ns [kind] > budget_ns)
 			break;
-		uint64_t u0 = t;
+		uint64_t u0 = t, ucpu0 = sp_trace ? sp_mono_thread_cpu_ns () : 0;
 		more = sp_cycle_work (&err);
 		worked = TRUE;
 		t = sp_mono_monotonic_ns ();
+		if (sp_trace)
+			sp_trace_unit (sp_unit_names [kind], u0, t, sp_mono_thread_cpu_ns () - ucpu0);
 		sp_unit_avg_ns [kind] += ((int64_t)(t - u0) - (int64_t)sp_unit_avg_ns [kind]) / 16;
 		sp_cycle.stats.units [kind]++;
 		if (more == 1 && in_cycle && __atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE)) {

@@ -10,26 +10,45 @@
  * lines (CLOCK_MONOTONIC), written to FILE when the program ends.  Two spans
  * per incremental cycle are not runs: "cycle" (its start to its commit) and
  * "predicted" (its start to where the cost model said it would end), for the
- * model's accuracy cycle by cycle (bench/run-control.sh).  For
+ * model's accuracy cycle by cycle (bench/run-control.sh).  A unit of an
+ * increment longer than SP_TRACE_LONG_UNIT_NS is a span of its own inside
+ * its increment's, "unit-KIND,start_ns,end_ns,cpu_ns" (KIND mark, objects,
+ * piece or forget; cpu_ns: the SP task's CPU time in it, which says whether
+ * it worked that long or the CPU was taken from it).  For
  * finding what took a CPU from the program, beside the program's own clock
  * (bench/run-mmu.sh); the first SP_TRACE_MAX runs are kept.
  */
 #define SP_TRACE_MAX (1u << 20)
+#define SP_TRACE_LONG_UNIT_NS 100000
 typedef struct SpTraceRun {
 	uint64_t start_ns, end_ns;
 	const char *what;
+	uint64_t cpu_ns;        /* a unit's (0: not a unit) */
 } SpTraceRun;
 static SpTraceRun *sp_trace;
 static gint32 sp_trace_count;
 
 static void
-sp_trace_run (const char *what, uint64_t start_ns, uint64_t end_ns)
+sp_trace_add (SpTraceRun run)
 {
-	if (!sp_trace)
-		return;
 	gint32 i = __atomic_fetch_add (&sp_trace_count, 1, __ATOMIC_RELAXED);
 	if (i < (gint32)SP_TRACE_MAX)
-		sp_trace [i] = (SpTraceRun){ start_ns, end_ns, what };
+		sp_trace [i] = run;
+}
+
+static void
+sp_trace_run (const char *what, uint64_t start_ns, uint64_t end_ns)
+{
+	if (sp_trace)
+		sp_trace_add ((SpTraceRun){ start_ns, end_ns, what, 0 });
+}
+
+/* A unit of an increment (`what`: "unit-mark", ...), traced when it was long. */
+static void
+sp_trace_unit (const char *what, uint64_t start_ns, uint64_t end_ns, uint64_t cpu_ns)
+{
+	if (sp_trace && end_ns - start_ns > SP_TRACE_LONG_UNIT_NS)
+		sp_trace_add ((SpTraceRun){ start_ns, end_ns, what, cpu_ns ? cpu_ns : 1 });
 }
 
 static void
@@ -47,9 +66,13 @@ sp_trace_write (void)
 	if (!f)
 		return;
 	gint32 n = MIN (__atomic_load_n (&sp_trace_count, __ATOMIC_RELAXED), (gint32)SP_TRACE_MAX);
-	for (gint32 i = 0; i < n; i++)
-		fprintf (f, "%s,%llu,%llu\n", sp_trace [i].what, (unsigned long long)sp_trace [i].start_ns,
-			 (unsigned long long)sp_trace [i].end_ns);
+	for (gint32 i = 0; i < n; i++) {
+		const SpTraceRun *r = &sp_trace [i];
+		fprintf (f, "%s,%llu,%llu", r->what, (unsigned long long)r->start_ns, (unsigned long long)r->end_ns);
+		if (r->cpu_ns)
+			fprintf (f, ",%llu", (unsigned long long)r->cpu_ns);
+		fputc ('\n', f);
+	}
 	fclose (f);
 }
 
