@@ -249,6 +249,11 @@ def fmt(u, digits=4):
     return "" if u is None else f"{u:.{digits}f}"
 
 
+def cpu_taken(a, b, cpu):
+    """A run's CPU time, said when the CPU was taken from it for a tenth of it or more."""
+    return f" ({cpu / 1e3:.0f} of CPU)" if cpu is not None and cpu < 0.9 * (b - a) else ""
+
+
 def explain(trace_path, gaps, top=5, window=None):
     """What persistence and the collector ran in the longest gaps (start, length, switched), or in
     those of the window (start, end)."""
@@ -257,9 +262,9 @@ def explain(trace_path, gaps, top=5, window=None):
         f = line.strip().split(",")
         what, a, b = f[:3]
         if what.startswith("unit-"):                # a long unit inside an increment: said, not counted again
-            units.append((int(a), int(b), what[5:], int(f[3]) if len(f) > 3 else 0))
+            units.append((int(a), int(b), what[5:]))
         elif what not in ("cycle", "predicted"):    # spans of a whole cycle (the cost model's), not runs
-            runs.append((int(a), int(b), what))
+            runs.append((int(a), int(b), what, int(f[3]) if len(f) > 3 else None))
     runs.sort()
     units.sort()
     starts = [r[0] for r in runs]
@@ -270,14 +275,14 @@ def explain(trace_path, gaps, top=5, window=None):
     for s, l, switched in chosen:
         e = s + l
         i = bisect.bisect_left(starts, s - 50_000_000)
-        inside = [(a, b, w) for a, b, w in runs[i:] if a < e and b > s]
-        covered = sum(min(b, e) - max(a, s) for a, b, w in inside)
-        parts = " ".join(f"{w} {(b - a) / 1e3:.0f}" for a, b, w in inside[:14])
+        inside = [r for r in runs[i:] if r[0] < e and r[1] > s]
+        covered = sum(min(b, e) - max(a, s) for a, b, _, _ in inside)
+        parts = " ".join(f"{w} {(b - a) / 1e3:.0f}{cpu_taken(a, b, c)}" for a, b, w, c in inside[:14])
         if len(inside) > 14:
             parts += f" and {len(inside) - 14} more runs"  # the whole count says whether a budget was overrun
         long_units = [u for u in units if u[0] < e and u[1] > s]
         if long_units:
-            parts += "; long units: " + ", ".join(f"{k} {(b - a) / 1e3:.0f} us ({c / 1e3:.0f} us of CPU)" for a, b, k, c in long_units[:4])
+            parts += "; long units: " + ", ".join(f"{k} {(b - a) / 1e3:.0f}" for a, b, k in long_units[:4])
         where = "" if switched else ", the probe on its CPU"
         out.append(f"    gap {l / 1e3:.0f} us{where}: persistence and collections ran {covered / 1e3:.0f} us of it ({parts or 'nothing traced'})")
     return out
@@ -480,12 +485,13 @@ def self_test():
     # SPMONO_TRACE: a long unit (4 columns) is said beside its increment, not counted twice; the
     # cost model's spans are not runs; world stops are read from the same file.
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
-        f.write("cycle,0,10000000\npredicted,0,9000000\nincrement,1000000,1600000\n"
-                "unit-mark,1100000,1500000,150000\nworld-stopped,2000000,2000050\n")
-    said = explain(f.name, [(900_000, 800_000, 1)])
+        f.write("cycle,0,10000000\npredicted,0,9000000\nincrement,1000000,1600000,250000\n"
+                "unit-mark,1100000,1500000\nincrement,1700000,1800000,98000\nworld-stopped,2000000,2000050\n")
+    said = explain(f.name, [(900_000, 1_000_000, 1)])
     stops = world_stops(f.name)
     os.unlink(f.name)
-    assert said == ["    gap 800 us: persistence and collections ran 600 us of it (increment 600; long units: mark 400 us (150 us of CPU))"], said
+    assert said == ["    gap 1000 us: persistence and collections ran 700 us of it "
+                    "(increment 600 (250 of CPU) increment 100; long units: mark 400)"], said
     assert stops == [(2_000_000, 2_000_050)]
     # Random disjoint gaps on a small integer time line against brute force: every unit of time
     # marked lost or not, every integer window start tried (the lost time is piecewise linear

@@ -1408,12 +1408,11 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		/* At least one unit an increment, whatever the target: a cycle always progresses. */
 		if (!first && t - t0 + sp_unit_avg_ns [kind] > budget_ns)
 			break;
-		uint64_t u0 = t, ucpu0 = sp_trace ? sp_mono_thread_cpu_ns () : 0;
+		uint64_t u0 = t;
 		more = sp_cycle_work (&err);
 		worked = TRUE;
 		t = sp_mono_monotonic_ns ();
-		if (sp_trace)
-			sp_trace_unit (sp_unit_names [kind], u0, t, sp_mono_thread_cpu_ns () - ucpu0);
+		sp_trace_unit (sp_unit_names [kind], u0, t);
 		sp_unit_avg_ns [kind] += ((int64_t)(t - u0) - (int64_t)sp_unit_avg_ns [kind]) / 16;
 		sp_cycle.stats.units [kind]++;
 		if (more == 1 && in_cycle && __atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE)) {
@@ -1431,9 +1430,10 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 	if (lids_before != UINT32_MAX && sp_ser.nobjects >= lids_before)
 		sp_mark_handed_out = sp_ser.nobjects - lids_before;
 	if (worked) {
-		sp_cycle.stats.work_cpu_ns += sp_mono_thread_cpu_ns () - cpu0;
+		uint64_t cpu = sp_mono_thread_cpu_ns () - cpu0;
+		sp_cycle.stats.work_cpu_ns += cpu;
 		sp_cycle_count_increment (t - t0);
-		sp_trace_run (was_in_cycle ? "increment" : "hand-over", t0, t);
+		sp_trace_run_cpu (was_in_cycle ? "increment" : "hand-over", t0, t, cpu);
 	}
 	*used_ns = t - t0;
 	if (in_cycle && more < 0)

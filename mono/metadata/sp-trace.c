@@ -10,11 +10,14 @@
  * lines (CLOCK_MONOTONIC), written to FILE when the program ends.  Two spans
  * per incremental cycle are not runs: "cycle" (its start to its commit) and
  * "predicted" (its start to where the cost model said it would end), for the
- * model's accuracy cycle by cycle (bench/run-control.sh).  A unit of an
- * increment longer than SP_TRACE_LONG_UNIT_NS is a span of its own inside
- * its increment's, "unit-KIND,start_ns,end_ns,cpu_ns" (KIND mark, objects,
- * piece or forget; cpu_ns: the SP task's CPU time in it, which says whether
- * it worked that long or the CPU was taken from it).  For
+ * model's accuracy cycle by cycle (bench/run-control.sh).  An increment's
+ * line has a fourth column, the SP task's CPU time in it (ns), which says
+ * whether it worked that long or the CPU was taken from it; and a unit of
+ * an increment longer than SP_TRACE_LONG_UNIT_NS is a span of its own
+ * inside its increment's, "unit-KIND" (mark, objects, piece or forget),
+ * which says which work it was.  (A unit's own CPU time would cost two
+ * system calls a unit: at 1,000 objects, units of a few microseconds, that
+ * was enough to make a 1 kHz loop's cycles miss their period.)  For
  * finding what took a CPU from the program, beside the program's own clock
  * (bench/run-mmu.sh); the first SP_TRACE_MAX runs are kept.
  */
@@ -23,7 +26,7 @@
 typedef struct SpTraceRun {
 	uint64_t start_ns, end_ns;
 	const char *what;
-	uint64_t cpu_ns;        /* a unit's (0: not a unit) */
+	uint64_t cpu_ns;        /* an increment's CPU time (0: not an increment) */
 } SpTraceRun;
 static SpTraceRun *sp_trace;
 static gint32 sp_trace_count;
@@ -43,12 +46,20 @@ sp_trace_run (const char *what, uint64_t start_ns, uint64_t end_ns)
 		sp_trace_add ((SpTraceRun){ start_ns, end_ns, what, 0 });
 }
 
-/* A unit of an increment (`what`: "unit-mark", ...), traced when it was long. */
+/* A run of the SP task, with its CPU time. */
 static void
-sp_trace_unit (const char *what, uint64_t start_ns, uint64_t end_ns, uint64_t cpu_ns)
+sp_trace_run_cpu (const char *what, uint64_t start_ns, uint64_t end_ns, uint64_t cpu_ns)
+{
+	if (sp_trace)
+		sp_trace_add ((SpTraceRun){ start_ns, end_ns, what, cpu_ns ? cpu_ns : 1 });
+}
+
+/* A unit of an increment (`what`: "unit-mark", ...), traced when it was long. */
+static inline void
+sp_trace_unit (const char *what, uint64_t start_ns, uint64_t end_ns)
 {
 	if (sp_trace && end_ns - start_ns > SP_TRACE_LONG_UNIT_NS)
-		sp_trace_add ((SpTraceRun){ start_ns, end_ns, what, cpu_ns ? cpu_ns : 1 });
+		sp_trace_add ((SpTraceRun){ start_ns, end_ns, what, 0 });
 }
 
 static void
