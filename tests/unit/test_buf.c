@@ -6,7 +6,6 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
-#include <sys/resource.h>
 
 #include "sp-buf.h"
 
@@ -294,14 +293,6 @@ test_buf_prepare (void **state)
 	sp_buf_free (&b);
 }
 
-static long
-minor_faults (void)
-{
-	struct rusage ru;
-	getrusage (RUSAGE_SELF, &ru);
-	return ru.ru_minflt;
-}
-
 /*
  * sp_buf_prepare faults each fresh page in once, by a write: reading it first
  * would map the zero page and make the write a second fault, one that flushes
@@ -314,9 +305,9 @@ test_buf_prepare_faults_each_page_once (void **state)
 	const size_t size = 8u << 20, pages = size / 4096;
 	SpBuf b;
 	sp_buf_init (&b);
-	long before = minor_faults ();
+	long before = unit_minor_faults ();
 	assert_int_equal (sp_buf_prepare (&b, size), 0);
-	long faults = minor_faults () - before;
+	long faults = unit_minor_faults () - before;
 	assert_true (faults >= (long)pages / 2);        /* fresh pages were faulted in (no huge pages here) */
 	/*
 	 * A fault a page: read first, two.  Under AddressSanitizer its shadow
@@ -324,9 +315,9 @@ test_buf_prepare_faults_each_page_once (void **state)
 	 */
 	if (faults > (long)pages + (long)pages / 2)
 		fail_msg ("%ld faults preparing %zu pages", faults, pages);
-	before = minor_faults ();
+	before = unit_minor_faults ();
 	memset (b.data, 0x5a, size);
-	assert_true (minor_faults () - before <= 64);   /* and filling them takes none */
+	assert_true (unit_minor_faults () - before <= 64);   /* and filling them takes none */
 	sp_buf_free (&b);
 }
 

@@ -4,16 +4,7 @@
  * the reservation's limit is refused.
  */
 #include "unit.h"
-#include <sys/resource.h>
 #include "sp-reserve.h"
-
-static long
-minor_faults (void)
-{
-	struct rusage ru;
-	getrusage (RUSAGE_SELF, &ru);
-	return ru.ru_minflt;
-}
 
 static void
 test_reserve_grows_in_place (void **state)
@@ -48,13 +39,13 @@ test_reserve_growth_touches_no_page (void **state)
 	(void)state;
 	SpReserve r = { 0 };
 	assert_int_equal (sp_reserve_grow (&r, 1, 256u << 20), 0);
-	long before = minor_faults ();
+	long before = unit_minor_faults ();
 	assert_int_equal (sp_reserve_grow (&r, 128u << 20, 256u << 20), 0);
-	assert_true (minor_faults () - before < 16);
-	before = minor_faults ();
+	assert_true (unit_minor_faults () - before < 16);
+	before = unit_minor_faults ();
 	for (size_t i = 0; i < (8u << 20); i += 4096)
 		r.base [i] = 1;
-	long faults = minor_faults () - before;
+	long faults = unit_minor_faults () - before;
 	/* 2,048 pages touched: one fault each (and some for AddressSanitizer's shadow, when built with it). */
 	if (faults < 1024 || faults > 2048 + 2048 / 2)
 		fail_msg ("%ld faults touching 2,048 pages", faults);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -48,5 +49,14 @@ unit_assert_contains (const char *haystack, const char *needle, const char *expr
 			fail (); \
 		} \
 	} while (0)
+
+/* The process's minor page faults so far (a test of how memory is first touched). */
+static inline long
+unit_minor_faults (void)
+{
+	struct rusage ru;
+	getrusage (RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
 
 #endif
