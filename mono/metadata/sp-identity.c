@@ -265,26 +265,43 @@ static guint32 *sp_lid_chunk_handles;
 static uint32_t sp_lid_nchunks;
 static uint32_t sp_lid_used;             /* highest LID bound since the last reset */
 
+/* An object[] of SP_LID_CHUNK entries; NULL when memory runs out. */
+static MonoArray *
+sp_mono_lid_chunk_alloc (void)
+{
+	ERROR_DECL (error);
+	MonoArray *chunk = mono_array_new_checked (mono_get_root_domain (), mono_defaults.object_class, SP_LID_CHUNK, error);
+	if (is_ok (error))
+		return chunk;
+	mono_error_cleanup (error);
+	return NULL;
+}
+
+/*
+ * A chunk of the table.  The table lives as long as the runtime: a chunk (a
+ * large object, of SGen's large object space) is allocated without starting
+ * or finishing a collection, and does not count toward the next one's
+ * trigger (runtime patch 0012), so that an increment that grows the table
+ * does not hold a collector's pause.  Only where that fails (the heap at
+ * max-heap-size) may a collection make room.
+ */
+static MonoArray *
+sp_mono_lid_chunk_new (void)
+{
+	sgen_memgov_runtime_table_alloc (TRUE);
+	MonoArray *chunk = sp_mono_lid_chunk_alloc ();
+	sgen_memgov_runtime_table_alloc (FALSE);
+	return chunk ? chunk : sp_mono_lid_chunk_alloc ();
+}
+
 /* Room in the LID table for LIDs below `need`. */
 static int
 sp_mono_lid_table_grow (uint32_t need, SpError *err)
 {
 	while ((uint64_t)sp_lid_nchunks * SP_LID_CHUNK < need) {
-		ERROR_DECL (error);
-		/*
-		 * The table lives as long as the runtime: a chunk (a large object, of
-		 * SGen's large object space) is allocated without starting or
-		 * finishing a collection, and does not count toward the next one's
-		 * trigger (runtime patch 0012), so that an increment that grows the
-		 * table does not hold a collector's pause.
-		 */
-		sgen_memgov_runtime_table_alloc (TRUE);
-		MonoArray *chunk = mono_array_new_checked (mono_get_root_domain (), mono_defaults.object_class, SP_LID_CHUNK, error);
-		sgen_memgov_runtime_table_alloc (FALSE);
-		if (!is_ok (error)) {
-			mono_error_cleanup (error);
+		MonoArray *chunk = sp_mono_lid_chunk_new ();
+		if (!chunk)
 			return sp_error_set (err, "out of memory for a table of %u objects", need);
-		}
 		sp_lid_chunk_handles = g_renew (guint32, sp_lid_chunk_handles, sp_lid_nchunks + 1);
 		sp_lid_chunk_handles [sp_lid_nchunks] = mono_gchandle_new_internal ((MonoObject *)chunk, TRUE);
 		__atomic_store_n (&sp_lid_chunks [sp_lid_nchunks++], chunk, __ATOMIC_RELEASE);
