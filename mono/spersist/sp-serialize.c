@@ -250,12 +250,11 @@ sp_ser_feed (SpSerializer *s, SpError *err)
 static int
 sp_ser_state_room (SpSerializer *s, uint32_t lid, SpError *err)
 {
-	if (lid < s->state_cap)
+	if (lid < s->state_room.cap)
 		return 0;
 	if (sp_reserve_grow (&s->state_room, (size_t)lid + 1, SP_SER_STATE_MAX) < 0)
 		return sp_ser_oom (err);
 	s->state = s->state_room.base;
-	s->state_cap = s->state_room.cap;
 	return 0;
 }
 
@@ -330,7 +329,7 @@ sp_ser_reset_step (SpSerializer *s, size_t max_bytes)
 	case SP_RESET_STATES:
 		/* The previous snapshot's states, as far as it went (a snapshot costs what it wrote). */
 		if (s->reset_end == 0 && s->state)
-			s->reset_end = s->nobjects + 1 < s->state_cap ? s->nobjects + 1 : s->state_cap;
+			s->reset_end = s->nobjects + 1 < s->state_room.cap ? s->nobjects + 1 : s->state_room.cap;
 		if (!sp_ser_reset_range (s, max_bytes, sp_ser_clear_states))
 			return 1;
 		s->reset_phase = SP_RESET_LIDMAP;

@@ -59,9 +59,8 @@ typedef struct SpSerializer {
 	uint64_t preserve_serial; /* the last ticket handed out (never reset: a ticket outlives a failed snapshot) */
 	bool whole_objects;      /* no pieces: each string or array in one record (stop-the-world) */
 	uint32_t piece_bytes;    /* bytes of primitives or characters a piece (SP_SER_PIECE_BYTES, less for small chunk buffers) */
-	uint8_t *state;          /* [lid]: SP_SER_* bits; room for every LID handed out (state_room.base) */
-	size_t state_cap;        /* state_room.cap */
-	SpReserve state_room;    /* grows in place, page by page as touched: no unit copies or zeroes it */
+	uint8_t *state;          /* [lid]: SP_SER_* bits; room for every LID handed out (state_room.base, which never moves) */
+	SpReserve state_room;    /* grows in place, page by page as touched: no unit copies or zeroes it; .cap bytes usable */
 	struct SpPoison *poison; /* why each poisoned object could not be written */
 	size_t npoison;
 	bool clean;              /* sp_ser_reset ran since the last snapshot */
@@ -185,7 +184,7 @@ uint32_t sp_ser_lid_if_known (SpSerializer *s, void *obj);
 static inline bool
 sp_ser_is_written (const SpSerializer *s, uint32_t lid)
 {
-	return lid && lid < s->state_cap && (s->state [lid] & SP_SER_WRITTEN);
+	return lid && lid < s->state_room.cap && (s->state [lid] & SP_SER_WRITTEN);
 }
 
 /*
