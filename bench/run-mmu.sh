@@ -27,6 +27,7 @@
 # Each run's snapshot is restored and checked (not the null store's).  Writes
 # bench/results/mmu.csv, mmu-<size>-<store>-<placement>.png, and with
 # SPMONO_TRACE, what persistence and the collector ran during the longest gaps.
+# Prints the machine's first-touch floor first (bench/touch-floor.c).
 # --smoke: small sizes, 2 rounds, 1 s of floor (what CI runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -58,6 +59,10 @@ else
 	echo "(no perf, or no right to trace the scheduler: the scheduler's account is left out)"
 fi
 echo "MMU benchmark: --sp-pause=$pause --sp-period=$period --sp-priority=50, $cycles rounds of floor and cycles a run, the floor ${idle} s at least; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# The machine's first-touch floor (bench/touch-floor.c): a first cycle over a new state touches
+# pages for the first time, and on some VMs a first touch waits for the host (hundreds of us).
+cc -std=c11 -O2 -Wall -Wextra -o "$work/touch-floor" "$here/touch-floor.c"
+echo "First-touch floor, 64 MB of fresh pages on CPU 0, nothing of spmono: $(taskset -c 0 "$work/touch-floor" 64 $([ $smoke = 1 ] && echo 1 || echo 4) 50)"
 for size in "${sizes[@]}"; do
 	objects=${size%%+*}; array=0; [ "$size" != "$objects" ] && array=${size#*+}
 	for store in ${STORES:-tmpfs disk null}; do
