@@ -311,7 +311,7 @@ sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t
 		return NULL;
 	}
 	mono_array_setref_fast (r->objects, lid, obj);
-	return sp_mono_restore_base (ctx, lid, kind);
+	return kind == SP_CLASS_OBJECT ? (void *)obj : sp_mono_restore_base (ctx, lid, kind);
 }
 
 /*

@@ -229,8 +229,9 @@ sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 		return p + count * c->wire_size;
 	const SpClass *live = c->resolved;
 	uint8_t *dst = (uint8_t *)d->ops->base (d->ctx, lid, SP_CLASS_ARRAY) + start * live->elem_size;
+	bool zeroed = lid > d->snap->header.prior_objects;   /* not a delta's PATCH of an array the chain made */
 	for (uint64_t i = 0; i < count && *rc == 0; i++, dst += live->elem_size)
-		p = sp_planned_references (c, p + c->prim_bytes, dst, d->ops->store_ref, d->ctx, rc, err);
+		p = sp_planned_references (c, p + c->prim_bytes, dst, zeroed, d->ops->store_ref, d->ctx, rc, err);
 	return p;
 }
 
@@ -242,7 +243,8 @@ sp_fixup_object (SpDecode *d, const uint8_t *p, int *rc, SpError *err)
 	if (c->wire_size)
 		return p + c->wire_size;
 	uint8_t *base = d->ops->base (d->ctx, lid, SP_CLASS_OBJECT);
-	return sp_planned_references (c, p + c->prim_bytes, base, d->ops->store_ref, d->ctx, rc, err);
+	bool zeroed = lid > d->snap->header.prior_objects;   /* not a delta's record of an object the chain made */
+	return sp_planned_references (c, p + c->prim_bytes, base, zeroed, d->ops->store_ref, d->ctx, rc, err);
 }
 
 static const uint8_t *

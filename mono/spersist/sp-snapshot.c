@@ -163,7 +163,7 @@ sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSna
 
 /* ---- the validating walk (sp-walk.h) --------------------------------------- */
 
-static int
+static __attribute__ ((noinline, cold)) int
 sp_walk_fail (SpWalk *w, const char *what)
 {
 	return sp_error_set (w->err, "malformed snapshot at byte %zu: %s", sp_reader_offset (&w->r), what);
@@ -267,7 +267,7 @@ sp_walk_redefine (SpWalk *w, uint32_t lid, uint8_t kind)
 }
 
 /* Claim a LID for an object of `kind`: a new one, or in a delta a prior one given again; 0 (error set). */
-static uint32_t
+static inline __attribute__ ((always_inline)) uint32_t
 sp_walk_new_lid (SpWalk *w, uint8_t kind)
 {
 	uint64_t lid = sp_reader_varint (&w->r);
@@ -287,7 +287,7 @@ sp_walk_new_lid (SpWalk *w, uint8_t kind)
 }
 
 /* A class id of `want_kind` defined before this record, or 0 (error set). */
-static uint32_t
+static inline __attribute__ ((always_inline)) uint32_t
 sp_walk_class_ref (SpWalk *w, uint8_t want_kind)
 {
 	uint64_t id = sp_reader_varint (&w->r);
@@ -296,6 +296,20 @@ sp_walk_class_ref (SpWalk *w, uint8_t want_kind)
 		return 0;
 	}
 	return (uint32_t)id;
+}
+
+/* One instance's values (an OBJECT record's): the primitive block, then each reference in range. */
+static inline bool
+sp_walk_instance (SpReader *r, const SpSnapClass *c, uint32_t nobjects)
+{
+	if (c->wire_size)
+		return sp_reader_take (r, c->wire_size) != NULL;
+	if (!sp_reader_take (r, c->prim_bytes))
+		return false;
+	for (uint32_t i = c->prim_bytes ? 1 : 0; i < c->nsteps; i++)
+		if (sp_reader_varint (r) > nobjects)
+			return false;
+	return !r->bad;
 }
 
 /* Values of `count` instances or elements: skip primitives, check references. */
@@ -443,8 +457,8 @@ sp_walk_object (SpWalk *w)
 	if (!lid || !(class_id = sp_walk_class_ref (w, SP_CLASS_OBJECT)))
 		return -1;
 	const uint8_t *values = w->r.pos;
-	if (sp_walk_values (w, &w->snap->classes [class_id], 1) < 0)
-		return -1;
+	if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
+		return sp_walk_fail (w, w->r.bad ? "values run past the end" : "reference to an object id beyond the object count");
 	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
 }
 

@@ -147,16 +147,17 @@ sp_trusted_references (const SpClass *live, const uint8_t *p, uint8_t *dst,
  * sp_trusted_references by the class's plan (sp_snapshot_plan): each handed
  * to store_ref with its live slot (by the class's plan: a leaf the
  * program no longer has is skipped); stops at the first failure (*rc).
- * Returns the position after them.
+ * In a `zeroed` object (new, its slots null) a null reference needs no store
+ * and is skipped.  Returns the position after them.
  */
 static inline const uint8_t *
-sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst,
+sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst, bool zeroed,
 		       SpStoreRefFn store_ref, void *ctx, int *rc, SpError *err)
 {
 	for (uint32_t i = 0; i < c->nrefs; i++) {
 		const SpField *f = c->ref_fields [i];
 		uint32_t lid = (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
-		if (__builtin_expect (f != NULL, 1) && (*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
+		if (__builtin_expect (f != NULL, 1) && (lid || !zeroed) && (*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
 			break;
 	}
 	return p;
