@@ -225,7 +225,7 @@ namespace SPersistence
 	/// <summary>Persistence statistics (times in nanoseconds).</summary>
 	public sealed class SPStats
 	{
-		internal const int Count = 33;
+		internal const int Count = 34;
 
 		/// <summary>Snapshots committed by this process.</summary>
 		public readonly long Snapshots;
@@ -267,6 +267,10 @@ namespace SPersistence
 		/// chain's first, or a new base when a chain could not go on), chains folded into a new
 		/// base by the fold task (off the program's path), and the latest fold's time.</summary>
 		public readonly long FullSnapshots, Folds, LastFoldNs;
+		/// <summary>With --sp-delta=on, since the start: first stores in a period into objects
+		/// without an identity slot (arrays, strings) made while a snapshot was being written,
+		/// which were put aside for the next snapshot's instant instead of waiting for it.</summary>
+		public readonly long DeltaStoresDeferred;
 
 		internal SPStats (long [] v)
 		{
@@ -278,7 +282,7 @@ namespace SPersistence
 			SendPDataWaits = v [20]; SendPDataWaitNs = v [21]; SendPDataSkips = v [22];
 			CycleWriterNs = v [23]; PredictedCycleNs = v [24]; PredictedPeriods = v [25]; PredictedBytes = v [26];
 			UnschedulableSends = v [27]; CycleBarrierCopies = v [28]; CycleBarrierCopyBytes = v [29];
-			FullSnapshots = v [30]; Folds = v [31]; LastFoldNs = v [32];
+			FullSnapshots = v [30]; Folds = v [31]; LastFoldNs = v [32]; DeltaStoresDeferred = v [33];
 		}
 	}
 

@@ -21,7 +21,14 @@
 //                           barrier names, and SendPData again: the snapshot
 //                           must hold the store (the object it fell into is
 //                           found at the snapshot's instant)
-//   Delta.exe peek          restore without checking, print small[5]
+//   Delta.exe busy          restore, then a thread storing into the small array
+//                           (no identity slot) while SendPData writes a large
+//                           delta, and SendPData again once it stopped: the
+//                           last snapshot must hold its last stores; prints
+//                           "deferred N" (stores put aside while the snapshot
+//                           was written, SPStats.DeltaStoresDeferred) and
+//                           "small-sum S"
+//   Delta.exe peek          restore without checking, print small[5] and small-sum
 // Every check failure prints "CHECK FAILED" (TestUtil.cs) and exits non-zero.
 // mcs takes a ref local that is only stored through for an unused variable (CS0219).
 #pragma warning disable 219
@@ -154,6 +161,45 @@ static class Program
 			T.Eq (want.Small [i], got.Small [i], "small " + i);
 	}
 
+	static long SmallSum (Plant p)
+	{
+		long sum = 0;
+		for (int i = 0; i < SmallCount; i++)
+			sum = sum * 31 + p.Small [i];
+		return sum;
+	}
+
+	// A thread stores into p.Small throughout a SendPData that writes a large delta: its first store after
+	// the snapshot's instant meets the lock the snapshot is written under.  Then it writes every element
+	// once more, and the next snapshot must hold those values.
+	static int Busy (Plant p)
+	{
+		for (int i = 0; i < CellCount; i++)
+			p.Cells [i].Value = -i;
+		for (int i = 0; i < SampleCount; i++)
+			p.Samples [i] = -i;
+		var stop = false;
+		var started = new System.Threading.ManualResetEventSlim ();
+		var other = new System.Threading.Thread (() => {
+			int n = 0;
+			started.Set ();
+			while (!System.Threading.Volatile.Read (ref stop))
+				p.Small [n++ % SmallCount] = n;
+			for (int i = 0; i < SmallCount; i++)
+				p.Small [i] = -n - i;
+		});
+		other.Start ();
+		started.Wait ();
+		SPC.SendPData ();
+		System.Threading.Volatile.Write (ref stop, true);
+		other.Join ();
+		SPC.SendPData ();
+		SPC.WaitPersisted ();
+		Console.WriteLine ("deferred " + SPC.GetStats ().DeltaStoresDeferred);
+		Console.WriteLine ("small-sum " + SmallSum (p));
+		return 0;
+	}
+
 	static Plant Restore ()
 	{
 		if (!SPC.IsWarmRestart ()) {
@@ -173,6 +219,7 @@ static class Program
 		if (args [0] == "peek") {
 			var got = (Plant)SPC.RecvPData (1);
 			Console.WriteLine ("small[5] " + got.Small [5]);
+			Console.WriteLine ("small-sum " + SmallSum (got));
 			return 0;
 		}
 		Plant p = Restore ();
@@ -196,6 +243,8 @@ static class Program
 			Console.WriteLine ("small[5] " + p.Small [5]);
 			return 0;
 		}
+		if (args [0] == "busy")
+			return Busy (p);
 		int last = int.Parse (args [1]);
 		int sleepMs = args.Length > 2 ? int.Parse (args [2]) : 0;
 		if (args.Length > 3 && args [3] == "threads" && p.Period == 0)

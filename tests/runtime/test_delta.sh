@@ -149,7 +149,8 @@ printf '\xff' | dd of="$newest" bs=1 seek=100 conv=notrunc 2>/dev/null
 grep -q "skipping damaged snapshot" damaged.out || fail "no warning for the damaged snapshot: $(cat damaged.out)"
 grep -q "^restored $((n - 1))$" damaged.out || fail "expected period $((n - 1)) after damaging $newest: $(cat damaged.out)"
 
-# 8. A store through a ref taken before SendPData lands in the next snapshot (in either mode).
+# 8. A store through a ref taken before SendPData lands in the next snapshot (in either mode), and so do
+#    stores into an array made while SendPData writes, which do not wait for it.
 for m in stw incremental; do
 	rm -rf store
 	"$SPMONO" "${DELTA[@]}" --sp-mode=$m --sp-busy=wait delta.exe run 3 > /dev/null 2>&1 || fail "$m: run before unseen"
@@ -157,6 +158,17 @@ for m in stw incremental; do
 	grep -q "^small\[5\] 4242$" unseen.out || fail "$m: the store did not happen: $(cat unseen.out)"
 	"$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "$m: peek: $(tail -5 peek.out)"
 	grep -q "^small\[5\] 4242$" peek.out || fail "$m: the store through a ref was lost: $(cat peek.out unseen.out)"
+	# Stores into an object without an identity slot while SendPData writes: not waiting for it, and not lost.
+	rm -rf store
+	"$SPMONO" "${DELTA[@]}" --sp-mode=$m --sp-busy=wait delta.exe run 3 > /dev/null 2>&1 || fail "$m: run before busy"
+	"$SPMONO" "${DELTA[@]}" --sp-mode=$m --sp-busy=wait delta.exe busy > busy.out 2>&1 || fail "$m: busy: $(tail -5 busy.out)"
+	"$SPMONO" "${DELTA[@]}" delta.exe peek > peek.out 2>&1 || fail "$m: peek after busy: $(tail -5 peek.out)"
+	want=$(sed -n 's/^small-sum //p' busy.out)
+	[ -n "$want" ] && grep -q "^small-sum $want$" peek.out || fail "$m: stores made while a snapshot was written were lost: $(cat busy.out peek.out)"
+	if [ $m = stw ]; then
+		deferred=$(sed -n 's/^deferred //p' busy.out)
+		[ "${deferred:-0}" -gt 0 ] || fail "stw: no store was put aside while SendPData wrote (the test did not test it): $(cat busy.out)"
+	fi
 done
 
 # 10. Incremental mode: delta cycles, each period's changes made while the cycle before is written
