@@ -56,6 +56,8 @@ typedef struct SpSerializer {
 	struct SpPreserved *preserved; /* long arrays whose rest a barrier copied (or copies) before a store: sp_ser_write_now */
 	size_t npreserved, preserved_cap;
 	struct _GHashTable *aside; /* LID -> SpPreserved of each array set aside and not met by the steps yet (SP_SER_ASIDE) */
+	uint32_t *parked;        /* a delta's arrays set aside and met unreached: judged once the steps are otherwise done */
+	size_t nparked, parked_cap;
 	uint64_t preserve_serial; /* the last ticket handed out (never reset: a ticket outlives a failed snapshot) */
 	bool whole_objects;      /* no pieces: each string or array in one record (stop-the-world) */
 	uint32_t piece_bytes;    /* bytes of primitives or characters a piece (SP_SER_PIECE_BYTES, less for small chunk buffers) */
