@@ -156,6 +156,9 @@ sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err)
 {
 	if (lid == 0 || lid > s->prior)
 		return sp_error_set (err, "internal error: object %u changed, but the chain has %u", lid, s->prior);
+	/* Recorded by a barrier before the steps let it go (sp_ser_let_go): its empty record is all the chain has of it. */
+	if (s->state [lid] & SP_SER_LET_GO)
+		return 0;
 	/*
 	 * Written in an earlier snapshot of the chain: its record is due again.
 	 * Reached or not, as then: one a barrier wrote in case it was part of
@@ -1485,12 +1488,17 @@ sp_ser_park (SpSerializer *s, uint32_t lid, SpError *err)
  * array for one of its objects when a later delta links it into the state
  * (it would point at that record): the LID map forgets it, and the array
  * gets a new LID, and is written whole, by the snapshot that reaches it.
+ * A store a barrier recorded under the LID before (for the next delta) is
+ * dropped when that delta is given it (sp_ser_changed): a patch of the
+ * empty record would break the chain.
  */
 static void
-sp_ser_let_go (SpSerializer *s, void *obj)
+sp_ser_let_go (SpSerializer *s, void *obj, uint32_t lid)
 {
-	if (s->cards && !sp_client_lid_slot (obj))
-		(void)sp_lidmap_forget (&s->lids, sp_client_identity_hash (obj), obj, sp_client_gc_epoch ());
+	if (!s->cards || sp_client_lid_slot (obj))
+		return;
+	(void)sp_lidmap_forget (&s->lids, sp_client_identity_hash (obj), obj, sp_client_gc_epoch ());
+	s->state [lid] |= SP_SER_LET_GO;
 }
 
 static int
@@ -1534,7 +1542,7 @@ sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, bool steps_done, SpError *e
 		g_hash_table_remove (s->aside, GUINT_TO_POINTER (lid));
 		s->unreached_aside++;
 		sp_ser_complete (s, obj, lid);
-		sp_ser_let_go (s, obj);
+		sp_ser_let_go (s, obj, lid);
 	}
 	return s->out->oom ? sp_ser_oom (err) : 0;
 }

@@ -33,6 +33,8 @@ enum {
 	SP_SER_POISONED = 4,     /* a barrier met it while marking and it could not be written: an error once reached */
 	SP_SER_ASIDE = 8,        /* an array of primitives a barrier met while marking, before anything reached it: its
 				    elements as they were are kept aside, written only if marking reaches it (sp_ser_write_now) */
+	SP_SER_LET_GO = 16,      /* with deltas, such an array never reached: its record is empty, and it is no object of
+				    the chain any more (until the next full snapshot): a change recorded for it is dropped */
 };
 
 typedef struct SpSerializer {
