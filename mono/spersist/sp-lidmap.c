@@ -239,6 +239,16 @@ sp_lidmap_find (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
 	return e;
 }
 
+bool
+sp_lidmap_forget (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch)
+{
+	SpLidEntry *e = sp_lidmap_find (m, hash, obj, epoch);
+	if (!e)
+		return false;
+	e->mid = SP_LIDMAP_MOVED;
+	return true;
+}
+
 static SpLidEntry *
 sp_lidmap_place (SpLidMap *m, const SpLidEntry *entry)
 {

@@ -86,6 +86,13 @@ typedef struct SpLidMap {
 int sp_lidmap_init (SpLidMap *m, size_t expected);
 void sp_lidmap_free (SpLidMap *m);
 /*
+ * Forget obj's entry (`hash`, `epoch` as for sp_lidmap_find): a find no longer
+ * matches it and an add gives obj a new one.  The slot stays taken, as a
+ * moved one (probe sequences go on through it), until the map is cleared.
+ * False when obj had no entry.
+ */
+bool sp_lidmap_forget (SpLidMap *m, uint32_t hash, const void *obj, uint32_t epoch);
+/*
  * Forget every entry.  The table is zeroed (a sequential write, cheaper than
  * the random accesses that filled it), and shrunk first when it is far larger
  * than the last snapshot needed, so a snapshot costs what it adds, not the

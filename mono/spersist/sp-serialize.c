@@ -66,6 +66,7 @@ sp_ser_forget_preserved (SpSerializer *s)
 	for (size_t i = 0; i < s->npreserved; i++)
 		free (s->preserved [i].copy);
 	s->npreserved = 0;
+	s->nparked = 0;
 	if (s->aside)
 		g_hash_table_remove_all (s->aside);
 }
@@ -86,6 +87,7 @@ sp_ser_free (SpSerializer *s)
 	free (s->preserved);
 	if (s->aside)
 		g_hash_table_destroy (s->aside);
+	free (s->parked);
 	sp_ser_forget_poison (s);
 	sp_reserve_free (&s->state_room);
 	sp_lidmap_free (&s->lids);
@@ -154,6 +156,9 @@ sp_ser_changed (SpSerializer *s, uint32_t lid, SpError *err)
 {
 	if (lid == 0 || lid > s->prior)
 		return sp_error_set (err, "internal error: object %u changed, but the chain has %u", lid, s->prior);
+	/* Recorded by a barrier before the steps let it go (sp_ser_let_go): its empty record is all the chain has of it. */
+	if (s->state [lid] & SP_SER_LET_GO)
+		return 0;
 	/*
 	 * Written in an earlier snapshot of the chain: its record is due again.
 	 * Reached or not, as then: one a barrier wrote in case it was part of
@@ -1405,16 +1410,16 @@ sp_ser_preserved_piece (SpSerializer *s, SpPreserved *p, SpError *err)
 /* ---- arrays set aside while marking (SP_SER_ASIDE) ----------------------------- */
 
 /*
- * Is obj (class c) an array of primitives that a barrier meeting it while
- * marking, before anything reached it, sets aside rather than writes?  Not
- * in a delta, nor in a snapshot a chain may build on: a chain keeps every
- * LID's record, and an array's cards, from the snapshot that wrote it.
+ * Is obj (class c) an array of primitives that a barrier meeting it before
+ * anything reached it (while marking, or in a delta) sets aside rather than
+ * writes?  Not one whose cards a chain would keep (64 KiB or more, with
+ * deltas): a chain keeps an array's cards from the snapshot that wrote it.
  */
 static bool
 sp_ser_asidable (const SpSerializer *s, void *obj, const SpClass *c)
 {
-	return !s->whole_objects && !s->prior && !s->cards && c->kind == SP_CLASS_ARRAY && sp_class_is_primitive_array (c) &&
-	       sp_client_array_length (obj) > 0;
+	return !s->whole_objects && c->kind == SP_CLASS_ARRAY && sp_class_is_primitive_array (c) &&
+	       sp_client_array_length (obj) > 0 && !sp_ser_cardable (s, c, sp_client_array_length (obj));
 }
 
 /*
@@ -1461,8 +1466,43 @@ sp_ser_set_aside (SpSerializer *s, void *obj, const SpClass *c, SpPreserveTicket
  * saw changed it): sp_ser_close gives it a placeholder, as any poisoned
  * object.
  */
+/* A delta's array set aside and met unreached: what the rest of the steps write may still reach it. */
 static int
-sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, SpError *err)
+sp_ser_park (SpSerializer *s, uint32_t lid, SpError *err)
+{
+	if (s->nparked == s->parked_cap) {
+		size_t cap = s->parked_cap ? 2 * s->parked_cap : 16;
+		uint32_t *grown = realloc (s->parked, cap * sizeof *grown);
+		if (!grown)
+			return sp_ser_oom (err);
+		s->parked = grown;
+		s->parked_cap = cap;
+	}
+	s->parked [s->nparked++] = lid;
+	return 0;
+}
+
+/*
+ * An array set aside and never reached, in a snapshot a chain may build on
+ * (deltas): its LID had an empty record, so the chain must not take the
+ * array for one of its objects when a later delta links it into the state
+ * (it would point at that record): the LID map forgets it, and the array
+ * gets a new LID, and is written whole, by the snapshot that reaches it.
+ * A store a barrier recorded under the LID before (for the next delta) is
+ * dropped when that delta is given it (sp_ser_changed): a patch of the
+ * empty record would break the chain.
+ */
+static void
+sp_ser_let_go (SpSerializer *s, void *obj, uint32_t lid)
+{
+	if (!s->cards || sp_client_lid_slot (obj))
+		return;
+	(void)sp_lidmap_forget (&s->lids, sp_client_identity_hash (obj), obj, sp_client_gc_epoch ());
+	s->state [lid] |= SP_SER_LET_GO;
+}
+
+static int
+sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, bool steps_done, SpError *err)
 {
 	SpPreserved *aside = s->aside ? g_hash_table_lookup (s->aside, GUINT_TO_POINTER (lid)) : NULL;
 	if (!aside)
@@ -1471,11 +1511,18 @@ sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, SpError *err)
 		g_hash_table_remove (s->aside, GUINT_TO_POINTER (lid));
 		return 0;
 	}
+	/*
+	 * A delta does not mark: a new object is in its state exactly when a
+	 * record it writes refers to it (it was linked in by a store into an
+	 * object, which made that object changed), known once the steps are done.
+	 */
+	if (s->prior && !steps_done && !(s->state [lid] & SP_SER_REACHED))
+		return sp_ser_park (s, lid, err);
 	void *obj = sp_client_lid_object (lid);
 	SpClass *c = sp_client_class_of (obj, err);
 	if (!c)
 		return -1;
-	bool reached = (s->state [lid] & SP_SER_REACHED) || !s->mark_done;
+	bool reached = (s->state [lid] & SP_SER_REACHED) || (!s->mark_done && !steps_done);
 	SpPreserved *p = reached ? sp_ser_preserved_push (s) : NULL;
 	if (reached && !p)
 		return sp_ser_oom (err);
@@ -1495,8 +1542,21 @@ sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, SpError *err)
 		g_hash_table_remove (s->aside, GUINT_TO_POINTER (lid));
 		s->unreached_aside++;
 		sp_ser_complete (s, obj, lid);
+		sp_ser_let_go (s, obj, lid);
 	}
 	return s->out->oom ? sp_ser_oom (err) : 0;
+}
+
+/* The steps are otherwise done: the parked arrays were reached, and are written from their copies, or not. */
+static int
+sp_ser_resolve_parked (SpSerializer *s, SpError *err)
+{
+	size_t n = s->nparked;
+	s->nparked = 0;
+	for (size_t i = 0; i < n; i++)
+		if (sp_ser_aside_resolve (s, s->parked [i], true, err) < 0)
+			return -1;
+	return 0;
 }
 
 void
@@ -1562,6 +1622,11 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 					return -1;
 				continue;
 			}
+			if (s->nparked) {
+				if (sp_ser_resolve_parked (s, err) < 0)
+					return -1;
+				continue;
+			}
 			return s->npreserved ? SP_SER_STEP_WAITING : 0;
 		}
 		uint32_t far_lid = 0, near_lid = 0;
@@ -1571,7 +1636,7 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
 		sp_ser_prefetch_ahead (far_lid, near_lid);
 		if (s->state [lid] & SP_SER_ASIDE) {
-			if (sp_ser_aside_resolve (s, lid, err) < 0)
+			if (sp_ser_aside_resolve (s, lid, false, err) < 0)
 				return -1;
 			continue;
 		}
@@ -1593,7 +1658,7 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		if (s->partial_lid != lid)
 			sp_ser_complete (s, obj, lid);
 	}
-	return sp_queue_count (&s->queue) || s->partial_lid || s->npreserved || s->due_next < s->ndue ? 1 : 0;
+	return sp_queue_count (&s->queue) || s->partial_lid || s->npreserved || s->due_next < s->ndue || s->nparked ? 1 : 0;
 }
 
 /*

@@ -33,6 +33,8 @@ enum {
 	SP_SER_POISONED = 4,     /* a barrier met it while marking and it could not be written: an error once reached */
 	SP_SER_ASIDE = 8,        /* an array of primitives a barrier met while marking, before anything reached it: its
 				    elements as they were are kept aside, written only if marking reaches it (sp_ser_write_now) */
+	SP_SER_LET_GO = 16,      /* with deltas, such an array never reached: its record is empty, and it is no object of
+				    the chain any more (until the next full snapshot): a change recorded for it is dropped */
 };
 
 typedef struct SpSerializer {
@@ -56,6 +58,8 @@ typedef struct SpSerializer {
 	struct SpPreserved *preserved; /* long arrays whose rest a barrier copied (or copies) before a store: sp_ser_write_now */
 	size_t npreserved, preserved_cap;
 	struct _GHashTable *aside; /* LID -> SpPreserved of each array set aside and not met by the steps yet (SP_SER_ASIDE) */
+	uint32_t *parked;        /* a delta's arrays set aside and met unreached: judged once the steps are otherwise done */
+	size_t nparked, parked_cap;
 	uint64_t preserve_serial; /* the last ticket handed out (never reset: a ticket outlives a failed snapshot) */
 	bool whole_objects;      /* no pieces: each string or array in one record (stop-the-world) */
 	uint32_t piece_bytes;    /* bytes of primitives or characters a piece (SP_SER_PIECE_BYTES, less for small chunk buffers) */

@@ -496,6 +496,8 @@ typedef struct Writer {
 	uint32_t ids [2];
 	FakeClass *node, *nodes, *ints;
 	bool barriers;                 /* deltas: a store barrier writes the int array while the steps run */
+	void *stranger;                /* deltas: an int array a barrier meets before the steps, then stored into */
+	uint32_t stranger_lid;         /* ... the LID it had then, given as changed to the next delta, as a barrier recording it would */
 	bool lazy;                     /* deltas: the changed objects given as a list (sp_ser_set_due), as incremental mode does */
 	uint32_t due [4 * W_NODES];
 	size_t ndue;
@@ -571,6 +573,27 @@ barrier_writes_ints (Writer *w, size_t k, SpError *err)
 	}
 }
 
+/* Element i of int array a, set to i * mul + add. */
+static void
+fill_ints (void *a, int32_t mul, int32_t add)
+{
+	for (uint64_t i = 0; i < fake_length (a); i++) {
+		int32_t v = (int32_t)i * mul + add;
+		memcpy (fake_elem (a, i), &v, sizeof v);
+	}
+}
+
+/* A barrier meets w->stranger (no LID yet, short: set aside, copied at once), then the store lands. */
+static void
+barrier_meets_stranger (Writer *w, SpError *err)
+{
+	SpPreserveTicket t;
+	assert_int_equal (sp_ser_write_now (&w->ser, w->stranger, &t, err), 1);
+	w->stranger_lid = sp_ser_lid_if_known (&w->ser, w->stranger);
+	assert_true (w->ser.state [w->stranger_lid] & SP_SER_ASIDE);
+	fill_ints (w->stranger, 0, -1);
+}
+
 /* Snapshot k of the chain: full for 0, else a delta with what note () saw; parts [k] gets it. */
 static void
 write_snapshot (Writer *w, size_t k)
@@ -607,6 +630,12 @@ write_snapshot (Writer *w, size_t k)
 				w->distinct_changed++;
 			}
 		}
+		/* A LID a barrier met in the last cycle is recorded as changed, whatever became of it. */
+		if (w->stranger_lid && w->lazy) {
+			w->due [ndue++] = w->stranger_lid;
+			w->due_marks [w->stranger_lid] = SP_SER_DUE;
+		}
+		w->stranger_lid = 0;
 		if (w->lazy)
 			sp_ser_set_due (&w->ser, w->due, ndue, w->due_marks, w->due_marks_cap);
 		w->ndue = ndue;
@@ -616,6 +645,8 @@ write_snapshot (Writer *w, size_t k)
 		assert_ok (sp_ser_root (&w->ser, w->ids [r], w->roots [r], &err), &err);
 	if (k && w->barriers)
 		barrier_writes_ints (w, k, &err);
+	if (k && w->stranger)
+		barrier_meets_stranger (w, &err);
 	int more;
 	while ((more = sp_ser_step (&w->ser, 7, &err)) == 1)
 		;
@@ -857,6 +888,61 @@ test_many_changed_are_written_in_lid_order (void **state)
 	writer_free (w, 3);
 }
 
+/*
+ * A delta's barrier meets an array of primitives that no record of the delta
+ * reaches (a program's own buffer, stored into while the cycle runs): it is
+ * set aside, gets an empty record, and is let go (no LID after), so the
+ * delta is not its 4,000 bytes longer.  Linked into the state by a later
+ * delta, it is new there: a new LID, written whole with what it holds then
+ * (kept, it would name the empty record).  An array linked in by the very
+ * delta whose barrier set it aside (met before the record that reaches it:
+ * parked until the steps are done) is written from its copy: what it held
+ * when the barrier met it, not the store after.  The LID a barrier met the
+ * buffer under, recorded as changed for the next delta before it was let
+ * go, is dropped there: a patch of its empty record would break the chain.
+ */
+static void
+test_delta_sets_aside_arrays_not_reached (void **state)
+{
+	(void)state;
+	Writer *w = writer_new (true);               /* changed objects fed after the queue, as incremental mode does */
+	sp_ser_track_cards (&w->ser);                /* a chain, as with --sp-delta=on */
+	w->ints = fake_class_find ("System.Int32[]");
+	FakeClass *objs = fake_class_ref_array ("System.Object[]", "System.Object");
+	w->roots [0] = new_node (w, 1);
+	w->roots [1] = fake_new_array (objs, 4);
+	w->ids [0] = 1;
+	w->ids [1] = 2;
+	write_snapshot (w, 0);
+	void *buffer = fake_new_array (w->ints, 1000);
+	fill_ints (buffer, 7, 0);
+	w->stranger = buffer;
+	write_snapshot (w, 1);
+	assert_int_equal (w->ser.unreached_aside, 1);
+	assert_int_equal (sp_ser_lid_if_known (&w->ser, buffer), 0);
+	assert_true (w->part [1].b.len < 500);
+	assert_chain_is (w->parts, 2, w->roots, "a delta that set a buffer aside");
+
+	w->stranger = NULL;
+	fill_ints (buffer, 5, 0);
+	fake_elem_set_ref (w->roots [1], 0, buffer);
+	note (w, w->roots [1]);
+	write_snapshot (w, 2);
+	assert_true (sp_ser_lid_if_known (&w->ser, buffer) > w->part [1].nobjects);
+	assert_chain_is (w->parts, 3, w->roots, "a delta that linked in a buffer set aside before");
+
+	void *fresh = fake_new_array (w->ints, 1000);
+	fill_ints (fresh, 3, 0);
+	fake_elem_set_ref (w->roots [1], 1, fresh);
+	note (w, w->roots [1]);
+	w->stranger = fresh;
+	write_snapshot (w, 3);
+	assert_int_equal (w->ser.unreached_aside, 0);
+	fill_ints (fresh, 3, 0);                      /* as its copy has it: the chain must restore that */
+	assert_chain_is (w->parts, 4, w->roots, "a delta that linked in an array its barrier set aside");
+	writer_free (w, 4);
+}
+
 /* A delta with nothing changed holds the roots only, and restores the same state. */
 static void
 test_empty_delta (void **state)
@@ -1038,6 +1124,7 @@ main (void)
 		cmocka_unit_test_teardown (test_barrier_copies_patch_whole_arrays, fake_teardown),
 		cmocka_unit_test_teardown (test_unreached_junk_that_cannot_be_persisted, fake_teardown),
 		cmocka_unit_test_teardown (test_empty_delta, fake_teardown),
+		cmocka_unit_test_teardown (test_delta_sets_aside_arrays_not_reached, fake_teardown),
 		cmocka_unit_test_teardown (test_delta_on_a_restored_snapshot, fake_teardown),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);

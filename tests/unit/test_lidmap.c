@@ -102,6 +102,41 @@ test_forced_collisions (void **state)
 	}
 }
 
+/*
+ * A forgotten entry no longer matches its object, and the objects after it
+ * on the same probe sequence (every object hashes to 0) are still found;
+ * an add then gives the object a new entry.  Forgetting again, or an
+ * object never added, finds nothing.
+ */
+static void
+test_forget (void **state)
+{
+	(void)state;
+	fake_set_hash_buckets (1);
+	const uint32_t n = 64;
+	void **objs = make_bound_objects (n);
+	SpLidMap m;
+	assert_int_equal (sp_lidmap_init (&m, 0), 0);
+	add_all (&m, objs, n);
+	for (uint32_t lid = 1; lid <= n; lid += 3)
+		assert_true (sp_lidmap_forget (&m, sp_client_identity_hash (objs [lid]), objs [lid], sp_client_gc_epoch ()));
+	for (uint32_t lid = 1; lid <= n; lid++) {
+		SpLidEntry *e = find (&m, objs [lid]);
+		if (lid % 3 == 1) {
+			assert_null (e);
+		} else {
+			assert_non_null (e);
+			assert_int_equal (sp_lid_of (e), lid);
+		}
+	}
+	assert_false (sp_lidmap_forget (&m, sp_client_identity_hash (objs [1]), objs [1], sp_client_gc_epoch ()));
+	SpLidEntry *again = sp_lidmap_add (&m, sp_client_identity_hash (objs [1]), n + 7, objs [1], sp_client_gc_epoch ());
+	assert_non_null (again);
+	assert_int_equal (sp_lid_of (find (&m, objs [1])), n + 7);
+	sp_lidmap_free (&m);
+	free (objs);
+}
+
 /* Entries in the map: the current table's, and those of the old one not moved yet. */
 static size_t
 entries_in_both_tables (const SpLidMap *m)
@@ -314,6 +349,7 @@ main (void)
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test_teardown (test_200k_objects, fake_teardown),
 		cmocka_unit_test_teardown (test_forced_collisions, fake_teardown),
+		cmocka_unit_test_teardown (test_forget, fake_teardown),
 		cmocka_unit_test_teardown (test_growth_keeps_entries_and_bits, fake_teardown),
 		cmocka_unit_test_teardown (test_serialized_bit, fake_teardown),
 		cmocka_unit_test_teardown (test_clear_forgets, fake_teardown),
