@@ -255,8 +255,12 @@ static class Program
 		if (p.Period < last)
 			mutate (p, p.Period + 1);
 		int waitEvery = args.Length > 3 && args [3] == "pipelined" ? 4 : 1;
+		// The program's own log, not in the state, stored into while each cycle writes: a delta sets it
+		// aside and lets its LID go, and the chain must restore exactly all the same.
+		var log = new long [512];
 		for (int period = p.Period; period <= last && period > 0; period++) {
 			SPC.SendPData ();
+			log [period % log.Length] = period;
 			if (period < last)
 				mutate (p, period + 1);
 			if (period % waitEvery != 0 && period < last)

@@ -180,6 +180,9 @@ chain_and_restart "incremental: " 30 20 10 "${INC[@]}" --sp-stats
 by_barriers=$(sed -n 's/.* objects (\([0-9]*\) by barriers.*/\1/p' run1.out | awk '{ s += $1 } END { print s + 0 }')
 [ "$by_barriers" -gt 0 ] || fail "incremental: no barrier wrote an object of a delta: $(grep 'spmono: cycle' run1.out | head -3)"
 echo "incremental: $by_barriers objects written by barriers before the program's stores"
+# The program's own log, met by barriers and reached by no record: set aside, an empty record, its LID let go.
+aside=$(sed -n 's/.* \([0-9]*\) arrays set aside and not reached.*/\1/p' run1.out | awk '{ s += $1 } END { print s + 0 }')
+[ "$aside" -gt 0 ] || fail "incremental: the program's own log was never set aside: $(grep 'spmono: cycle' run1.out | head -3)"
 "$SPMONO" "${INC[@]}" --sp-delta-ratio=5 delta.exe run 70 > inc3.out 2>&1 || fail "incremental folding run: $(tail -5 inc3.out)"
 grep -q "^restored 40$" inc3.out || fail "incremental folding run did not restore 40: $(head -5 inc3.out)"
 folds=$(sed -n 's/^full snapshots 0, folds \([0-9]*\)$/\1/p' inc3.out)
