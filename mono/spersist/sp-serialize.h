@@ -204,14 +204,17 @@ sp_ser_is_written (const SpSerializer *s, uint32_t lid)
  *     to it).  One that is not ends up in the
  *     snapshot unreferenced (counted in unreached_written; a reader creates
  *     it and the GC collects it), as the paper's "false-serialized" objects.
- *     Except an array of primitives in a full snapshot that marks and that
- *     no delta chain builds on (no cards tracked): it gets its LID, and its
+ *     Except an array of primitives (with delta chains, one under 64 KiB,
+ *     whose cards a chain would not keep): it gets its LID, and its
  *     elements are copied aside (SP_SER_ASIDE; with `ticket`, a long one
  *     outside the lock, as below), not written.  The steps write it from
  *     the copy if marking reached it, and else an empty record for its LID
  *     (counted in unreached_aside), so that a program's own buffers stored
  *     into while a cycle marks (a control loop's log of its latencies) cost
  *     it a copy and the snapshot a few bytes, not their elements each cycle.
+ *     A delta does not mark: it judges such an array once its steps are
+ *     otherwise done (reached then by a record it wrote, or not), and with
+ *     delta chains an unreached one's LID is let go (SP_SER_LET_GO).
  *     It needs no copy of references (what marking must see of an object
  *     is the references it had at the start), so objects keep the rule
  *     above.
