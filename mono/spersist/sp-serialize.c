@@ -1455,17 +1455,6 @@ sp_ser_set_aside (SpSerializer *s, void *obj, const SpClass *c, SpPreserveTicket
 	return sp_ser_preserve_attach (s, obj, &t, copy, err) < 0 ? -1 : 1;
 }
 
-/*
- * The steps meet array lid, set aside by a barrier.  Reached (or, in a
- * snapshot that does not mark, possibly reached: the copy is always right):
- * its record begins, and it joins the preserved arrays, whose elements
- * follow in pieces from their copies (sp_ser_preserved_piece).  Never
- * reached, marking complete: a record of no elements, so that its LID is
- * defined; nothing the roots reach refers to it (a copy still being taken
- * is freed when it comes: no ticket matches).  Poisoned (a store no barrier
- * saw changed it): sp_ser_close gives it a placeholder, as any poisoned
- * object.
- */
 /* A delta's array set aside and met unreached: what the rest of the steps write may still reach it. */
 static int
 sp_ser_park (SpSerializer *s, uint32_t lid, SpError *err)
@@ -1501,6 +1490,18 @@ sp_ser_let_go (SpSerializer *s, void *obj, uint32_t lid)
 	s->state [lid] |= SP_SER_LET_GO;
 }
 
+/*
+ * The steps meet array lid, set aside by a barrier.  Reached (or, in a
+ * snapshot that does not mark, possibly reached: the copy is always right):
+ * its record begins, and it joins the preserved arrays, whose elements
+ * follow in pieces from their copies (sp_ser_preserved_piece).  Never
+ * reached, marking complete: a record of no elements, so that its LID is
+ * defined; nothing the roots reach refers to it (a copy still being taken
+ * is freed when it comes: no ticket matches).  Poisoned (a store no barrier
+ * saw changed it): sp_ser_close gives it a placeholder, as any poisoned
+ * object.  In a delta (no marking), met unreached before the steps are
+ * otherwise done (steps_done false): parked, judged then.
+ */
 static int
 sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, bool steps_done, SpError *err)
 {
