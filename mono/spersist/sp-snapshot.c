@@ -312,6 +312,12 @@ sp_walk_instance (SpReader *r, const SpSnapClass *c, uint32_t nobjects)
 	return !r->bad;
 }
 
+static int
+sp_walk_values_fail (SpWalk *w)
+{
+	return sp_walk_fail (w, w->r.bad ? "values run past the end" : "reference to an object id beyond the object count");
+}
+
 /* Values of `count` instances or elements: skip primitives, check references. */
 static int
 sp_walk_values (SpWalk *w, const SpSnapClass *c, uint64_t count)
@@ -322,18 +328,9 @@ sp_walk_values (SpWalk *w, const SpSnapClass *c, uint64_t count)
 		sp_reader_take (&w->r, (size_t)(count * c->wire_size));
 		return 0;
 	}
-	uint32_t nobjects = w->snap->trailer.nobjects;
-	for (uint64_t n = 0; n < count; n++) {
-		for (uint32_t i = 0; i < c->nsteps; i++) {
-			if (c->steps [i] > 0) {
-				sp_reader_take (&w->r, c->steps [i]);
-			} else if (sp_reader_varint (&w->r) > nobjects) {
-				return sp_walk_fail (w, "reference to an object id beyond the object count");
-			}
-		}
-		if (w->r.bad)
-			return sp_walk_fail (w, "values run past the end");
-	}
+	for (uint64_t n = 0; n < count; n++)
+		if (!sp_walk_instance (&w->r, c, w->snap->trailer.nobjects))
+			return sp_walk_values_fail (w);
 	return 0;
 }
 
@@ -458,7 +455,7 @@ sp_walk_object (SpWalk *w)
 		return -1;
 	const uint8_t *values = w->r.pos;
 	if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
-		return sp_walk_fail (w, w->r.bad ? "values run past the end" : "reference to an object id beyond the object count");
+		return sp_walk_values_fail (w);
 	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
 }
 
