@@ -257,6 +257,20 @@ sp_delta_defer (MonoObject *obj)
 	return deferred;
 }
 
+/* obj has no identity slot: looked up under sp_lock now if it is free, else put aside (waiting only when that fails). */
+static gboolean
+sp_delta_note_slotless (MonoObject *obj)
+{
+	if (mono_coop_mutex_trylock (&sp_lock) != 0) {
+		if (sp_delta_defer (obj))
+			return TRUE;
+		mono_coop_mutex_lock (&sp_lock);
+	}
+	gboolean recorded = sp_delta_note_locked (obj);
+	mono_coop_mutex_unlock (&sp_lock);
+	return recorded;
+}
+
 /* At an instant (the world stopped, sp_lock held): the objects put aside since the last one, to the changed set. */
 static void
 sp_delta_note_deferred (void)
@@ -316,13 +330,8 @@ sp_delta_barrier (MonoObject *obj)
 	gboolean recorded;
 	if (lid) {
 		recorded = sp_delta_add_locking (lid);
-	} else if (mono_coop_mutex_trylock (&sp_lock) == 0) {
-		recorded = sp_delta_note_locked (obj);
-		mono_coop_mutex_unlock (&sp_lock);
-	} else if (!(recorded = sp_delta_defer (obj))) {
-		mono_coop_mutex_lock (&sp_lock);
-		recorded = sp_delta_note_locked (obj);
-		mono_coop_mutex_unlock (&sp_lock);
+	} else {
+		recorded = sp_delta_note_slotless (obj);
 	}
 	if (recorded)
 		sp_unseen_object_handled_in (obj, gen);
