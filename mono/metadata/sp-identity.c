@@ -346,6 +346,14 @@ sp_client_lid_object (uint32_t lid)
 	return chunk ? mono_array_get_fast (chunk, MonoObject *, lid & (SP_LID_CHUNK - 1)) : NULL;
 }
 
+SP_CLIENT_HOT void
+sp_client_lid_prefetch (uint32_t lid)
+{
+	MonoArray *chunk = __atomic_load_n (&sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], __ATOMIC_ACQUIRE);
+	if (chunk)
+		__builtin_prefetch (mono_array_addr_fast (chunk, MonoObject *, lid & (SP_LID_CHUNK - 1)));
+}
+
 /* World stops seen; objects move only while the world is stopped (see sp_mono_gc_event). */
 static gint32 sp_world_stops;
 

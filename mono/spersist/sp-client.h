@@ -71,6 +71,8 @@ int sp_client_lid_bind (uint32_t lid, void *obj, SpError *err);
  * bound in the running cycle: it must then read no memory a bind frees.
  */
 void *sp_client_lid_object (uint32_t lid);
+/* Start loading what sp_client_lid_object (lid) reads, without waiting for it (a hint: no effect on a LID not bound). */
+void sp_client_lid_prefetch (uint32_t lid);
 /* Forget every binding (the objects may then be collected). */
 void sp_client_lid_reset (void);
 /*

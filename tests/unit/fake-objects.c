@@ -434,6 +434,13 @@ sp_client_lid_object (uint32_t lid)
 }
 
 void
+sp_client_lid_prefetch (uint32_t lid)
+{
+	if (lid >= 1 && lid <= fake_nlids)
+		__builtin_prefetch (&fake_lids [lid]);
+}
+
+void
 sp_client_lid_reset (void)
 {
 	fake_nlids = 0;
