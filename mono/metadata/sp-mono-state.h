@@ -75,6 +75,8 @@ static gboolean sp_warm;                 /* a snapshot was restored */
 typedef struct SpRoot {
 	guint32 id;
 	guint32 handle;          /* a strong GC handle */
+	gboolean restored;       /* from the snapshot restored at the start (else added by this run) */
+	gboolean received;       /* restored, and received since (RecvPData): sp_mono_warn_unreceived_roots */
 } SpRoot;
 static GArray *sp_roots;
 static guint32 sp_next_root_id = 1;

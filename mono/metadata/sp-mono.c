@@ -274,7 +274,7 @@ sp_icall_add_root (MonoObject *root, gint32 *id)
 	if (rc == 0 && sp_next_root_id > SP_MAX_ROOT_ID)
 		rc = sp_error_set (&err, "no root ids left (%u were handed out)", SP_MAX_ROOT_ID);
 	if (rc == 0) {
-		SpRoot entry = { sp_next_root_id++, mono_gchandle_new_internal (root, FALSE) };
+		SpRoot entry = { sp_next_root_id++, mono_gchandle_new_internal (root, FALSE), FALSE, FALSE };
 		g_array_append_val (sp_roots, entry);
 		*id = (gint32)entry.id;
 	}
@@ -319,8 +319,10 @@ sp_icall_recv (gint32 id, MonoObject **root)
 	*root = NULL;
 	int rc = sp_mono_enter (&err);
 	int index = rc == 0 ? sp_mono_root_index (id, &err) : -1;
-	if (index >= 0)
+	if (index >= 0) {
 		*root = mono_gchandle_get_target_internal (sp_mono_root_at ((guint)index)->handle);
+		sp_mono_root_at ((guint)index)->received = TRUE;
+	}
 	return sp_mono_leave (index >= 0 ? 0 : -1, &err);
 }
 
@@ -357,11 +359,45 @@ sp_icall_is_primary (MonoBoolean *primary)
 	return sp_mono_leave (rc, &err);
 }
 
+/*
+ * Under sp_lock, at a SendPData: after a warm restart, a program that added
+ * roots of its own but never received some restored ones (RecvPData) keeps
+ * both, and one that adds its roots at every start, whatever IsWarmRestart
+ * says, then persists one more copy of its state each restart, silently.
+ * Said once: ids and what to do instead.  (Keeping a restored root without
+ * receiving it is legal; RemoveRoot ends it.)
+ */
+static void
+sp_mono_warn_unreceived_roots (void)
+{
+	static gboolean warned;
+	guint unreceived = 0, added = 0, first_unreceived = 0, first_added = 0;
+	if (warned || !sp_warm)
+		return;
+	for (guint i = 0; i < sp_roots->len; i++) {
+		const SpRoot *root = sp_mono_root_at (i);
+		if (root->restored && !root->received && !unreceived++)
+			first_unreceived = root->id;
+		if (!root->restored && !added++)
+			first_added = root->id;
+	}
+	if (!unreceived || !added)
+		return;
+	warned = TRUE;
+	fprintf (stderr, "spmono: warning: this run added %u root(s) (id %u first) with SPC.AddRoot, but did not receive %u "
+		 "restored root(s) (id %u first) with SPC.RecvPData: the snapshot keeps both, so a program that adds its roots "
+		 "at every start keeps one more copy of its state each restart. After a warm restart (SPC.IsWarmRestart ()), "
+		 "receive the restored roots with SPC.RecvPData (id) instead of adding new ones, or drop those no longer "
+		 "needed with SPC.RemoveRoot (id) (said once)\n", added, first_added, unreceived, first_unreceived);
+}
+
 static MonoString *
 sp_icall_send (void)
 {
 	SpError err = { 0 };
 	int rc = sp_mono_enter (&err);
+	if (rc == 0)
+		sp_mono_warn_unreceived_roots ();
 	if (rc == 0)
 		rc = sp_options.mode == SP_MODE_INCREMENTAL ? sp_cycle_request (&err) : sp_mono_send (&err);
 	return sp_mono_leave (rc, &err);

@@ -431,7 +431,7 @@ sp_mono_restore_roots (SpRestore *r, const SpSnapshot *snap)
 		const SpSnapRoot *root = &snap->roots [i];
 		if (!root->lid)
 			continue;
-		SpRoot entry = { root->id, mono_gchandle_new_internal (mono_array_get_fast (r->objects, MonoObject *, root->lid), FALSE) };
+		SpRoot entry = { root->id, mono_gchandle_new_internal (mono_array_get_fast (r->objects, MonoObject *, root->lid), FALSE), TRUE, FALSE };
 		g_array_append_val (sp_roots, entry);
 		if (root->id >= sp_next_root_id)
 			sp_next_root_id = root->id + 1;

@@ -69,6 +69,19 @@ static class Program
 			T.Eq (4, SPC.AddRoot (new Good ()), "next id after a restart");
 			Console.WriteLine ("ids ok");
 			return 0;
+		case "add-every-start":                  // adds its root at every start, never receives the restored ones
+			SPC.AddRoot (new Good { Value = 7 });
+			SPC.SendPData ();
+			SPC.SendPData ();
+			return 0;
+		case "receive-and-add":                  // receives what was restored (or drops it), adds one more
+			if (SPC.IsWarmRestart ()) {
+				for (int id = 1; id <= int.Parse (args [1]); id++)
+					if (id % 2 == 1) SPC.RecvPData (id); else SPC.RemoveRoot (id);
+			}
+			SPC.AddRoot (new Good { Value = 8 });
+			SPC.SendPData ();
+			return 0;
 		case "hold":                             // keep the store open a while
 			SPC.IsWarmRestart ();
 			Console.WriteLine ("holding");
