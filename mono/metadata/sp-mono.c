@@ -266,6 +266,9 @@ sp_mono_leave (int rc, const SpError *err)
 	return msg;
 }
 
+/* A root was added after a warm restart (sp_mono_warn_unreceived_roots looks then, and only then). */
+static gboolean sp_roots_added_warm;
+
 static MonoString *
 sp_icall_add_root (MonoObject *root, gint32 *id)
 {
@@ -274,6 +277,7 @@ sp_icall_add_root (MonoObject *root, gint32 *id)
 	if (rc == 0 && sp_next_root_id > SP_MAX_ROOT_ID)
 		rc = sp_error_set (&err, "no root ids left (%u were handed out)", SP_MAX_ROOT_ID);
 	if (rc == 0) {
+		sp_roots_added_warm |= sp_warm;
 		SpRoot entry = { sp_next_root_id++, mono_gchandle_new_internal (root, FALSE), FALSE, FALSE };
 		g_array_append_val (sp_roots, entry);
 		*id = (gint32)entry.id;
@@ -372,7 +376,7 @@ sp_mono_warn_unreceived_roots (void)
 {
 	static gboolean warned;
 	guint unreceived = 0, added = 0, first_unreceived = 0, first_added = 0;
-	if (warned || !sp_warm)
+	if (warned || !sp_roots_added_warm)
 		return;
 	for (guint i = 0; i < sp_roots->len; i++) {
 		const SpRoot *root = sp_mono_root_at (i);
