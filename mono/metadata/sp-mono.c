@@ -374,10 +374,12 @@ sp_icall_is_primary (MonoBoolean *primary)
 static void
 sp_mono_warn_unreceived_roots (void)
 {
-	static gboolean warned;
+	static gboolean looked;
 	guint unreceived = 0, added = 0, first_unreceived = 0, first_added = 0;
-	if (warned || !sp_roots_added_warm)
+	/* Once, at the first SendPData after a root was added (receiving can only shrink what is unreceived). */
+	if (looked || !sp_roots_added_warm)
 		return;
+	looked = TRUE;
 	for (guint i = 0; i < sp_roots->len; i++) {
 		const SpRoot *root = sp_mono_root_at (i);
 		if (root->restored && !root->received && !unreceived++)
@@ -387,7 +389,6 @@ sp_mono_warn_unreceived_roots (void)
 	}
 	if (!unreceived || !added)
 		return;
-	warned = TRUE;
 	fprintf (stderr, "spmono: warning: this run added %u root(s) (id %u first) with SPC.AddRoot, but did not receive %u "
 		 "restored root(s) (id %u first) with SPC.RecvPData: the snapshot keeps both, so a program that adds its roots "
 		 "at every start keeps one more copy of its state each restart. After a warm restart (SPC.IsWarmRestart ()), "
