@@ -213,7 +213,7 @@ def attribute(gaps, runs, pid, probe_tid, stopped=()):
     world-stopped stretches) is the runtime's whoever the scheduler shows: a thread being stopped
     spins for a start's short stop (runtime patch 0010), on its CPU.  The trace can only add to the
     runtime's share, never take from it.  Returns the runtime's stretches (start, length) and the
-    time by kind and by comm."""
+    time by kind and by comm, and each stretch's time by comm."""
     runs = split_at_stops(runs, stopped)
     starts = [r[0] for r in runs]
     runtime, parts, by_kind, by_comm = [], [], {"runtime": 0, "stalled": 0, "others": 0}, {}
@@ -242,7 +242,7 @@ def attribute(gaps, runs, pid, probe_tid, stopped=()):
         by_kind["stalled"] += l - covered        # before the trace's first switch or after its last
     longest = sorted(zip(runtime, parts), key=lambda x: -x[0][1])[:3]
     by_kind["longest"] = [(l, ", ".join(f"{c} {t / 1e3:.0f}" for c, t in p.items())) for (_, l), p in longest]
-    return runtime, by_kind, by_comm
+    return runtime, by_kind, by_comm, parts
 
 
 def fmt(u, digits=4):
@@ -285,6 +285,32 @@ def explain(trace_path, gaps, top=5, window=None):
             parts += "; long units: " + ", ".join(f"{k} {(b - a) / 1e3:.0f}" for a, b, k in long_units[:4])
         where = "" if switched else ", the probe on its CPU"
         out.append(f"    gap {l / 1e3:.0f} us{where}: persistence and collections ran {covered / 1e3:.0f} us of it ({parts or 'nothing traced'})")
+    return out
+
+
+def runtime_window(segments, stretches, parts, lost, period_ns, trace_path):
+    """The worst window of a period on the runtime's time (the scheduler's account): each of its
+    stretches, from the window's start, by who ran, and what SPMONO_TRACE says ran in it."""
+    found = worst_of(lost, segments, period_ns)
+    if found is None or found[1] <= 0:
+        return []
+    t, worst = found
+    out = [f"  the runtime's worst window of a period, at {(t - segments[0]['start']) / 1e6:.1f} ms, held {worst / 1e3:.0f} us:"]
+    for (s, l), p in zip(stretches, parts):
+        if s + l > t and s < t + period_ns:
+            who = ", ".join(f"{c} {n / 1e3:.0f}" for c, n in p.items())
+            out.append(f"    at +{(s - t) / 1e3:5.0f} us: {l / 1e3:4.0f} us ({who})")
+    if trace_path and os.path.exists(trace_path):
+        ran = []
+        for line in open(trace_path):
+            f = line.strip().split(",")
+            if f[0] in ("cycle", "predicted") or f[0].startswith("unit-"):
+                continue
+            a, b = int(f[1]), int(f[2])
+            if b > t and a < t + period_ns:
+                ran.append((a, f"{f[0]} +{(a - t) / 1e3:.0f}..+{(b - t) / 1e3:.0f}"))
+        if ran:
+            out.append("    traced: " + ", ".join(w for _, w in sorted(ran)[:20]))
     return out
 
 
@@ -348,8 +374,9 @@ def main():
     if sched and about["process"]:
         runs, stops = sched_runs(sched), world_stops(trace)
         for name in ("idle", "sp"):
-            mine, by_kind, by_comm = attribute([(s, l) for s, l, _ in gaps.get(name, [])], runs, *about["process"], stops)
-            accounts[name] = (figures(phases[name], mine, period_ns)[0], by_kind, by_comm)
+            mine, by_kind, by_comm, parts = attribute([(s, l) for s, l, _ in gaps.get(name, [])], runs, *about["process"], stops)
+            row, lost = figures(phases[name], mine, period_ns)
+            accounts[name] = (row, by_kind, by_comm, mine, parts, lost)
     new = not os.path.exists(csv_path)
     with open(csv_path, "a", newline="") as f:
         w = csv.writer(f)
@@ -396,7 +423,7 @@ def main():
     if accounts:
         print("  the scheduler's account of those gaps (perf, sched_switch on the probe's CPU): the process's other threads, or the CPU idle "
               "while the probe waited (the runtime's) / the probe on its CPU but stalled / other tasks:")
-        for name, (k, by_kind, by_comm) in accounts.items():
+        for name, (k, by_kind, by_comm, _, _, _) in accounts.items():
             top = ", ".join(f"{c} {t / 1e6:.2f}" for c, t in sorted(by_comm.items(), key=lambda x: -x[1])[:4])
             print(f"    {name:4}: runtime {by_kind['runtime'] / 1e6:7.2f} ms, longest {k['max_gap_us']:5.0f} us, MMU "
                   f"{fmt(k['mmu_period'], 3) or '-'} (period) {fmt(k['mmu_10periods'], 3) or '-'} (10 periods); stalled "
@@ -405,6 +432,7 @@ def main():
                 print("          the runtime's longest: " + "; ".join(f"{l / 1e3:.0f} us ({what})" for l, what in by_kind["longest"]))
         print(targets({"idle": rows["idle"], "sp": accounts["sp"][0]}, cpus, pause_ns, period_ns,
                       "counting only the runtime's time in the scheduler's account, beside the floor's every gap"))
+        print("\n".join(runtime_window(phases["sp"], *accounts["sp"][3:], period_ns, trace)))
     if trace and os.path.exists(trace):
         print("  the longest gaps, beside SPMONO_TRACE:")
         print("\n".join(explain(trace, gaps.get("sp", []))))
@@ -476,9 +504,10 @@ def self_test():
     # 950..1000 turns that last part into the runtime's.
     runs = [(0, 100, 10, 11, "probe"), (100, 600, 10, 12, "sp-task"), (600, 700, 99, 99, "kworker"),
             (700, 900, 0, 0, "swapper/0"), (900, 1000, 10, 11, "probe")]
-    mine, by_kind, _ = attribute([(0, 1000)], runs, 10, 11)
+    mine, by_kind, _, parts = attribute([(0, 1000)], runs, 10, 11)
+    assert parts == [{"sp-task": 500}, {"swapper/0": 200}]
     assert mine == [(100, 500), (700, 200)] and by_kind["runtime"] == 700 and by_kind["stalled"] == 200 and by_kind["others"] == 100
-    mine, by_kind, _ = attribute([(0, 1000)], runs, 10, 11, [(950, 1000)])
+    mine, by_kind, _, _ = attribute([(0, 1000)], runs, 10, 11, [(950, 1000)])
     assert mine == [(100, 500), (700, 200), (950, 50)] and by_kind["runtime"] == 750 and by_kind["stalled"] == 150
     assert split_at_stops([(0, 10, 1, 1, "a")], [(2, 4), (6, 12)]) == [
         (0, 2, 1, 1, "a"), (2, 4, -1, -1, STOPPED), (4, 6, 1, 1, "a"), (6, 10, -1, -1, STOPPED)]

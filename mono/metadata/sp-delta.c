@@ -487,12 +487,11 @@ sp_delta_taken (uint32_t lid)
 static void
 sp_delta_take (void)
 {
-	sgen_gc_lock ();
-	mono_threads_short_stop_spin_ns = sp_start_stop_spin_ns ();
-	sgen_stop_world (0, FALSE);
+	SpStartPriority priority;
+	sp_start_stop_world (&priority);
 	gboolean unattributed = !sp_delta_take_stopped ();
 	gboolean native_busy = sp_native_any_in_flight ();
-	sp_start_restart_world ();
+	sp_start_restart_world (&priority);
 	/* Said once the world runs again (--sp-verbose prints it). */
 	if (unattributed)
 		sp_delta_force_full ("a store through a pointer that no barrier saw, into an object that cannot be found");

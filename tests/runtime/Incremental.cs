@@ -445,20 +445,30 @@ static class Program
 		return 1;
 	}
 
-	// The SP and writer tasks, by name, with their scheduling policy and
-	// real-time priority (/proc/self/task/TID/stat fields 41 and 40).
+	// A thread's scheduling policy and real-time priority, from its
+	// /proc/.../stat (fields 41 and 40).
+	static string PolicyOf (string statPath)
+	{
+		string stat = System.IO.File.ReadAllText (statPath);
+		string [] f = stat.Substring (stat.LastIndexOf (')') + 2).Split (' ');   // f [0] is field 3
+		return string.Format ("policy {0} rt {1}", f [41 - 3] == "1" ? "fifo" : "normal", f [40 - 3]);
+	}
+
+	// The SP and writer tasks, by name, with their policy; and the thread
+	// calling SendPData, whose policy a cycle's start raises for its instant
+	// and must give back (a few cycles: every start restores it).
 	static int Priority ()
 	{
 		SPC.AddRoot (Make (100));
-		SPC.SendPData ();
-		SPC.WaitPersisted ();
+		for (int i = 0; i < 3; i++) {
+			SPC.SendPData ();
+			SPC.WaitPersisted ();
+		}
+		Console.WriteLine ("caller {0}", PolicyOf ("/proc/thread-self/stat"));
 		foreach (string dir in System.IO.Directory.GetDirectories ("/proc/self/task")) {
 			string comm = System.IO.File.ReadAllText (dir + "/comm").Trim ();
-			if (comm != "sp-task" && comm != "sp-writer")
-				continue;
-			string stat = System.IO.File.ReadAllText (dir + "/stat");
-			string [] f = stat.Substring (stat.LastIndexOf (')') + 2).Split (' ');   // f [0] is field 3
-			Console.WriteLine ("{0} policy {1} rt {2}", comm, f [41 - 3] == "1" ? "fifo" : "normal", f [40 - 3]);
+			if (comm == "sp-task" || comm == "sp-writer")
+				Console.WriteLine ("{0} {1}", comm, PolicyOf (dir + "/stat"));
 		}
 		return 0;
 	}

@@ -116,6 +116,15 @@ if [ "$(id -u)" = 0 ]; then
 	spm --sp-store=prio --sp-mode=incremental --sp-priority=12 inc.exe priority > prio.txt 2>&1 || fail "priority: $(cat prio.txt)"
 	grep -q "sp-task policy fifo rt 12" prio.txt && grep -q "sp-writer policy fifo rt 12" prio.txt \
 		|| fail "--sp-priority=12 as root: $(cat prio.txt)"
+	# A start runs at the tasks' priority for its instant and gives the caller its own back:
+	# the normal policy, a lower real-time priority; a higher one is left alone.
+	grep -q "caller policy normal rt 0" prio.txt || fail "the caller's policy after SendPData: $(cat prio.txt)"
+	for caller in 5 30; do
+		chrt -f $caller "$SPMONO" --sp-store=prio-$caller --sp-mode=incremental --sp-priority=12 inc.exe priority > prio.txt 2>&1 \
+			|| fail "priority, caller at SCHED_FIFO $caller: $(cat prio.txt)"
+		grep -q "caller policy fifo rt $caller" prio.txt && grep -q "sp-task policy fifo rt 12" prio.txt \
+			|| fail "the caller's policy after SendPData, SCHED_FIFO $caller: $(cat prio.txt)"
+	done
 	# --sp-writer=background: the writer stays at the normal policy, the SP task does not.
 	spm --sp-store=prio4 --sp-mode=incremental --sp-priority=12 --sp-writer=background inc.exe priority > prio.txt 2>&1 \
 		|| fail "priority, background writer: $(cat prio.txt)"
