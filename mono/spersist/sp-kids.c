@@ -48,31 +48,18 @@ sp_kids_chunks (uint32_t ***chunks, size_t *n, size_t want, size_t chunk_entries
 }
 
 uint32_t *
-sp_kids_reserve (SpKids *k, uint32_t n)
+sp_kids_reserve_new_chunk (SpKids *k, uint64_t i, uint32_t n)
 {
-	if (n == 0 || n > SP_KIDS_LOG_CHUNK)
-		return NULL;
-	uint64_t i = k->len;
-	if ((i & (SP_KIDS_LOG_CHUNK - 1)) + n > SP_KIDS_LOG_CHUNK)
-		i = (i | (SP_KIDS_LOG_CHUNK - 1)) + 1;          /* a record never straddles chunks */
-	if (i + n >= UINT32_MAX)                            /* `at` holds 1 + the index in 32 bits */
-		return NULL;
 	if (!sp_kids_chunks (&k->log, &k->nlog, (size_t)((i + n - 1) >> SP_KIDS_LOG_BITS) + 1, SP_KIDS_LOG_CHUNK, false))
 		return NULL;
 	k->reserved = i;
 	return &k->log [i >> SP_KIDS_LOG_BITS][i & (SP_KIDS_LOG_CHUNK - 1)];
 }
 
-int
-sp_kids_commit (SpKids *k, uint32_t lid, uint32_t n)
+bool
+sp_kids_grow_at (SpKids *k, uint32_t lid)
 {
-	if (!sp_kids_chunks (&k->at, &k->nat, (size_t)(lid >> SP_KIDS_AT_BITS) + 1, SP_KIDS_AT_CHUNK, true))
-		return -1;
-	k->at [lid >> SP_KIDS_AT_BITS][lid & (SP_KIDS_AT_CHUNK - 1)] = (uint32_t)(k->reserved + 1);
-	k->len = k->reserved + n;
-	if (lid > k->max_lid)
-		k->max_lid = lid;
-	return 0;
+	return sp_kids_chunks (&k->at, &k->nat, (size_t)(lid >> SP_KIDS_AT_BITS) + 1, SP_KIDS_AT_CHUNK, true);
 }
 
 size_t

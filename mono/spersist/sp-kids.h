@@ -56,10 +56,46 @@ typedef struct SpKids {
 
 void sp_kids_init (SpKids *k);
 void sp_kids_free (SpKids *k);
-/* Room for n children's LIDs, not yet anybody's; NULL: not recorded (n too large, out of memory). */
-uint32_t *sp_kids_reserve (SpKids *k, uint32_t n);
+/* The growth of the tables, a chunk at a time (sp-kids.c): slots i..i+n-1 of `log` reserved, and `at` up to lid. */
+uint32_t *sp_kids_reserve_new_chunk (SpKids *k, uint64_t i, uint32_t n);
+bool sp_kids_grow_at (SpKids *k, uint32_t lid);
+
+/*
+ * Room for n children's LIDs, not yet anybody's; NULL: not recorded (n too
+ * large, out of memory).  Inline, as sp_kids_commit: marking calls both for
+ * every object, and as calls into sp-kids.c they took 12% of an incremental
+ * cycle's time (25,000 tree nodes: a cycle's increments 1.55 ms against
+ * 1.61, minimums of 200 cycles, 3 runs each side by side).
+ */
+static inline uint32_t *
+sp_kids_reserve (SpKids *k, uint32_t n)
+{
+	const uint64_t chunk = 1u << SP_KIDS_LOG_BITS;
+	if (n == 0 || n > chunk)
+		return NULL;
+	uint64_t i = k->len;
+	if ((i & (chunk - 1)) + n > chunk)
+		i = (i | (chunk - 1)) + 1;                  /* a record never straddles chunks */
+	if (i + n >= UINT32_MAX)                            /* `at` holds 1 + the index in 32 bits */
+		return NULL;
+	if ((size_t)((i + n - 1) >> SP_KIDS_LOG_BITS) >= k->nlog)
+		return sp_kids_reserve_new_chunk (k, i, n);
+	k->reserved = i;
+	return &k->log [i >> SP_KIDS_LOG_BITS][i & (chunk - 1)];
+}
+
 /* The n slots last reserved are object lid's children; 0, or -1 when `at` cannot grow (then not recorded). */
-int sp_kids_commit (SpKids *k, uint32_t lid, uint32_t n);
+static inline int
+sp_kids_commit (SpKids *k, uint32_t lid, uint32_t n)
+{
+	if ((size_t)(lid >> SP_KIDS_AT_BITS) >= k->nat && !sp_kids_grow_at (k, lid))
+		return -1;
+	k->at [lid >> SP_KIDS_AT_BITS][lid & ((1u << SP_KIDS_AT_BITS) - 1)] = (uint32_t)(k->reserved + 1);
+	k->len = k->reserved + n;
+	if (lid > k->max_lid)
+		k->max_lid = lid;
+	return 0;
+}
 /* Object lid's recorded children, NULL when it has no record. */
 static inline const uint32_t *
 sp_kids_of (const SpKids *k, uint32_t lid)
