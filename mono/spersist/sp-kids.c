@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SP_KIDS_AT_CHUNK (1u << SP_KIDS_AT_BITS)
-#define SP_KIDS_LOG_CHUNK (1u << SP_KIDS_LOG_BITS)
 
 void
 sp_kids_init (SpKids *k)

@@ -43,6 +43,8 @@
 
 #define SP_KIDS_AT_BITS 12      /* 4,096 LIDs a chunk of `at` (16 KiB) */
 #define SP_KIDS_LOG_BITS 16     /* 65,536 children a chunk of `log` (256 KiB) */
+#define SP_KIDS_AT_CHUNK (1u << SP_KIDS_AT_BITS)
+#define SP_KIDS_LOG_CHUNK (1u << SP_KIDS_LOG_BITS)
 
 typedef struct SpKids {
 	uint32_t **at;
@@ -70,18 +72,17 @@ bool sp_kids_grow_at (SpKids *k, uint32_t lid);
 static inline uint32_t *
 sp_kids_reserve (SpKids *k, uint32_t n)
 {
-	const uint64_t chunk = 1u << SP_KIDS_LOG_BITS;
-	if (n == 0 || n > chunk)
+	if (n == 0 || n > SP_KIDS_LOG_CHUNK)
 		return NULL;
 	uint64_t i = k->len;
-	if ((i & (chunk - 1)) + n > chunk)
-		i = (i | (chunk - 1)) + 1;                  /* a record never straddles chunks */
+	if ((i & (SP_KIDS_LOG_CHUNK - 1)) + n > SP_KIDS_LOG_CHUNK)
+		i = (i | (SP_KIDS_LOG_CHUNK - 1)) + 1;          /* a record never straddles chunks */
 	if (i + n >= UINT32_MAX)                            /* `at` holds 1 + the index in 32 bits */
 		return NULL;
 	if ((size_t)((i + n - 1) >> SP_KIDS_LOG_BITS) >= k->nlog)
 		return sp_kids_reserve_new_chunk (k, i, n);
 	k->reserved = i;
-	return &k->log [i >> SP_KIDS_LOG_BITS][i & (chunk - 1)];
+	return &k->log [i >> SP_KIDS_LOG_BITS][i & (SP_KIDS_LOG_CHUNK - 1)];
 }
 
 /* The n slots last reserved are object lid's children; 0, or -1 when `at` cannot grow (then not recorded). */
@@ -90,7 +91,7 @@ sp_kids_commit (SpKids *k, uint32_t lid, uint32_t n)
 {
 	if ((size_t)(lid >> SP_KIDS_AT_BITS) >= k->nat && !sp_kids_grow_at (k, lid))
 		return -1;
-	k->at [lid >> SP_KIDS_AT_BITS][lid & ((1u << SP_KIDS_AT_BITS) - 1)] = (uint32_t)(k->reserved + 1);
+	k->at [lid >> SP_KIDS_AT_BITS][lid & (SP_KIDS_AT_CHUNK - 1)] = (uint32_t)(k->reserved + 1);
 	k->len = k->reserved + n;
 	if (lid > k->max_lid)
 		k->max_lid = lid;
