@@ -254,9 +254,9 @@ def cpu_taken(a, b, cpu):
     return f" ({cpu / 1e3:.0f} of CPU)" if cpu is not None and cpu < 0.9 * (b - a) else ""
 
 
-def explain(trace_path, gaps, top=5, window=None):
-    """What persistence and the collector ran in the longest gaps (start, length, switched), or in
-    those of the window (start, end)."""
+def trace_runs(trace_path):
+    """SPMONO_TRACE's runs (start, end, what, CPU time or None) and long units (start, end, kind),
+    each sorted by start."""
     runs, units = [], []
     for line in open(trace_path):
         f = line.strip().split(",")
@@ -265,8 +265,13 @@ def explain(trace_path, gaps, top=5, window=None):
             units.append((int(a), int(b), what[5:]))
         elif what not in ("cycle", "predicted"):    # spans of a whole cycle (the cost model's), not runs
             runs.append((int(a), int(b), what, int(f[3]) if len(f) > 3 else None))
-    runs.sort()
-    units.sort()
+    return sorted(runs), sorted(units)
+
+
+def explain(trace_path, gaps, top=5, window=None):
+    """What persistence and the collector ran in the longest gaps (start, length, switched), or in
+    those of the window (start, end)."""
+    runs, units = trace_runs(trace_path)
     starts = [r[0] for r in runs]
     out = []
     chosen = sorted(gaps, key=lambda g: -g[1])[:top]
@@ -301,16 +306,10 @@ def runtime_window(segments, stretches, parts, lost, period_ns, trace_path):
             who = ", ".join(f"{c} {n / 1e3:.0f}" for c, n in p.items())
             out.append(f"    at +{(s - t) / 1e3:5.0f} us: {l / 1e3:4.0f} us ({who})")
     if trace_path and os.path.exists(trace_path):
-        ran = []
-        for line in open(trace_path):
-            f = line.strip().split(",")
-            if f[0] in ("cycle", "predicted") or f[0].startswith("unit-"):
-                continue
-            a, b = int(f[1]), int(f[2])
-            if b > t and a < t + period_ns:
-                ran.append((a, f"{f[0]} +{(a - t) / 1e3:.0f}..+{(b - t) / 1e3:.0f}"))
+        ran = [f"{w} +{(a - t) / 1e3:.0f}..+{(b - t) / 1e3:.0f}" for a, b, w, _ in trace_runs(trace_path)[0]
+               if b > t and a < t + period_ns]
         if ran:
-            out.append("    traced: " + ", ".join(w for _, w in sorted(ran)[:20]))
+            out.append("    traced: " + ", ".join(ran[:20]))
     return out
 
 
@@ -518,10 +517,16 @@ def self_test():
                 "unit-mark,1100000,1500000\nincrement,1700000,1800000,98000\nworld-stopped,2000000,2000050\n")
     said = explain(f.name, [(900_000, 1_000_000, 1)])
     stops = world_stops(f.name)
+    # The runtime's worst window of a period: its stretches from the window's start, and the traced runs in it.
+    segments = [{"start": 0, "duration": 10_000_000}]
+    shown = runtime_window(segments, [(1_000_000, 600_000), (5_000_000, 10_000)], [{"sp-task": 600_000}, {"sp-writer": 10_000}],
+                           Lost([(1_000_000, 600_000), (5_000_000, 10_000)]), 1_000_000, f.name)
     os.unlink(f.name)
     assert said == ["    gap 1000 us: persistence and collections ran 700 us of it "
                     "(increment 600 (250 of CPU) increment 100; long units: mark 400)"], said
     assert stops == [(2_000_000, 2_000_050)]
+    assert shown[0].endswith("held 600 us:") and shown[1] == "    at +    0 us:  600 us (sp-task 600)", shown
+    assert len(shown) == 3 and shown[2] == "    traced: increment +0..+600, increment +700..+800", shown
     # Random disjoint gaps on a small integer time line against brute force: every unit of time
     # marked lost or not, every integer window start tried (the lost time is piecewise linear
     # in the start, with its breaks at integers here, so the integers hold its maximum).
