@@ -1,6 +1,7 @@
 # graph-runs.sh: sourced by run-table1.sh and run-table2.sh.
 # graph_runs COMMAND RUNS CSV [STORES]: RUNS processes of "GraphBench.exe
-# COMMAND RUN" for stop-the-world and each barrier mode (500 us / 3 ms), for
+# COMMAND RUN" for stop-the-world and each barrier mode (500 us / 3 ms; the
+# marking modes with --sp-passes=2, as the paper's Marking SP), for
 # each of STORES ("tmpfs", the default, and/or "null"); each tmpfs run's
 # snapshot is restored in a fresh process and checked against the graph at
 # SendPData before its row ("config,run,<the program's row>") is appended to
@@ -16,6 +17,8 @@ graph_runs () {
 		for store in $stores; do
 			local opts=()
 			[ "$config" = stw ] || opts=(--sp-mode=incremental --sp-barrier="$config" --sp-pause=500 --sp-period=3000)
+			# The paper's Marking SP marks the state before writing it; its Annotating SP does not.
+			case $config in marking|marking-v2) opts+=(--sp-passes=2) ;; esac
 			rm -rf "$work/store"
 			local row at=$work/store label=$config
 			[ "$store" = null ] && at=null: label=$config@null

@@ -16,18 +16,30 @@
  *             threads (a thread is never stopped between the barrier's test
  *             and its store: they have no safepoint between them).  The
  *             instant's length does not depend on the graph's size.
- *   marking   the SP task gives every object reachable from the roots its LID,
- *             in increments (paper section 3.2.2).  Meanwhile a store into an
- *             object not written yet writes it first, whether it has a LID or
- *             not (it may be reachable through objects marking has not
- *             reached yet): so marking follows the references of the start,
- *             and objects met only by barriers end up in the snapshot
- *             unreferenced (counted; sp-serialize.h, sp_ser_write_now);
- *   writing   the SP task writes queued objects in increments of at most
- *             --sp-pause, one per --sp-period, released at absolute times;
- *             a store into an object of the snapshot that is not written yet
- *             writes it first (sp_barrier_store), under sp_lock, so exactly one
- *             of them writes each object, with its state at the start;
+ *   writing   the SP task writes the objects reachable from the roots,
+ *             breadth first, giving each child its LID as it writes the
+ *             record that refers to it, in increments of at most --sp-pause,
+ *             one per --sp-period, released at absolute times.  Meanwhile a
+ *             store into an object not written yet writes it first
+ *             (sp_barrier_store), under sp_lock, so exactly one of them writes
+ *             each object, with its state at the start, and whether it has a
+ *             LID or not (it may be reachable through objects the steps have
+ *             not reached yet): so the steps follow the references of the
+ *             start, and objects met only by barriers end up in the snapshot
+ *             unreferenced (counted; sp-serialize.h, sp_ser_write_now).  This
+ *             is the paper's Annotating SP cycle (section 3.2.1), one pass
+ *             over the state, about the work of a stop-the-world snapshot.
+ *   or, with --sp-passes=2 (the paper's Marking SP, section 3.2.2):
+ *   marking   the SP task first gives every object reachable from the roots
+ *             its LID, in increments, recording each one's children
+ *             (sp-kids.h), while stores write as above; then
+ *   writing   the steps write the marked objects, and a store writes only an
+ *             object of the snapshot (one with a LID) not written yet: a
+ *             program storing into persistable objects outside its state
+ *             pays for them only while marking runs, and the SP task does
+ *             about 1.4x the work (the graph is read twice).
+ *             A delta never marks (sp-delta.c).
+ *   Either way:
  *   streaming all along, each full chunk buffer is swapped with the writer
  *             task's once the writer has drained it (double buffering), and
  *             the writer streams it to the store in slices outside sp_lock;
@@ -1360,16 +1372,28 @@ sp_cycle_end (void)
 #define SP_UNIT_OBJECTS_MAX 32
 
 /*
- * One unit of an increment's work: marking until it is complete, then
- * writing; after the cycle's last object, handing over and forgetting.
+ * Does this cycle mark before it writes (--sp-passes=2)?  A delta never
+ * does; a full cycle by default writes what it finds (sp_ser_step gives the
+ * children their LIDs as it writes each record), and the barrier writes any
+ * persistable object not written yet, for the whole cycle (sp_ser_write_now).
+ */
+static gboolean
+sp_cycle_marks (void)
+{
+	return sp_options.mark_first && !sp_cycle.delta;
+}
+
+/*
+ * One unit of an increment's work: marking until it is complete (when the
+ * cycle marks), then writing; after the cycle's last object, handing over
+ * and forgetting.
  */
 static int
 sp_cycle_work (SpError *err)
 {
 	if (!sp_cycle.running)
 		return sp_cycle_hand_over_step ();
-	/* A delta does not mark: its objects are those taken at its instant, and what they reach that is new. */
-	if (sp_ser.mark_done || sp_cycle.delta) {
+	if (sp_ser.mark_done || !sp_cycle_marks ()) {
 		int rc = sp_ser_step (&sp_ser, SP_UNIT_OBJECTS_MAX, err);
 		return rc == SP_SER_STEP_WAITING ? SP_WORK_WAITING : rc;
 	}
@@ -1386,11 +1410,11 @@ sp_cycle_next_unit (void)
 {
 	if (!sp_cycle.running)
 		return SP_UNIT_FORGET;
-	return !sp_ser.mark_done && !sp_cycle.delta ? SP_UNIT_MARK : sp_ser.partial_lid || sp_ser.npreserved ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
+	return !sp_ser.mark_done && sp_cycle_marks () ? SP_UNIT_MARK : sp_ser.partial_lid || sp_ser.npreserved ? SP_UNIT_PIECE : SP_UNIT_OBJECTS;
 }
 
-/* LIDs the last marking increment handed out: the next one makes room for twice as many first. */
-static uint32_t sp_mark_handed_out;
+/* LIDs the last increment that handed out LIDs did: the next one makes room for twice as many first. */
+static uint32_t sp_lids_handed_out;
 
 /* Why an increment ended. */
 typedef enum {
@@ -1438,15 +1462,17 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		err = sp_writer.failure;        /* the store failed this snapshot */
 		sp_error_clear (&sp_writer.failure);
 		more = -1;
-	} else if (in_cycle && !sp_ser.mark_done && !sp_cycle.delta) {
-		sp_cycle.stats.marking_increments++;
+	} else if (in_cycle && !sp_ser.mark_done) {
+		if (sp_cycle_marks ())
+			sp_cycle.stats.marking_increments++;
 		/*
-		 * Marking hands out LIDs: room for twice what the last marking
-		 * increment handed out (a chunk at least), allocated here rather
-		 * than in the middle of a unit.  The table is kept from cycle to
-		 * cycle: only a state larger than any before grows it.
+		 * Marking, or writing without a marking before it, hands out
+		 * LIDs: room for twice what the last such increment handed out
+		 * (a chunk at least), allocated here rather than in the middle of
+		 * a unit.  The table is kept from cycle to cycle: only a state
+		 * larger than any before grows it.
 		 */
-		uint32_t ahead = MAX (SP_LID_CHUNK, 2 * sp_mark_handed_out);
+		uint32_t ahead = MAX (SP_LID_CHUNK, 2 * sp_lids_handed_out);
 		if (sp_mono_lid_table_grow (sp_ser.nobjects + ahead, &err) < 0)
 			more = -1;
 		lids_before = sp_ser.nobjects;
@@ -1483,7 +1509,7 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 	}
 	/* The hand-over's increments count with their cycle, whose statistics are published when it is over. */
 	if (lids_before != UINT32_MAX && sp_ser.nobjects >= lids_before)
-		sp_mark_handed_out = sp_ser.nobjects - lids_before;
+		sp_lids_handed_out = sp_ser.nobjects - lids_before;
 	if (worked) {
 		uint64_t cpu = sp_mono_thread_cpu_ns () - cpu0;
 		sp_cycle.stats.work_cpu_ns += cpu;

@@ -153,6 +153,15 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 		o->busy_wait = b == 1;
 		return 0;
 	}
+	if (SP_IS ("--sp-passes")) {
+		static const char *const passes_names [] = { "1", "2" };
+		int n = sp_parse_choice (value, passes_names, 2);
+		if (n < 0)
+			return sp_error_set (err, "--sp-passes takes 1 (write the state as the cycle finds it) or 2 (mark it first, "
+					     "then write it), not '%s'", value ? value : "");
+		o->mark_first = n == 1;
+		return 0;
+	}
 	if (SP_IS ("--sp-pause")) {
 		if (!value || sp_parse_unsigned (value, 10, 1000000, &o->pause_us) < 0)
 			return sp_error_set (err, "--sp-pause takes the target pause of an increment in microseconds, 10 to 1000000, not '%s'", value ? value : "");
@@ -271,6 +280,13 @@ sp_options_usage (FILE *out)
 		"    --sp-barrier=KIND      Methods whose stores are guarded during a cycle:\n"
 		"                           marking (all, default), marking-v2 (methods of\n"
 		"                           [SPersistent] classes), annotating ([SPersistentUpdate]).\n"
+		"    --sp-passes=N          Incremental: 1 (default): a cycle writes the state as it\n"
+		"                           finds it, and a store into any persistable object not\n"
+		"                           written yet writes it first; 2: a cycle marks the state\n"
+		"                           first, then writes it, and once marking is done only\n"
+		"                           the state's objects are written by stores (about 1.4x\n"
+		"                           the SP task's work; for programs that store much into\n"
+		"                           persistable objects outside the state during cycles).\n"
 		"    --sp-delta=on|off      Persist only what changed since the last snapshot, as a\n"
 		"                           delta on it (default off), in either mode.\n"
 		"    --sp-delta-ratio=PCT   A new base once a chain's deltas add up to PCT percent\n"

@@ -31,7 +31,7 @@ typedef enum SpMode {
 /* Which JIT-compiled methods get the store barrier (paper section 3.2). */
 typedef enum SpBarrier {
 	SP_BARRIER_ANNOTATING,  /* methods marked [SPersistentUpdate] */
-	SP_BARRIER_MARKING,     /* every method, class libraries included; a marking phase first */
+	SP_BARRIER_MARKING,     /* every method, class libraries included */
 	SP_BARRIER_MARKING_V2,  /* methods of [SPersistent] classes */
 } SpBarrier;
 
@@ -52,6 +52,7 @@ typedef struct SpOptions {
 	unsigned period_us;     /* release period of the SP task */
 	unsigned priority;      /* SCHED_FIFO priority of the SP and writer tasks, 0: the default policy */
 	bool busy_wait;         /* SendPData during a cycle: wait for it, then start one (else: skip, return at once) */
+	bool mark_first;        /* --sp-passes=2: a full cycle marks its objects, then writes them (paper's Marking SP) */
 	unsigned buffer;        /* bytes of a chunk buffer: the serializer fills one while the writer drains the other */
 	SpWriter writer;
 	bool delta;             /* snapshots after the first are deltas on it (docs/FORMAT.md), while the chain is short */
@@ -62,7 +63,7 @@ typedef struct SpOptions {
 /* Defaults, usable as a static initializer (options are parsed before any init runs). */
 #define SP_OPTIONS_DEFAULT { .store = NULL, .keep = SP_DEFAULT_KEEP, .verbose = false, .stats = false, \
 	.mode = SP_MODE_STW, .barrier = SP_BARRIER_MARKING, .pause_us = SP_DEFAULT_PAUSE_US, \
-	.period_us = SP_DEFAULT_PERIOD_US, .priority = 0, .busy_wait = false, .buffer = SP_DEFAULT_BUFFER, \
+	.period_us = SP_DEFAULT_PERIOD_US, .priority = 0, .busy_wait = false, .mark_first = false, .buffer = SP_DEFAULT_BUFFER, \
 	.writer = SP_WRITER_BUDGET, .delta = false, .delta_ratio = SP_DEFAULT_DELTA_RATIO }
 
 void sp_options_init (SpOptions *o);

@@ -1455,7 +1455,7 @@ sp_ser_set_aside (SpSerializer *s, void *obj, const SpClass *c, SpPreserveTicket
 	return sp_ser_preserve_attach (s, obj, &t, copy, err) < 0 ? -1 : 1;
 }
 
-/* A delta's array set aside and met unreached: what the rest of the steps write may still reach it. */
+/* An array set aside and met unreached in a snapshot that does not mark: what the rest of the steps write may still reach it. */
 static int
 sp_ser_park (SpSerializer *s, uint32_t lid, SpError *err)
 {
@@ -1491,16 +1491,16 @@ sp_ser_let_go (SpSerializer *s, void *obj, uint32_t lid)
 }
 
 /*
- * The steps meet array lid, set aside by a barrier.  Reached (or, in a
- * snapshot that does not mark, possibly reached: the copy is always right):
- * its record begins, and it joins the preserved arrays, whose elements
- * follow in pieces from their copies (sp_ser_preserved_piece).  Never
- * reached, marking complete: a record of no elements, so that its LID is
- * defined; nothing the roots reach refers to it (a copy still being taken
- * is freed when it comes: no ticket matches).  Poisoned (a store no barrier
- * saw changed it): sp_ser_close gives it a placeholder, as any poisoned
- * object.  In a delta (no marking), met unreached before the steps are
- * otherwise done (steps_done false): parked, judged then.
+ * The steps meet array lid, set aside by a barrier.  Reached: its record
+ * begins, and it joins the preserved arrays, whose elements follow in
+ * pieces from their copies (sp_ser_preserved_piece).  Never reached
+ * (marking complete, or the steps otherwise done): a record of no elements,
+ * so that its LID is defined; nothing the roots reach refers to it (a copy
+ * still being taken is freed when it comes: no ticket matches).  Poisoned
+ * (a store no barrier saw changed it): sp_ser_close gives it a placeholder,
+ * as any poisoned object.  In a snapshot that does not mark, met unreached
+ * before the steps are otherwise done (steps_done false): parked, judged
+ * then.
  */
 static int
 sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, bool steps_done, SpError *err)
@@ -1513,17 +1513,18 @@ sp_ser_aside_resolve (SpSerializer *s, uint32_t lid, bool steps_done, SpError *e
 		return 0;
 	}
 	/*
-	 * A delta does not mark: a new object is in its state exactly when a
-	 * record it writes refers to it (it was linked in by a store into an
-	 * object, which made that object changed), known once the steps are done.
+	 * A snapshot that does not mark (a delta, a one-pass cycle; the steps
+	 * of one that marks run after marking is done): an object is in its
+	 * state exactly when a record it writes refers to it, known once the
+	 * steps are done.
 	 */
-	if (s->prior && !steps_done && !(s->state [lid] & SP_SER_REACHED))
+	if (!s->mark_done && !steps_done && !(s->state [lid] & SP_SER_REACHED))
 		return sp_ser_park (s, lid, err);
 	void *obj = sp_client_lid_object (lid);
 	SpClass *c = sp_client_class_of (obj, err);
 	if (!c)
 		return -1;
-	bool reached = (s->state [lid] & SP_SER_REACHED) || (!s->mark_done && !steps_done);
+	bool reached = s->state [lid] & SP_SER_REACHED;
 	SpPreserved *p = reached ? sp_ser_preserved_push (s) : NULL;
 	if (reached && !p)
 		return sp_ser_oom (err);

@@ -47,18 +47,18 @@ typedef struct SpSerializer {
 	uint32_t nclasses;
 	uint32_t nroots;
 	uint64_t objects_written;
-	uint64_t unreached_written; /* written by a barrier while marking, not (yet) reached: not part of the state */
-	uint64_t unreached_aside;   /* arrays set aside by a barrier while marking and never reached: an empty record each */
+	uint64_t unreached_written; /* written by a barrier before marking was done (or where nothing marks), not (yet) reached: not part of the state */
+	uint64_t unreached_aside;   /* arrays set aside by such a barrier and never reached: an empty record each */
 	uint32_t marked;         /* marking: objects 1..marked have had their children given LIDs */
 	uint64_t mark_next;      /* marking: first element of array marked+1 not looked at yet */
-	bool mark_done;          /* marking is complete: an object without a LID is not in the snapshot */
+	bool mark_done;          /* marking is complete: an object without a LID is not in the snapshot (never set where nothing marks) */
 	uint32_t partial_lid;    /* a long string or array whose pieces are being written, 0 = none */
 	uint64_t partial_next;   /* its first element not written yet */
 	bool partial_cards;      /* it is a delta's array of the chain: only its cards that differ are patched (sp-cards.h) */
 	struct SpPreserved *preserved; /* long arrays whose rest a barrier copied (or copies) before a store: sp_ser_write_now */
 	size_t npreserved, preserved_cap;
 	struct _GHashTable *aside; /* LID -> SpPreserved of each array set aside and not met by the steps yet (SP_SER_ASIDE) */
-	uint32_t *parked;        /* a delta's arrays set aside and met unreached: judged once the steps are otherwise done */
+	uint32_t *parked;        /* arrays set aside, met unreached where nothing marks: judged once the steps are otherwise done */
 	size_t nparked, parked_cap;
 	uint64_t preserve_serial; /* the last ticket handed out (never reset: a ticket outlives a failed snapshot) */
 	bool whole_objects;      /* no pieces: each string or array in one record (stop-the-world) */
@@ -197,13 +197,13 @@ sp_ser_is_written (const SpSerializer *s, uint32_t lid)
  * or finish it when it is being written in pieces; its children are queued as
  * usual.  Which objects it writes:
  *   - marking complete (mark_done): only objects with a LID (the snapshot's);
- *   - before that (marking underway, or a snapshot without marking, as a
- *     delta): any object whose class can be persisted, but a string, since
- *     it may be reachable through objects marking has not reached yet (a
- *     string is stored into only while it is built, before anything refers
- *     to it).  One that is not ends up in the
- *     snapshot unreferenced (counted in unreached_written; a reader creates
- *     it and the GC collects it), as the paper's "false-serialized" objects.
+ *   - before that (marking underway, or a snapshot without marking: a
+ *     delta, a one-pass cycle): any object whose class can be persisted,
+ *     but a string, since it may be reachable through objects not reached
+ *     yet (a string is stored into only while it is built, before anything
+ *     refers to it).  One that is not ends up in the snapshot unreferenced
+ *     (counted in unreached_written; a reader creates it and the GC
+ *     collects it), as the paper's "false-serialized" objects.
  *     Except an array of primitives (with delta chains, one under 64 KiB,
  *     whose cards a chain would not keep): it gets its LID, and its
  *     elements are copied aside (SP_SER_ASIDE; with `ticket`, a long one
@@ -212,9 +212,10 @@ sp_ser_is_written (const SpSerializer *s, uint32_t lid)
  *     (counted in unreached_aside), so that a program's own buffers stored
  *     into while a cycle marks (a control loop's log of its latencies) cost
  *     it a copy and the snapshot a few bytes, not their elements each cycle.
- *     A delta does not mark: it judges such an array once its steps are
- *     otherwise done (reached then by a record it wrote, or not), and with
- *     delta chains an unreached one's LID is let go (SP_SER_LET_GO).
+ *     A snapshot that does not mark (a delta, a one-pass cycle) judges
+ *     such an array once its steps are otherwise done (reached then by a
+ *     record they wrote, or not), and with delta chains an unreached one's
+ *     LID is let go (SP_SER_LET_GO).
  *     It needs no copy of references (what marking must see of an object
  *     is the references it had at the start), so objects keep the rule
  *     above.

@@ -6,19 +6,24 @@
 source "$SRCDIR/lib.sh"
 compile inc.exe "$SRCDIR/Incremental.cs"
 N=20000 G=4
-run () {   # run BARRIER WHERE: write under the mode, then check with a plain restart
+run () {   # run BARRIER WHERE PASSES: write under the mode, then check with a plain restart
 	rm -rf store
-	spm --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 --sp-barrier="$1" \
-		inc.exe write $N $G "$2" > write.txt || fail "write, --sp-barrier=$1, stores $2: $(cat write.txt)"
+	spm --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 --sp-barrier="$1" --sp-passes="$3" --sp-stats \
+		inc.exe write $N $G "$2" > write.txt 2> stats.txt || fail "write, --sp-barrier=$1 --sp-passes=$3, stores $2: $(cat write.txt stats.txt)"
 	cat write.txt
 	# The cycles really ran in increments, and barriers wrote objects.
 	awk '$3 > 1 { inc++ } $7 ~ /^\(/ { gsub (/\(/, "", $7); if ($7 + 0 > 0) bar++ } END { exit !(inc > 0 && bar > 0) }' write.txt \
-		|| fail "--sp-barrier=$1, stores $2: no cycle ran in several increments with barrier writes"
+		|| fail "--sp-barrier=$1 --sp-passes=$3, stores $2: no cycle ran in several increments with barrier writes"
+	# Two passes: every cycle marked first, in increments of its own; one pass: none did.
+	awk -v passes="$3" '/^spmono: cycle/ { n++; gsub (/\(/, "", $6); if (($6 + 0 > 0) != (passes == 2)) bad++ }
+		END { exit !(n > 0 && !bad) }' stats.txt || fail "--sp-passes=$3: the cycles' marking increments: $(cat stats.txt)"
 }
-for combo in "marking outside" "marking inside" "marking-v2 inside" "annotating inside"; do
+# One pass (the default: the steps write what they find) and two (marking first).
+for combo in "marking outside 1" "marking outside 2" "marking inside 1" "marking inside 2" "marking-v2 inside 1" \
+	     "marking-v2 inside 2" "annotating inside 1"; do
 	set -- $combo
-	run "$1" "$2"
-	spm --sp-store=store inc.exe check $N $G || fail "torn snapshot with --sp-barrier=$1, stores $2"
+	run "$1" "$2" "$3"
+	spm --sp-store=store inc.exe check $N $G || fail "torn snapshot with --sp-barrier=$1 --sp-passes=$3, stores $2"
 done
 # Objects move during cycles: forced nursery and major collections throughout,
 # a tiny nursery (collections in the middle of increments' neighbours), Mono's
@@ -48,12 +53,13 @@ done
 # Pinned to one CPU, as in the paper's setup: the SP task, the barriers and the
 # mutators take turns on it (preempting each other mid-increment), with
 # collections forced throughout.
-for barrier in marking annotating; do
+for config in "marking 1" "marking 2" "annotating 1"; do
+	set -- $config
 	rm -rf store
-	taskset -c 0 "$SPMONO" --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 --sp-barrier=$barrier \
-		inc.exe write $N $G inside gc > write.txt || fail "write pinned to one CPU, --sp-barrier=$barrier"
+	taskset -c 0 "$SPMONO" --sp-store=store --sp-mode=incremental --sp-pause=100 --sp-period=1000 --sp-barrier=$1 --sp-passes=$2 \
+		inc.exe write $N $G inside gc > write.txt || fail "write pinned to one CPU, --sp-barrier=$1 --sp-passes=$2"
 	cat write.txt
-	taskset -c 0 "$SPMONO" --sp-store=store inc.exe check $N $G || fail "torn snapshot pinned to one CPU, --sp-barrier=$barrier"
+	taskset -c 0 "$SPMONO" --sp-store=store inc.exe check $N $G || fail "torn snapshot pinned to one CPU, --sp-barrier=$1 --sp-passes=$2"
 done
 # The smallest pause target: a unit of work (a piece of a long array, a few
 # objects) takes about as long as the whole increment, and every increment
@@ -90,10 +96,11 @@ done
 # cycle's lock; the snapshot is the arrays at SendPData, whether the stores
 # came at once (3 generations: the last has no delay) or once the SP task was
 # part-way through them (4: the last stores after 3 ms), in every barrier mode.
-for barrier in marking annotating; do
+for config in "marking 1" "marking 2" "annotating 1"; do
+	set -- $config
 	for generations in 3 4; do
 		rm -rf longstore
-		expect_out "longarrays ok" spm --sp-store=longstore --sp-mode=incremental --sp-barrier=$barrier --sp-pause=100 \
+		expect_out "longarrays ok" spm --sp-store=longstore --sp-mode=incremental --sp-barrier=$1 --sp-passes=$2 --sp-pause=100 \
 			--sp-period=1000 inc.exe longarrays $generations
 		expect_out "longarrays restored" spm --sp-store=longstore inc.exe longarrays-check $generations
 	done

@@ -69,6 +69,12 @@ test_cycle_options (void **state)
 	assert_int_equal (o.barrier, SP_BARRIER_MARKING_V2);
 	assert_ok (sp_options_parse (&o, "--sp-barrier=marking", &err), &err);
 	assert_int_equal (o.barrier, SP_BARRIER_MARKING);
+	assert_false (o.mark_first);
+	assert_ok (sp_options_parse (&o, "--sp-passes=2", &err), &err);
+	assert_true (o.mark_first);
+	assert_ok (sp_options_parse (&o, "--sp-passes=1", &err), &err);
+	assert_false (o.mark_first);
+	assert_ok (sp_options_parse (&o, "--sp-passes=2", &err), &err);
 	assert_ok (sp_options_parse (&o, "--sp-pause=50", &err), &err);
 	assert_int_equal (o.pause_us, 50);
 	assert_ok (sp_options_parse (&o, "--sp-period=1000", &err), &err);
@@ -91,6 +97,7 @@ test_cycle_options (void **state)
 		"--sp-period=99", "--sp-period=10000001", "--sp-period=x",
 		"--sp-priority=100", "--sp-priority=-1", "--sp-priority=high",
 		"--sp-stats=1", "--sp-busy", "--sp-busy=", "--sp-busy=block", "--sp-busy=Wait",
+		"--sp-passes", "--sp-passes=", "--sp-passes=0", "--sp-passes=3", "--sp-passes=two", "--sp-passes=2x",
 	};
 	assert_all_refused (&o, bad, sizeof bad / sizeof bad [0]);
 	/* Refusals changed nothing. */
@@ -99,6 +106,7 @@ test_cycle_options (void **state)
 	assert_int_equal (o.priority, 80);
 	assert_int_equal (o.barrier, SP_BARRIER_MARKING);
 	assert_true (o.busy_wait);
+	assert_true (o.mark_first);
 	sp_options_free (&o);
 }
 
