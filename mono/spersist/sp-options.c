@@ -284,7 +284,7 @@ sp_options_usage (FILE *out)
 		"                           finds it, and a store into any persistable object not\n"
 		"                           written yet writes it first; 2: a cycle marks the state\n"
 		"                           first, then writes it, and once marking is done only\n"
-		"                           the state's objects are written by stores (about 1.4x\n"
+		"                           the state's objects are written by stores (1.2-1.3x\n"
 		"                           the SP task's work; for programs that store much into\n"
 		"                           persistable objects outside the state during cycles).\n"
 		"    --sp-delta=on|off      Persist only what changed since the last snapshot, as a\n"
