@@ -828,13 +828,13 @@ sp_cycle_model_costs (SpModelCosts *costs)
 		.slice_ns = sp_writer.slice.avg_ns, .slice_bytes = SP_WRITER_SLICE, .wake_ns = sp_wake_avg_ns,
 		.commit_ns = sp_writer.commit.avg_ns,       /* the average, as sp_writer_commit_alone judges it */
 		.writeback_ns = sp_store_writes_back (sp_store) ? sp_writer.writeback.avg_ns : 0,
-		.writeback_bytes = SP_STREAM_WRITEBACK_BYTES,
+		.writeback_bytes = SP_STREAM_WRITEBACK_BYTES, .buffer_bytes = sp_options.buffer,
 		.use_permille = sp_learned.use_permille, .work_permille = sp_learned.work_permille,
 		.latency_ns = sp_learned.latency_ns,
 		.pause_ns = (uint64_t)sp_options.pause_us * 1000, .period_ns = (uint64_t)sp_options.period_us * 1000,
 	};
-	if (sp_options.writer == SP_WRITER_BACKGROUND)
-		costs->slice_ns = costs->commit_ns = costs->writeback_ns = 0;    /* the writer is not in the budget */
+	if (sp_options.writer == SP_WRITER_BACKGROUND)     /* the writer is not in the budget, and drains a buffer as soon as it gets it */
+		costs->slice_ns = costs->commit_ns = costs->writeback_ns = costs->buffer_bytes = 0;
 }
 
 /* Under sp_lock: what a cycle of the state as last seen would take now; cycle_ns 0 when nothing is known yet. */

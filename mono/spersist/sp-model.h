@@ -17,6 +17,15 @@
  *   periods     p    = ceil(W / B)
  *   cycle       T    = (p - 1) * period + (W - (p - 1) * B) + L
  *
+ * unless the chunk buffers bound it first (the writer in the budget): the
+ * SP task fills one buffer while the writer holds the other, and the writer
+ * drains its buffer on what the SP task leaves of the budget, so after the
+ * first period, which starts with both empty, a period hands the writer one
+ * buffer at most.  With S over two buffers of `buffer` bytes:
+ *
+ *   periods     p    = max (p, ceil (S / buffer) - 1)
+ *   cycle       T    = (p - 1) * period + W / p + L      (when the buffers bound p)
+ *
  * and a commit longer than half the pause (an fsync to disk) runs alone at
  * the start of the period after the SP task's last: T = p * period + commit,
  * and p counts that period too.
@@ -71,6 +80,7 @@ typedef struct SpModelCosts {
 	uint64_t commit_ns;      /* the commit (sp_stream_finish), wall time, average */
 	uint64_t writeback_ns;   /* a writeback step (0: the store has none) */
 	uint64_t writeback_bytes;
+	uint64_t buffer_bytes;   /* a chunk buffer (--sp-buffer), when the writer is in the budget; 0: no bound */
 	uint64_t wake_ns;        /* the SP task's wake-up, a period */
 	uint64_t latency_ns;     /* L: a cycle's time beyond its work in its last period (0: none learned) */
 	uint64_t use_permille;   /* u, in thousandths (0: 1000) */

@@ -86,6 +86,46 @@ test_small_state_one_period (void **state)
 	assert_int_equal (p.work_ns, 2 * 5000 + 1000 + 20000);
 }
 
+/*
+ * A budget that would write the state in one period, but 33 MiB through
+ * buffers of 1 MiB: after the first period (two buffers) a period hands the
+ * writer one, 32 periods in all.  Buffers that hold the state, or a writer
+ * outside the budget (buffer_bytes 0), leave the prediction to the budget.
+ */
+static void
+test_buffers_bound_the_periods (void **state)
+{
+	(void)state;
+	SpModelCosts big = costs;
+	big.pause_ns = 500000 * US;
+	big.period_ns = 1000000 * US;
+	big.buffer_bytes = 1u << 20;
+	SpModelState s = { .objects = 1000000, .writes = 31250, .forgets = 100, .bytes = 33u << 20 };
+	SpModelPrediction p;
+	sp_model_predict (&s, &big, &p);
+	assert_int_equal (p.work_ns, 31250 * 3000 + 100 * 1000 + (33 * 16) * 20000);
+	assert_int_equal (p.periods, 32);
+	assert_int_equal (p.cycle_ns, 31 * big.period_ns + p.work_ns / 32);
+	assert_false (sp_model_schedulable (&p, 30 * big.period_ns));
+	uint64_t work = p.work_ns;
+	big.buffer_bytes = 64u << 20;
+	sp_model_predict (&s, &big, &p);
+	assert_int_equal (p.periods, 1);
+	assert_int_equal (p.cycle_ns, work);
+	big.buffer_bytes = 0;
+	sp_model_predict (&s, &big, &p);
+	assert_int_equal (p.periods, 1);
+	/* Where the budget bounds it more, the buffers change nothing. */
+	SpModelCosts small = costs;
+	small.buffer_bytes = 1u << 20;
+	SpModelPrediction without;
+	sp_model_predict (&s, &costs, &without);
+	sp_model_predict (&s, &small, &p);
+	assert_true (without.periods > 32);
+	assert_int_equal (p.periods, without.periods);
+	assert_int_equal (p.cycle_ns, without.cycle_ns);
+}
+
 /* The cycle grows with the state and shrinks with the budget; a budget below the wake-up still predicts. */
 static void
 test_monotone_in_state_and_budget (void **state)
@@ -440,6 +480,7 @@ main (void)
 {
 	const struct CMUnitTest tests [] = {
 		cmocka_unit_test (test_prediction_by_hand),
+		cmocka_unit_test (test_buffers_bound_the_periods),
 		cmocka_unit_test (test_commit_shares_a_period_or_has_its_own),
 		cmocka_unit_test (test_writeback_steps),
 		cmocka_unit_test (test_small_state_one_period),
