@@ -69,7 +69,8 @@ sp_model_commit_alone (const SpModelCosts *costs)
  * The periods the chunk buffers allow the state's bytes at least (sp-model.h):
  * a period hands the writer one buffer (the first, two).  Measured before this
  * bound: 1,000,000 nodes (33 MiB) with 1 MiB buffers, --sp-pause=500000
- * --sp-period=1000000, predicted in one period and written in about 33.
+ * --sp-period=1000000, predicted in one period and written in 33 (32.9 s;
+ * predicted with it: 32.4 s).
  */
 static uint64_t
 sp_model_periods_by_buffers (const SpModelState *state, const SpModelCosts *costs)
