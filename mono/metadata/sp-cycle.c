@@ -37,7 +37,7 @@
  *             object of the snapshot (one with a LID) not written yet: a
  *             program storing into persistable objects outside its state
  *             pays for them only while marking runs, and the SP task does
- *             about 1.4x the work (the graph is read twice).
+ *             1.2-1.3x the work (the graph is read twice; docs/INCREMENTAL.md).
  *             A delta never marks (sp-delta.c).
  *   Either way:
  *   streaming all along, each full chunk buffer is swapped with the writer
