@@ -843,7 +843,8 @@ sp_cycle_predict (SpModelPrediction *out)
 {
 	memset (out, 0, sizeof *out);
 	if (!sp_model_state.objects && sp_stats [SP_STAT_RESTORED_OBJECTS])   /* after a warm restart: the restored snapshot */
-		sp_model_state_estimate (&sp_model_state, (uint64_t)sp_stats [SP_STAT_RESTORED_OBJECTS], (uint64_t)sp_stats [SP_STAT_RESTORED_BYTES]);
+		sp_model_state_estimate (&sp_model_state, (uint64_t)sp_stats [SP_STAT_RESTORED_OBJECTS],
+					 (uint64_t)sp_stats [SP_STAT_RESTORED_BYTES], sp_options.mark_first);
 	if (!sp_model_state.objects)
 		return;
 	SpModelCosts costs;

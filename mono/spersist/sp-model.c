@@ -12,10 +12,10 @@ sp_model_div_up (uint64_t a, uint64_t b)
 #define SP_MODEL_FORGET_STEP (64u << 10)
 
 void
-sp_model_state_estimate (SpModelState *state, uint64_t objects, uint64_t bytes)
+sp_model_state_estimate (SpModelState *state, uint64_t objects, uint64_t bytes, bool marks)
 {
 	*state = (SpModelState){
-		.objects = objects, .marks = sp_model_div_up (objects, 8), .writes = sp_model_div_up (objects, 8),
+		.objects = objects, .marks = marks ? sp_model_div_up (objects, 8) : 0, .writes = sp_model_div_up (objects, 8),
 		.forgets = sp_model_div_up (objects * SP_MODEL_BOOKKEEPING, SP_MODEL_FORGET_STEP), .bytes = bytes,
 	};
 }

@@ -66,8 +66,8 @@ typedef struct SpModelState {
 	uint64_t bytes;          /* S */
 } SpModelState;
 
-/* A state known only by its objects and bytes (a restored snapshot): its units, estimated. */
-void sp_model_state_estimate (SpModelState *state, uint64_t objects, uint64_t bytes);
+/* A state known only by its objects and bytes (a restored snapshot): its units, estimated; marking units only for `marks` (--sp-passes=2). */
+void sp_model_state_estimate (SpModelState *state, uint64_t objects, uint64_t bytes, bool marks);
 
 /* Measured costs of one unit of each kind, and the budget. */
 typedef struct SpModelCosts {

@@ -75,7 +75,7 @@ test_small_state_one_period (void **state)
 {
 	(void)state;
 	SpModelState s;
-	sp_model_state_estimate (&s, 10, 300);
+	sp_model_state_estimate (&s, 10, 300, true);
 	assert_int_equal (s.marks, 2);
 	assert_int_equal (s.writes, 2);
 	assert_int_equal (s.forgets, 1);
@@ -84,6 +84,14 @@ test_small_state_one_period (void **state)
 	assert_int_equal (p.periods, 1);
 	assert_int_equal (p.cycle_ns, p.work_ns);
 	assert_int_equal (p.work_ns, 2 * 5000 + 1000 + 20000);
+	/* A cycle of one pass (--sp-passes=1) does not mark: no marking units, the rest the same. */
+	SpModelState one;
+	sp_model_state_estimate (&one, 10, 300, false);
+	assert_int_equal (one.marks, 0);
+	assert_int_equal (one.writes, s.writes);
+	assert_int_equal (one.forgets, s.forgets);
+	sp_model_predict (&one, &costs, &p);
+	assert_int_equal (p.work_ns, 2 * 3000 + 1000 + 20000);
 }
 
 /*
@@ -133,9 +141,9 @@ test_monotone_in_state_and_budget (void **state)
 	(void)state;
 	SpModelPrediction small, large, more_budget, tiny_budget;
 	SpModelState s;
-	sp_model_state_estimate (&s, 100000, 40u << 20);
+	sp_model_state_estimate (&s, 100000, 40u << 20, true);
 	sp_model_predict (&s, &costs, &small);
-	sp_model_state_estimate (&s, 1000000, 40u << 20);
+	sp_model_state_estimate (&s, 1000000, 40u << 20, true);
 	sp_model_predict (&s, &costs, &large);
 	assert_true (large.cycle_ns > small.cycle_ns && large.periods > small.periods);
 	SpModelCosts c = costs;
@@ -465,7 +473,7 @@ test_wake_average_caps_a_held_wake_up (void **state)
 	c.wake_ns = avg;
 	SpModelState s;
 	SpModelPrediction p, usual;
-	sp_model_state_estimate (&s, 1000000, 32u << 20);
+	sp_model_state_estimate (&s, 1000000, 32u << 20, true);
 	sp_model_predict (&s, &c, &p);
 	sp_model_predict (&s, &costs, &usual);
 	assert_true (p.periods < 2 * usual.periods);
