@@ -168,7 +168,8 @@ int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
 /* The snapshot streams through buffers of `chunk` bytes: pieces of long objects fit them. */
 void sp_ser_set_chunk (SpSerializer *s, size_t chunk);
 /*
- * Marking, the first phase of an incremental snapshot (paper section 3.2.2):
+ * Marking, the first phase of an incremental snapshot of two passes
+ * (--sp-passes=2, paper section 3.2.2; one pass, the default, does not mark):
  * give every object reachable from the roots its LID (queueing it), as the
  * writing steps would, but write nothing, so that afterwards a barrier can
  * tell an object of the snapshot (it has a LID) from any other.  Marking runs
