@@ -32,6 +32,12 @@ sp_client_class_of (void *obj, SpError *err)
 	return klass == sp_class_of_last_klass ? sp_class_of_last_map : sp_mono_class_of_slow (klass, err);
 }
 
+SP_CLIENT_HOT bool
+sp_client_same_class (const void *a, const void *b)
+{
+	return ((const MonoObject *)a)->vtable == ((const MonoObject *)b)->vtable;
+}
+
 uint32_t
 sp_client_string_length (void *str)
 {

@@ -26,7 +26,7 @@ sp_buf_reset (SpBuf *b)
 }
 
 uint8_t *
-sp_buf_reserve (SpBuf *b, size_t n)
+sp_buf_reserve_slow (SpBuf *b, size_t n)
 {
 	if (b->oom)
 		return NULL;

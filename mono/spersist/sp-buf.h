@@ -28,8 +28,17 @@ typedef int (*SpWriteFn) (void *ctx, const uint8_t *data, size_t size, struct Sp
 void sp_buf_init (SpBuf *b);
 void sp_buf_free (SpBuf *b);
 void sp_buf_reset (SpBuf *b);
-/* Make room for n more bytes; returns the write position or NULL (and sets oom). */
-uint8_t *sp_buf_reserve (SpBuf *b, size_t n);
+/* sp_buf_reserve when the room is short (or b is out of memory). */
+uint8_t *sp_buf_reserve_slow (SpBuf *b, size_t n);
+
+/* Make room for n more bytes; returns the write position or NULL (and sets oom).  Inline: once per record. */
+static inline uint8_t *
+sp_buf_reserve (SpBuf *b, size_t n)
+{
+	if (__builtin_expect (!b->oom && b->cap - b->len >= n, 1))
+		return b->data + b->len;
+	return sp_buf_reserve_slow (b, n);
+}
 /*
  * Capacity for `size` bytes from the start, every page of it written once, so
  * that filling it later takes no page fault (nor a realloc) on the way: the

@@ -39,6 +39,8 @@
  * it is and why it cannot be persisted.
  */
 SpClass *sp_client_class_of (void *obj, SpError *err);
+/* Whether a and b are instances of one class, without finding it (the serializer's prefetch asks for every object). */
+bool sp_client_same_class (const void *a, const void *b);
 
 /* Strings: length in UTF-16 code units, and the units. */
 uint32_t sp_client_string_length (void *str);

@@ -111,6 +111,7 @@ typedef struct SpLeafPlan {
 	struct {
 		uint32_t offset;
 		uint8_t kind;
+		uint8_t size;                   /* sp_kind_size (kind) */
 	} prims [SP_PLAN_LEAVES];
 } SpLeafPlan;
 

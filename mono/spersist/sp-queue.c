@@ -60,7 +60,7 @@ sp_queue_grow (SpQueue *q)
 }
 
 int
-sp_queue_push (SpQueue *q, uint32_t item)
+sp_queue_push_slow (SpQueue *q, uint32_t item)
 {
 	/* The tail's chunk would take the slot of the head's: the ring holds nchunks chunks at most. */
 	if (!q->nchunks || (q->tail >> SP_QUEUE_CHUNK_BITS) - (q->head >> SP_QUEUE_CHUNK_BITS) >= q->nchunks) {
@@ -73,14 +73,4 @@ sp_queue_push (SpQueue *q, uint32_t item)
 	(*chunk) [q->tail & (SP_QUEUE_CHUNK - 1)] = item;
 	q->tail++;
 	return 0;
-}
-
-bool
-sp_queue_pop (SpQueue *q, uint32_t *item)
-{
-	if (q->head == q->tail)
-		return false;
-	*item = *sp_queue_slot (q, q->head);
-	q->head++;
-	return true;
 }

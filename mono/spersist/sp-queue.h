@@ -31,16 +31,40 @@ void sp_queue_free (SpQueue *q);
 /* Empty it, keeping its chunks for the next snapshot. */
 static inline void sp_queue_clear (SpQueue *q) { q->head = q->tail = 0; }
 
-/* -1 when memory runs out (the queue is unchanged). */
-int sp_queue_push (SpQueue *q, uint32_t item);
-/* false when empty. */
-bool sp_queue_pop (SpQueue *q, uint32_t *item);
 static inline size_t sp_queue_count (const SpQueue *q) { return (size_t)(q->tail - q->head); }
 
 static inline uint32_t *
 sp_queue_slot (const SpQueue *q, uint64_t pos)
 {
 	return &q->chunks [(pos >> SP_QUEUE_CHUNK_BITS) & (q->nchunks - 1)][pos & (SP_QUEUE_CHUNK - 1)];
+}
+
+/* sp_queue_push when the tail's chunk is full or missing. */
+int sp_queue_push_slow (SpQueue *q, uint32_t item);
+
+/*
+ * -1 when memory runs out (the queue is unchanged).  Inline: the serializer
+ * pushes every object once, and the call was 4% of a snapshot.
+ */
+static inline int
+sp_queue_push (SpQueue *q, uint32_t item)
+{
+	if ((q->tail & (SP_QUEUE_CHUNK - 1)) == 0)
+		return sp_queue_push_slow (q, item);    /* a new chunk: its turn to be allocated, or the ring to grow */
+	*sp_queue_slot (q, q->tail) = item;
+	q->tail++;
+	return 0;
+}
+
+/* false when empty. */
+static inline bool
+sp_queue_pop (SpQueue *q, uint32_t *item)
+{
+	if (q->head == q->tail)
+		return false;
+	*item = *sp_queue_slot (q, q->head);
+	q->head++;
+	return true;
 }
 
 /* The item `k` places from the front, without removing it; false if the queue is shorter. */

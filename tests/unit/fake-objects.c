@@ -349,6 +349,12 @@ fake_get_ref (void *obj, const char *field)
 
 /* ---- sp-client.h ---------------------------------------------------------- */
 
+bool
+sp_client_same_class (const void *a, const void *b)
+{
+	return ((const FakeHeader *)a)->klass == ((const FakeHeader *)b)->klass;
+}
+
 SpClass *
 sp_client_class_of (void *obj, SpError *err)
 {
