@@ -7,7 +7,6 @@
  */
 
 #include <mono/sgen/sgen-gc.h>
-#include <mono/sgen/sgen-cardtable.h>
 #include <mono/sgen/sgen-memory-governor.h>
 
 
@@ -335,31 +334,13 @@ sp_mono_lid_bind_beyond (uint32_t lid, SpError *err)
 	return sp_mono_lid_table_grow (lid + 1, err);
 }
 
-/*
- * The store of a bind, with SGen's card-table barrier inline: what
- * mono_gc_wbarrier_set_arrayref_internal does through two calls (30
- * instructions a LID, 5% of a snapshot), less its tests.  The chunks are
- * large objects, never in the nursery; the card is marked whatever obj is
- * (SGen with its default concurrent collector marks it for every store
- * anyway).  As in SGen, the store comes first and obj stays live in a
- * register until the card is marked: a collection between the two pins obj,
- * so the entry it did not scan is still right, and the next one scans it.
- */
-static inline void
-sp_mono_lid_store (MonoArray *chunk, uint32_t i, MonoObject *obj)
-{
-	MonoObject **entry = mono_array_addr_fast (chunk, MonoObject *, i);
-	*entry = obj;
-	sgen_card_table_mark_address ((mword)entry);
-	sgen_dummy_use (obj);
-}
-
 SP_CLIENT_HOT int
 sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
 {
 	if (lid >> SP_LID_CHUNK_BITS >= sp_lid_nchunks && sp_mono_lid_bind_beyond (lid, err) < 0)
 		return -1;
-	sp_mono_lid_store (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], lid & (SP_LID_CHUNK - 1), (MonoObject *)obj);
+	sp_mono_store_barriered (mono_array_addr_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], MonoObject *, lid & (SP_LID_CHUNK - 1)),
+				 (MonoObject *)obj);
 	if (lid > sp_lid_used)
 		sp_lid_used = lid;
 	return 0;

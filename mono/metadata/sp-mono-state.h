@@ -53,6 +53,8 @@
 #include <mono/metadata/tokentype.h>
 #include <mono/utils/mono-coop-mutex.h>
 #include <mono/utils/mono-threads-coop.h>
+#include <mono/sgen/sgen-gc.h>
+#include <mono/sgen/sgen-cardtable.h>
 
 #include "../spersist/sp-client.h"
 #include "../spersist/sp-options.h"
@@ -61,6 +63,26 @@
 #include "../spersist/sp-store.h"
 #include "../spersist/sp-stream.h"
 #include "../spersist/sp-model.h"
+
+/*
+ * A reference store into an object or array with SGen's card-table barrier
+ * inline: what mono_gc_wbarrier_generic_store_internal does through two
+ * calls and their tests (30 instructions a store; the LID table's binds, a
+ * restore's object table and fix-up store once per object).  A store into
+ * the nursery needs no card; elsewhere the card is marked whatever value is
+ * (SGen with its default concurrent collector marks it for every such store
+ * anyway).  As in SGen, the store comes first and value stays live in a
+ * register until the card is marked: a collection between the two pins it,
+ * so the slot it did not scan is still right, and the next one scans it.
+ */
+static inline void
+sp_mono_store_barriered (void *slot, MonoObject *value)
+{
+	*(MonoObject **)slot = value;
+	if (!sgen_ptr_in_nursery (slot))
+		sgen_card_table_mark_address ((mword)slot);
+	sgen_dummy_use (value);
+}
 
 static SpOptions sp_options = SP_OPTIONS_DEFAULT;
 static char *sp_program;                 /* path of the program being run */

@@ -310,26 +310,8 @@ sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t
 		mono_error_cleanup (error);
 		return NULL;
 	}
-	mono_array_setref_fast (r->objects, lid, obj);
+	sp_mono_store_barriered (mono_array_addr_fast (r->objects, MonoObject *, lid), obj);
 	return kind == SP_CLASS_OBJECT ? (void *)obj : sp_mono_restore_base (ctx, lid, kind);
-}
-
-/*
- * A reference stored into a restored object.  Into one in the nursery (a
- * state the nursery holds: sp_mono_restore_outgrows_nursery), a plain store:
- * SGen remembers only references from outside the nursery, for minor
- * collections and for the concurrent major collector alike (its own value
- * copies skip the barrier for a nursery destination, sgen-mono.c), and the
- * generic barrier marked a card for every such store (a sixth of a 25,000-node
- * decode went to the fix-up's stores and their barrier).
- */
-static inline void
-sp_mono_restore_store (void *slot, MonoObject *target)
-{
-	if (sgen_ptr_in_nursery (slot))
-		*(MonoObject **)slot = target;
-	else
-		mono_gc_wbarrier_generic_store_internal (slot, target);
 }
 
 /* Fix-up of one reference: the target must fit the declared type of the slot. */
@@ -347,7 +329,7 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
 		g_free (tname);
 		return -1;
 	}
-	sp_mono_restore_store (slot, target);
+	sp_mono_store_barriered (slot, target);
 	return 0;
 }
 

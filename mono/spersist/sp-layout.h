@@ -73,6 +73,29 @@ sp_kind_copy (uint8_t *dst, const uint8_t *src, unsigned kind)
 		dst [0] = dst [0] != 0;
 }
 
+/*
+ * sp_kind_copy of a primitive kind, returning its size: one switch on the
+ * kind (a jump table) where sp_kind_copy looks up the size, switches on it
+ * and tests for bool.  For the loops over every primitive of every object.
+ */
+static inline unsigned
+sp_kind_copy_sized (uint8_t *dst, const uint8_t *src, unsigned kind)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	switch (kind) {
+	case SP_KIND_BOOL: *dst = *src != 0; return 1;
+	case SP_KIND_I1: case SP_KIND_U1: *dst = *src; return 1;
+	case SP_KIND_CHAR: case SP_KIND_I2: case SP_KIND_U2: memcpy (dst, src, 2); return 2;
+	case SP_KIND_I4: case SP_KIND_U4: case SP_KIND_R4: memcpy (dst, src, 4); return 4;
+	case SP_KIND_I8: case SP_KIND_U8: case SP_KIND_R8: memcpy (dst, src, 8); return 8;
+	default: return 0;
+	}
+#else
+	sp_kind_copy (dst, src, kind);
+	return sp_kind_size (kind);
+#endif
+}
+
 typedef struct SpField {
 	const char *name;       /* "speed", or "pos.x" for a leaf of an embedded struct */
 	const char *type_name;  /* declared type of a REF field ("Plant.Valve"), else NULL */
@@ -111,7 +134,6 @@ typedef struct SpLeafPlan {
 	struct {
 		uint32_t offset;
 		uint8_t kind;
-		uint8_t size;                   /* sp_kind_size (kind) */
 	} prims [SP_PLAN_LEAVES];
 } SpLeafPlan;
 

@@ -573,7 +573,6 @@ sp_ser_plan (SpClass *c)
 			continue;
 		}
 		plan->prims [plan->nprims].offset = c->fields [i].offset;
-		plan->prims [plan->nprims].size = (uint8_t)sp_kind_size (c->fields [i].kind);
 		plan->prims [plan->nprims++].kind = c->fields [i].kind;
 	}
 	plan->built = true;
@@ -1695,32 +1694,13 @@ sp_ser_plain_child (SpSerializer *s, const SpClass *c, SpField *f, void *child, 
 	return sp_ser_lid_of_slotted (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
 }
 
-/*
- * A plan's primitives, by their sizes: what sp_put_primitive_raw does, with
- * one test per leaf instead of three (on a little-endian host; elsewhere the
- * bytes are swapped by sp_kind_copy).
- */
+/* A plan's primitives (sp_put_primitive_raw's, with one switch a leaf). */
 static inline uint8_t *
 sp_ser_plain_primitives (const SpLeafPlan *plan, const uint8_t *obj, uint8_t *dst)
 {
-	/* Counts and pointers in locals: the stores through dst may alias anything, and would make GCC load them again. */
-	uint32_t n = plan->nprims;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	for (uint32_t i = 0; i < n; i++) {
-		const uint8_t *src = obj + plan->prims [i].offset;
-		unsigned size = plan->prims [i].size;
-		switch (size) {
-		case 1: *dst = plan->prims [i].kind == SP_KIND_BOOL ? *src != 0 : *src; break;
-		case 2: memcpy (dst, src, 2); break;
-		case 4: memcpy (dst, src, 4); break;
-		default: memcpy (dst, src, 8); break;
-		}
-		dst += size;
-	}
-#else
-	for (uint32_t i = 0; i < n; i++)
-		dst = sp_put_primitive_raw (dst, obj + plan->prims [i].offset, plan->prims [i].kind);
-#endif
+	/* The count in a local: the stores through dst may alias anything, and would make GCC load it again. */
+	for (uint32_t i = 0, n = plan->nprims; i < n; i++)
+		dst += sp_kind_copy_sized (dst, obj + plan->prims [i].offset, plan->prims [i].kind);
 	return dst;
 }
 

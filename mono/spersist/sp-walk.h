@@ -100,6 +100,15 @@ static inline uint64_t
 sp_trusted_varint (const uint8_t **pp)
 {
 	const uint8_t *p = *pp;
+	/* One and two bytes unrolled: class ids, lengths and most of a small state's LIDs. */
+	if (p [0] < 0x80) {
+		*pp = p + 1;
+		return p [0];
+	}
+	if (p [1] < 0x80) {
+		*pp = p + 2;
+		return (uint64_t)(p [0] & 0x7f) | (uint64_t)p [1] << 7;
+	}
 	uint64_t v = 0;
 	unsigned shift = 0;
 	uint8_t b;
@@ -116,11 +125,8 @@ sp_trusted_varint (const uint8_t **pp)
 static inline void
 sp_trusted_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst)
 {
-	for (uint32_t i = 0; i < c->nprims; i++) {
-		unsigned kind = c->prim_kinds [i];
-		sp_kind_copy (dst + c->prim_offsets [i], src, kind);
-		src += sp_kind_size (kind);
-	}
+	for (uint32_t i = 0, n = c->nprims; i < n; i++)
+		src += sp_kind_copy_sized (dst + c->prim_offsets [i], src, c->prim_kinds [i]);
 }
 
 /*
