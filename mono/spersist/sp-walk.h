@@ -100,7 +100,7 @@ static inline uint64_t
 sp_trusted_varint (const uint8_t **pp)
 {
 	const uint8_t *p = *pp;
-	/* One and two bytes unrolled: class ids, lengths and most of a small state's LIDs. */
+	/* One to three bytes unrolled: class ids, lengths and the LIDs of a state under 2,097,152 objects. */
 	if (p [0] < 0x80) {
 		*pp = p + 1;
 		return p [0];
@@ -108,6 +108,10 @@ sp_trusted_varint (const uint8_t **pp)
 	if (p [1] < 0x80) {
 		*pp = p + 2;
 		return (uint64_t)(p [0] & 0x7f) | (uint64_t)p [1] << 7;
+	}
+	if (p [2] < 0x80) {
+		*pp = p + 3;
+		return (uint64_t)(p [0] & 0x7f) | (uint64_t)(p [1] & 0x7f) << 7 | (uint64_t)p [2] << 14;
 	}
 	uint64_t v = 0;
 	unsigned shift = 0;
