@@ -477,7 +477,7 @@ sp_walk_short_varint (const uint8_t *p, uint32_t *v)
  * checks all the checked path checks, and claims the LID as it does.
  * Anything it does not take, or finds wrong, it leaves untouched to that
  * path, which reads the record again and says what is wrong.  Returns the
- * LID, 0: not taken.  (The walk's cost for a small object fell by half.)
+ * LID, 0: not taken.  (The walk of a tree node: 190 instructions became 155.)
  */
 static inline uint32_t
 sp_walk_object_fast (SpWalk *w, uint32_t *class_id, const uint8_t **values)
