@@ -1732,12 +1732,13 @@ sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t l
 }
 
 /*
- * sp_ser_prefetch_queued for a plain turn, at a tenth of its cost: in a full
- * snapshot that no barrier writes into, LIDs are handed out in the order
- * they are queued, so the turns d and 2d ahead are those of lid + d and
- * lid + 2d (where a barrier's object broke the order, the guess only wastes
- * a prefetch).  The object d turns ahead is taken for one of class c, the
- * usual case (another class: its children are not fetched).
+ * sp_ser_prefetch_queued for a plain turn, in a quarter of its
+ * instructions: in a full snapshot that no barrier writes into, LIDs are
+ * handed out in the order they are queued, so the turns d and 2d ahead are
+ * those of lid + d and lid + 2d (where a barrier's object broke the order,
+ * the guess only wastes a prefetch).  The object d turns ahead is taken for
+ * one of class c, the usual case (another class: its children are not
+ * fetched).
  */
 static inline void
 sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj, uint32_t lid)
