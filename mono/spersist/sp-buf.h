@@ -170,24 +170,39 @@ sp_reader_u8 (SpReader *r)
 uint64_t sp_reader_varint_slow (SpReader *r);
 
 /* Most varints (LIDs below 16384, counts) take one or two bytes: decode those inline. */
+/*
+ * A varint of at most three bytes at p: its length, and its value in *v; 0
+ * when it is longer (the caller's general path reads it).  Reads a byte only
+ * if the one before it says the varint goes on.  The fast path of every
+ * varint reader: LIDs below 2,097,152 (a tree of 25,000 nodes needs three
+ * bytes), class ids, most lengths.
+ */
+static inline unsigned
+sp_varint_short (const uint8_t *p, uint32_t *v)
+{
+	if (p [0] < 0x80) {
+		*v = p [0];
+		return 1;
+	}
+	if (p [1] < 0x80) {
+		*v = (p [0] & 0x7fu) | (uint32_t)p [1] << 7;
+		return 2;
+	}
+	if (p [2] < 0x80) {
+		*v = (p [0] & 0x7fu) | (uint32_t)(p [1] & 0x7f) << 7 | (uint32_t)p [2] << 14;
+		return 3;
+	}
+	return 0;
+}
+
 static inline uint64_t
 sp_reader_varint (SpReader *r)
 {
-	/* One to three bytes inline: LIDs up to 2,097,151 (a tree of 25,000 nodes needs three). */
-	if (!r->bad && r->end - r->pos >= 3) {
-		const uint8_t *p = r->pos;
-		if (p [0] < 0x80) {
-			r->pos += 1;
-			return p [0];
-		}
-		if (p [1] < 0x80) {
-			r->pos += 2;
-			return (uint64_t)(p [0] & 0x7f) | (uint64_t)p [1] << 7;
-		}
-		if (p [2] < 0x80) {
-			r->pos += 3;
-			return (uint64_t)(p [0] & 0x7f) | (uint64_t)(p [1] & 0x7f) << 7 | (uint64_t)p [2] << 14;
-		}
+	uint32_t v;
+	unsigned n;
+	if (!r->bad && r->end - r->pos >= 3 && (n = sp_varint_short (r->pos, &v))) {
+		r->pos += n;
+		return v;
 	}
 	return sp_reader_varint_slow (r);
 }

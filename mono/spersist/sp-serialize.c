@@ -644,8 +644,7 @@ sp_put_varint_raw (uint8_t *dst, uint32_t v)
 static inline uint8_t *
 sp_put_primitive_raw (uint8_t *dst, const uint8_t *src, unsigned kind)
 {
-	sp_kind_copy (dst, src, kind);
-	return dst + sp_kind_size (kind);
+	return dst + sp_kind_copy_sized (dst, src, kind);
 }
 
 /*
@@ -1694,13 +1693,13 @@ sp_ser_plain_child (SpSerializer *s, const SpClass *c, SpField *f, void *child, 
 	return sp_ser_lid_of_slotted (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
 }
 
-/* A plan's primitives (sp_put_primitive_raw's, with one switch a leaf). */
+/* A plan's primitives. */
 static inline uint8_t *
 sp_ser_plain_primitives (const SpLeafPlan *plan, const uint8_t *obj, uint8_t *dst)
 {
 	/* The count in a local: the stores through dst may alias anything, and would make GCC load it again. */
 	for (uint32_t i = 0, n = plan->nprims; i < n; i++)
-		dst += sp_kind_copy_sized (dst, obj + plan->prims [i].offset, plan->prims [i].kind);
+		dst = sp_put_primitive_raw (dst, obj + plan->prims [i].offset, plan->prims [i].kind);
 	return dst;
 }
 

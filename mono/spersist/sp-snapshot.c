@@ -448,28 +448,6 @@ sp_walk_patch (SpWalk *w)
 }
 
 /*
- * A varint of at most three bytes at p (which has three bytes to read): its
- * length, and its value in *v; 0 when it is longer.
- */
-static inline unsigned
-sp_walk_short_varint (const uint8_t *p, uint32_t *v)
-{
-	if (p [0] < 0x80) {
-		*v = p [0];
-		return 1;
-	}
-	if (p [1] < 0x80) {
-		*v = (p [0] & 0x7fu) | (uint32_t)p [1] << 7;
-		return 2;
-	}
-	if (p [2] < 0x80) {
-		*v = (p [0] & 0x7fu) | (uint32_t)(p [1] & 0x7f) << 7 | (uint32_t)p [2] << 14;
-		return 3;
-	}
-	return 0;
-}
-
-/*
  * sp_walk_object's common case, read through a local cursor, without a
  * bounds check a byte: a new object (not a delta's prior one) whose LID,
  * class id and references take three bytes or fewer each (a state of fewer
@@ -485,10 +463,10 @@ sp_walk_object_fast (SpWalk *w, uint32_t *class_id, const uint8_t **values)
 	const uint8_t *p = w->r.pos, *end = w->r.end;
 	uint32_t lid, id, ref, nobjects = w->snap->trailer.nobjects;
 	unsigned n;
-	if (w->r.bad || end - p < 6 || !(n = sp_walk_short_varint (p, &lid)))
+	if (w->r.bad || end - p < 6 || !(n = sp_varint_short (p, &lid)))
 		return 0;
 	p += n;
-	if (!(n = sp_walk_short_varint (p, &id)))
+	if (!(n = sp_varint_short (p, &id)))
 		return 0;
 	p += n;
 	if (lid == 0 || lid > nobjects || lid <= w->prior || w->kinds [lid - w->prior] || id == 0 || id > w->classes_seen)
@@ -503,7 +481,7 @@ sp_walk_object_fast (SpWalk *w, uint32_t *class_id, const uint8_t **values)
 	*values = p;
 	p += c->wire_size ? c->wire_size : c->prim_bytes;
 	for (uint32_t i = 0; i < nrefs; i++, p += n)
-		if (!(n = sp_walk_short_varint (p, &ref)) || ref > nobjects)
+		if (!(n = sp_varint_short (p, &ref)) || ref > nobjects)
 			return 0;
 	w->kinds [lid - w->prior] = SP_CLASS_OBJECT;
 	w->objects_seen++;

@@ -100,18 +100,11 @@ static inline uint64_t
 sp_trusted_varint (const uint8_t **pp)
 {
 	const uint8_t *p = *pp;
-	/* One to three bytes unrolled: class ids, lengths and the LIDs of a state under 2,097,152 objects. */
-	if (p [0] < 0x80) {
-		*pp = p + 1;
-		return p [0];
-	}
-	if (p [1] < 0x80) {
-		*pp = p + 2;
-		return (uint64_t)(p [0] & 0x7f) | (uint64_t)p [1] << 7;
-	}
-	if (p [2] < 0x80) {
-		*pp = p + 3;
-		return (uint64_t)(p [0] & 0x7f) | (uint64_t)(p [1] & 0x7f) << 7 | (uint64_t)p [2] << 14;
+	uint32_t v32;
+	unsigned n = sp_varint_short (p, &v32);
+	if (n) {
+		*pp = p + n;
+		return v32;
 	}
 	uint64_t v = 0;
 	unsigned shift = 0;
