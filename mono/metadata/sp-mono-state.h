@@ -69,9 +69,11 @@
  * inline: what mono_gc_wbarrier_generic_store_internal does through two
  * calls and their tests (30 instructions a store; the LID table's binds, a
  * restore's object table and fix-up store once per object).  A store into
- * the nursery needs no card; elsewhere the card is marked whatever value is
- * (SGen with its default concurrent collector marks it for every such store
- * anyway).  As in SGen, the store comes first and value stays live in a
+ * the nursery needs no card: SGen remembers only references from outside
+ * it, for minor collections and for the concurrent major collector alike
+ * (its own value copies skip the barrier for a nursery destination,
+ * sgen-mono.c).  Elsewhere the card is marked whatever value is (SGen with
+ * its default concurrent collector marks it for every such store anyway).  As in SGen, the store comes first and value stays live in a
  * register until the card is marked: a collection between the two pins it,
  * so the slot it did not scan is still right, and the next one scans it.
  */
