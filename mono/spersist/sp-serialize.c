@@ -507,8 +507,33 @@ sp_ser_blame (SpError *err, const SpClass *owner, const SpField *f)
 	return sp_error_prefix (err, "an element of %s", owner->name);
 }
 
-/* The LID of what reference leaf f of the instance at `base` points to (the failure names the field). */
-static inline int
+/*
+ * The LID of child (not NULL), held by reference leaf f of an instance of c
+ * (the failure names the field).  Inline, the two common cases: the identity
+ * slot names child and child was reached before, or child is new and has a
+ * slot; an object without a slot, or one only a barrier met before, takes
+ * sp_ser_lid_of_slotted's path.
+ */
+static inline __attribute__ ((always_inline)) int
+sp_ser_ref_lid (SpSerializer *s, const SpClass *c, SpField *f, void *child, uint32_t *lid, SpError *err)
+{
+	uint32_t slot = sp_client_lid_slot (child);
+	if (f->slot_hint != slot)
+		f->slot_hint = slot;
+	if (slot) {
+		uint32_t known = sp_ser_slot_lid (s, child, slot);
+		if (known && (s->state [known] & SP_SER_REACHED)) {
+			*lid = known;
+			return 0;
+		}
+		if (!known)
+			return sp_ser_new_lid (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
+	}
+	return sp_ser_lid_of_slotted (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
+}
+
+/* The LID of what reference leaf f of the instance at `base` points to, 0 for null. */
+static inline __attribute__ ((always_inline)) int
 sp_ser_child_lid (SpSerializer *s, const SpClass *c, SpField *f, const uint8_t *base, uint32_t *lid, SpError *err)
 {
 	void *child;
@@ -517,10 +542,7 @@ sp_ser_child_lid (SpSerializer *s, const SpClass *c, SpField *f, const uint8_t *
 		*lid = 0;
 		return 0;
 	}
-	uint32_t slot = sp_client_lid_slot (child);
-	if (f->slot_hint != slot)
-		f->slot_hint = slot;
-	return sp_ser_lid_of_slotted (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
+	return sp_ser_ref_lid (s, c, f, child, lid, err);
 }
 
 /*
@@ -1616,14 +1638,19 @@ sp_ser_prefetch_children (const uint8_t *obj)
  * one d turns ahead, fetched d turns ago.
  */
 static inline void
+sp_ser_prefetch_object (uint32_t lid)
+{
+	/* Its first two lines: an object of a few fields, references and the identity slot often spans them. */
+	const uint8_t *obj = sp_client_lid_object (lid);
+	__builtin_prefetch (obj);
+	__builtin_prefetch (obj + 64);
+}
+
+static inline void
 sp_ser_prefetch_ahead (uint32_t far_lid, uint32_t near_lid)
 {
-	if (far_lid) {
-		/* Its first two lines: an object of a few fields, references and the identity slot often spans them. */
-		const uint8_t *far = sp_client_lid_object (far_lid);
-		__builtin_prefetch (far);
-		__builtin_prefetch (far + 64);
-	}
+	if (far_lid)
+		sp_ser_prefetch_object (far_lid);
 	if (near_lid)
 		sp_ser_prefetch_children (sp_client_lid_object (near_lid));
 }
@@ -1669,30 +1696,6 @@ sp_ser_plain_class (const SpSerializer *s, const SpClass *c)
 	return c->kind == SP_CLASS_OBJECT && c->plan.built && !c->unknown && c->snap_cycle == s->cycle;
 }
 
-/*
- * The LID of child (not NULL), held by reference leaf f of a plain turn's
- * object: the identity slot's when it names child and child was reached
- * before, else a new one; an object without a slot, or one only a barrier met
- * before, takes sp_ser_lid_of_slotted's path.
- */
-static inline __attribute__ ((always_inline)) int
-sp_ser_plain_child (SpSerializer *s, const SpClass *c, SpField *f, void *child, uint32_t *lid, SpError *err)
-{
-	uint32_t slot = sp_client_lid_slot (child);
-	if (f->slot_hint != slot)
-		f->slot_hint = slot;
-	if (slot) {
-		uint32_t known = sp_ser_slot_lid (s, child, slot);
-		if (known && (s->state [known] & SP_SER_REACHED)) {
-			*lid = known;
-			return 0;
-		}
-		if (!known)
-			return sp_ser_new_lid (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
-	}
-	return sp_ser_lid_of_slotted (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
-}
-
 /* A plan's primitives. */
 static inline uint8_t *
 sp_ser_plain_primitives (const SpLeafPlan *plan, const uint8_t *obj, uint8_t *dst)
@@ -1718,11 +1721,8 @@ sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t l
 	dst = sp_ser_plain_primitives (plan, obj, dst);
 	SpField *fields = c->fields;
 	for (uint32_t i = 0, n = plan->nrefs; i < n; i++) {
-		SpField *f = &fields [plan->refs [i]];
-		void *child;
-		memcpy (&child, obj + f->offset, sizeof child);
-		uint32_t child_lid = 0;
-		if (child && sp_ser_plain_child (s, c, f, child, &child_lid, err) < 0)
+		uint32_t child_lid;
+		if (sp_ser_child_lid (s, c, &fields [plan->refs [i]], obj, &child_lid, err) < 0)
 			return -1;
 		dst = sp_put_varint_raw (dst, child_lid);
 	}
@@ -1743,11 +1743,8 @@ static inline void
 sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj, uint32_t lid)
 {
 	uint32_t far_lid = lid + 2 * SP_SER_PREFETCH_DISTANCE, near_lid = lid + SP_SER_PREFETCH_DISTANCE;
-	if (far_lid <= s->nobjects) {
-		const uint8_t *far = sp_client_lid_object (far_lid);
-		__builtin_prefetch (far);
-		__builtin_prefetch (far + 64);
-	}
+	if (far_lid <= s->nobjects)
+		sp_ser_prefetch_object (far_lid);
 	if (near_lid > s->nobjects)
 		return;
 	const uint8_t *near = sp_client_lid_object (near_lid);
