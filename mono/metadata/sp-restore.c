@@ -181,7 +181,7 @@ sp_mono_restore_resolve (void *ctx, SpSnapClass *sc, SpError *err)
 	return 0;
 }
 
-static void *
+static inline __attribute__ ((always_inline)) void *
 sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind)
 {
 	SpRestore *r = (SpRestore *)ctx;
@@ -291,11 +291,10 @@ sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 	return r->mature ? mono_object_new_mature (vtable, error) : mono_object_new_alloc_specific_checked (vtable, error);
 }
 
-/* A new object: zeroed, no constructor runs. */
-static void *
-sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
+/* sp_mono_restore_create's whole path: strings, arrays, and objects its fast path does not make. */
+static __attribute__ ((noinline)) void *
+sp_mono_restore_create_any (SpRestore *r, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
 {
-	SpRestore *r = (SpRestore *)ctx;
 	ERROR_DECL (error);
 	MonoObject *obj;
 	uint8_t kind = sc ? sc->kind : SP_CLASS_STRING;
@@ -311,24 +310,52 @@ sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t
 		return NULL;
 	}
 	sp_mono_store_barriered (mono_array_addr_fast (r->objects, MonoObject *, lid), obj);
-	return kind == SP_CLASS_OBJECT ? (void *)obj : sp_mono_restore_base (ctx, lid, kind);
+	return kind == SP_CLASS_OBJECT ? (void *)obj : sp_mono_restore_base (r, lid, kind);
 }
 
-/* Fix-up of one reference: the target must fit the declared type of the slot. */
-static int
-sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err)
+/*
+ * A new object: zeroed, no constructor runs.  Inline in the decoder's loop
+ * (sp-runtime.c), the usual case: an object of the class the last one had,
+ * in the nursery's allocation buffer.
+ */
+static inline __attribute__ ((always_inline)) void *
+sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	MonoObject *target = lid ? mono_array_get_fast (r->objects, MonoObject *, lid) : NULL;
+	if (G_LIKELY (sc && sc->restorer_data == r->inline_vtable && r->inline_size && !r->mature && sc->kind == SP_CLASS_OBJECT)) {
+		MonoObject *obj = sp_mono_restore_alloc_inline (r, r->inline_vtable, r->inline_size);
+		if (G_LIKELY (obj)) {
+			sp_mono_store_barriered (mono_array_addr_fast (r->objects, MonoObject *, lid), obj);
+			return obj;
+		}
+	}
+	return sp_mono_restore_create_any (r, lid, sc, length, err);
+}
+
+/* sp_mono_store_ref's check of a target not of the declared class itself: a subclass, or an error. */
+static __attribute__ ((noinline)) int
+sp_mono_store_ref_checked (void *slot, const SpField *field, uint32_t lid, MonoObject *target, SpError *err)
+{
 	MonoClass *declared = (MonoClass *)field->type_client;
-	if (target && mono_object_class (target) != declared &&
-	    !mono_class_is_assignable_from_internal (declared, mono_object_class (target))) {
+	if (!mono_class_is_assignable_from_internal (declared, mono_object_class (target))) {
 		char *tname = sp_mono_type_name (m_class_get_byval_arg (mono_object_class (target)));
 		sp_error_set (err, "object %u has type %s, which cannot be stored in '%s' of type %s",
 			      lid, tname, *field->name ? field->name : "element", field->type_name);
 		g_free (tname);
 		return -1;
 	}
+	sp_mono_store_barriered (slot, target);
+	return 0;
+}
+
+/* Fix-up of one reference: the target must fit the declared type of the slot.  Inline in the decoder's loop (sp-runtime.c). */
+static inline __attribute__ ((always_inline)) int
+sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	MonoObject *target = lid ? mono_array_get_fast (r->objects, MonoObject *, lid) : NULL;
+	if (target && mono_object_class (target) != (MonoClass *)field->type_client)
+		return sp_mono_store_ref_checked (slot, field, lid, target, err);
 	sp_mono_store_barriered (slot, target);
 	return 0;
 }

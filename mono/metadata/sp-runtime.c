@@ -30,6 +30,16 @@
 #include "../spersist/sp-snapshot.c"
 #include "../spersist/sp-cattr.c"
 #include "../spersist/sp-evolve.c"
+/* The restorer's per-object calls (sp-restore.c) inline into the decoder's loops (sp-snapshot.h). */
+#include "../spersist/sp-snapshot.h"
+static inline __attribute__ ((always_inline)) void *sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc,
+									      uint64_t length, SpError *err);
+static inline __attribute__ ((always_inline)) void *sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind);
+static inline __attribute__ ((always_inline)) int sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid,
+								    SpError *err);
+#define SP_RESTORER_CREATE sp_mono_restore_create
+#define SP_RESTORER_BASE sp_mono_restore_base
+#define SP_RESTORER_STORE_REF sp_mono_store_ref
 #include "../spersist/sp-decode.c"
 #include "../spersist/sp-options.c"
 #include "../spersist/sp-store.c"

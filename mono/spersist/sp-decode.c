@@ -12,7 +12,7 @@
  * Nothing is indexed per object: memory beyond the snapshot and the new objects
  * is the walk's byte per LID.  Objects are created in record order; the client
  * may move them between calls (SGen's nursery collections), so no address is
- * kept here, only asked for again through ops->base.
+ * kept here, only asked for again through the restorer's base.
  */
 #include "sp-snapshot.h"
 #include "sp-walk.h"
@@ -28,6 +28,33 @@ typedef struct SpDecode {
 	bool any_references;     /* some class has reference leaves: fix-up has work */
 	bool unfit;              /* the failure is the program's or the client's, not the input's */
 } SpDecode;
+
+/*
+ * The restorer's per-object calls: bound at compile time where the build
+ * names its restorer (sp-snapshot.h), else through ops.
+ */
+#ifdef SP_RESTORER_CREATE
+#define sp_decode_create(d, lid, c, length, err) SP_RESTORER_CREATE ((d)->ctx, lid, c, length, err)
+#define sp_decode_base(d, lid, kind)             SP_RESTORER_BASE ((d)->ctx, lid, kind)
+#define sp_decode_store_ref(d)                   SP_RESTORER_STORE_REF
+#else
+#define sp_decode_create(d, lid, c, length, err) (d)->ops->create ((d)->ctx, lid, c, length, err)
+#define sp_decode_base(d, lid, kind)             (d)->ops->base ((d)->ctx, lid, kind)
+#define sp_decode_store_ref(d)                   (d)->ops->store_ref
+#endif
+
+/* Are these ops the ones the decoder was built to call (sp-snapshot.h)? */
+static int
+sp_decode_ops_bound (const SpDecodeOps *ops, SpError *err)
+{
+#ifdef SP_RESTORER_CREATE
+	if (ops->create != SP_RESTORER_CREATE || ops->base != SP_RESTORER_BASE || ops->store_ref != SP_RESTORER_STORE_REF)
+		return sp_error_set (err, "internal error: this decoder is built for another restorer");
+#else
+	(void)ops, (void)err;
+#endif
+	return 0;
+}
 
 /* ---- construction (the walk's sink) ---------------------------------------- */
 
@@ -100,7 +127,7 @@ sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *val
 		base = sp_decode_reuse (d, lid, c, 0, err);
 		if (!base)
 			return -1;
-	} else if (!(base = d->ops->create (d->ctx, lid, c, 0, err))) {
+	} else if (!(base = sp_decode_create (d, lid, c, 0, err))) {
 		d->unfit = true;
 		return -1;
 	}
@@ -118,7 +145,7 @@ sp_decode_sized (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint6
 	(void)piece;
 	SpDecode *d = ctx;
 	const SpSnapClass *c = kind == SP_CLASS_ARRAY ? &d->snap->classes [class_id] : NULL;
-	if (!d->ops->create (d->ctx, lid, c, length, err)) {
+	if (!sp_decode_create (d, lid, c, length, err)) {
 		d->unfit = true;
 		return -1;
 	}
@@ -157,7 +184,7 @@ sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint6
 {
 	(void)piece, (void)err;
 	SpDecode *d = ctx;
-	uint8_t *base = d->ops->base (d->ctx, lid, kind);
+	uint8_t *base = sp_decode_base (d, lid, kind);
 	if (kind == SP_CLASS_STRING)
 		sp_trusted_units ((uint16_t *)base + start, enc, elems, count);
 	else
@@ -228,10 +255,10 @@ sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 	if (c->wire_size)
 		return p + count * c->wire_size;
 	const SpClass *live = c->resolved;
-	uint8_t *dst = (uint8_t *)d->ops->base (d->ctx, lid, SP_CLASS_ARRAY) + start * live->elem_size;
+	uint8_t *dst = (uint8_t *)sp_decode_base (d, lid, SP_CLASS_ARRAY) + start * live->elem_size;
 	bool zeroed = lid > d->snap->header.prior_objects;   /* not a delta's PATCH of an array the chain made */
 	for (uint64_t i = 0; i < count && *rc == 0; i++, dst += live->elem_size)
-		p = sp_planned_references (c, p + c->prim_bytes, dst, zeroed, d->ops->store_ref, d->ctx, rc, err);
+		p = sp_planned_references (c, p + c->prim_bytes, dst, zeroed, sp_decode_store_ref (d), d->ctx, rc, err);
 	return p;
 }
 
@@ -242,9 +269,9 @@ sp_fixup_object (SpDecode *d, const uint8_t *p, int *rc, SpError *err)
 	const SpSnapClass *c = &d->snap->classes [sp_trusted_varint (&p)];
 	if (c->wire_size)
 		return p + c->wire_size;
-	uint8_t *base = d->ops->base (d->ctx, lid, SP_CLASS_OBJECT);
+	uint8_t *base = sp_decode_base (d, lid, SP_CLASS_OBJECT);
 	bool zeroed = lid > d->snap->header.prior_objects;   /* not a delta's record of an object the chain made */
-	return sp_planned_references (c, p + c->prim_bytes, base, zeroed, d->ops->store_ref, d->ctx, rc, err);
+	return sp_planned_references (c, p + c->prim_bytes, base, zeroed, sp_decode_store_ref (d), d->ctx, rc, err);
 }
 
 static const uint8_t *
@@ -328,6 +355,8 @@ sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops, vo
 	SpDecode d = { .ops = ops, .ctx = ctx, .snap = snap };
 	SpSnapHeader h;
 	memset (snap, 0, sizeof *snap);
+	if (sp_decode_ops_bound (ops, err) < 0)
+		return SP_DECODE_UNFIT;
 	if (sp_snapshot_check (data, size, &h, NULL, err) < 0)
 		return SP_DECODE_DAMAGED;
 	if (sp_header_is_delta (&h)) {
@@ -391,6 +420,8 @@ sp_chain_decode (const SpChainPart *parts, size_t n, const SpDecodeOps *ops, voi
 	*failed = 0;
 	if (n == 0)
 		return sp_error_set (err, "an empty chain"), SP_DECODE_DAMAGED;
+	if (sp_decode_ops_bound (ops, err) < 0)
+		return SP_DECODE_UNFIT;
 	if (sp_chain_check (parts, n, &room, failed, err) < 0)
 		return SP_DECODE_DAMAGED;
 	*failed = 0;

@@ -590,13 +590,12 @@ sp_ser_plan (SpClass *c)
 		return;
 	plan->nprims = plan->nrefs = 0;
 	for (uint32_t i = 0; i < c->nfields; i++) {
-		if (c->fields [i].kind == SP_KIND_REF) {
+		if (c->fields [i].kind == SP_KIND_REF)
 			plan->refs [plan->nrefs++] = (uint8_t)i;
-			continue;
-		}
-		plan->prims [plan->nprims].offset = c->fields [i].offset;
-		plan->prims [plan->nprims++].kind = c->fields [i].kind;
+		else
+			plan->nprims++;
 	}
+	plan->prim_bytes = sp_prim_copies_build (plan->prims, plan->prim_end, c->fields, c->nfields);
 	plan->built = true;
 }
 
@@ -693,8 +692,8 @@ sp_ser_put_primitives (const SpClass *c, const uint8_t *base, bool prefetch_chil
 {
 	if (c->plan.built) {
 		const SpLeafPlan *plan = &c->plan;
-		for (uint32_t i = 0; i < plan->nprims; i++)
-			dst = sp_put_primitive_raw (dst, base + plan->prims [i].offset, plan->prims [i].kind);
+		sp_prims_to_wire (plan->prims, plan->prim_end, base, dst);
+		dst += plan->prim_bytes;
 		for (uint32_t i = 0; prefetch_children && i < plan->nrefs; i++)
 			sp_ser_prefetch_referenced (base, c->fields [plan->refs [i]].offset);
 		return dst;
@@ -1696,16 +1695,6 @@ sp_ser_plain_class (const SpSerializer *s, const SpClass *c)
 	return c->kind == SP_CLASS_OBJECT && c->plan.built && !c->unknown && c->snap_cycle == s->cycle;
 }
 
-/* A plan's primitives. */
-static inline uint8_t *
-sp_ser_plain_primitives (const SpLeafPlan *plan, const uint8_t *obj, uint8_t *dst)
-{
-	/* The count in a local: the stores through dst may alias anything, and would make GCC load it again. */
-	for (uint32_t i = 0, n = plan->nprims; i < n; i++)
-		dst = sp_put_primitive_raw (dst, obj + plan->prims [i].offset, plan->prims [i].kind);
-	return dst;
-}
-
 /* sp_ser_object for a plain turn (its class's id is known, its plan built, no unknown data, no marking's records). */
 static inline int
 sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t lid, SpError *err)
@@ -1718,7 +1707,8 @@ sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t l
 	dst = sp_put_varint_raw (dst, lid);
 	dst = sp_put_varint_raw (dst, c->snap_id);
 	const SpLeafPlan *plan = &c->plan;
-	dst = sp_ser_plain_primitives (plan, obj, dst);
+	sp_prims_to_wire (plan->prims, plan->prim_end, obj, dst);
+	dst += plan->prim_bytes;
 	SpField *fields = c->fields;
 	for (uint32_t i = 0, n = plan->nrefs; i < n; i++) {
 		uint32_t child_lid;

@@ -797,6 +797,7 @@ sp_snapshot_free (SpSnapshot *snap)
 			}
 			free (c->fields);
 			free (c->steps);
+			free (c->prim_copies);
 			free (c->prim_kinds);
 			free (c->prim_offsets);
 			free (c->ref_fields);
@@ -843,20 +844,18 @@ sp_snapshot_class_matches (const SpSnapClass *sc, const SpClass *live, SpError *
 int
 sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err)
 {
-	c->prim_kinds = malloc (live->nfields + 1);
-	c->prim_offsets = malloc ((live->nfields + 1) * sizeof *c->prim_offsets);
+	c->prim_copies = malloc ((live->nfields + 1) * sizeof *c->prim_copies);
 	c->ref_fields = malloc ((live->nfields + 1) * sizeof *c->ref_fields);
-	if (!c->prim_kinds || !c->prim_offsets || !c->ref_fields)
+	if (!c->prim_copies || !c->ref_fields)
 		return sp_error_set (err, "out of memory planning class %s", c->name);
 	c->nprims = c->nrefs = 0;
 	for (uint32_t i = 0; i < live->nfields; i++) {
-		if (live->fields [i].kind == SP_KIND_REF) {
+		if (live->fields [i].kind == SP_KIND_REF)
 			c->ref_fields [c->nrefs++] = &live->fields [i];
-			continue;
-		}
-		c->prim_kinds [c->nprims] = live->fields [i].kind;
-		c->prim_offsets [c->nprims++] = live->fields [i].offset;
+		else
+			c->nprims++;
 	}
+	(void)sp_prim_copies_build (c->prim_copies, c->prim_end, live->fields, live->nfields);
 	return 0;
 }
 

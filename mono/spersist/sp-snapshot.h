@@ -44,7 +44,9 @@ typedef struct SpSnapClass {
 	uint32_t *steps;         /* a step > 0 skips that many bytes, 0 reads a reference */
 	void *resolved;          /* for the restorer: the live SpClass */
 	void *restorer_data;     /* the restorer's own (metadata/sp-restore.c: the vtable objects are allocated with) */
-	uint8_t *prim_kinds;     /* decode: kind of each primitive leaf in wire order ... */
+	SpPrimCopy *prim_copies; /* decode, a class the program has unchanged: its primitives' copies (sp-layout.h) ... */
+	uint32_t prim_end [SP_COPY_GROUPS];
+	uint8_t *prim_kinds;     /* decode, a class that changed: kind of each primitive leaf in wire order ... */
 	uint32_t *prim_offsets;  /* ... and its offset in the live object/element */
 	uint32_t nprims;
 	const SpField **ref_fields; /* decode: the live reference leaves, in wire order (fix-up skips the rest; NULL: dropped) */
@@ -179,6 +181,17 @@ typedef struct SpDecodeOps {
 	 */
 	void *(*reuse) (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t end, SpError *err);
 } SpDecodeOps;
+
+/*
+ * A build with one restorer may bind the decoder's per-object calls to it at
+ * compile time, as sp-client.h's SP_CLIENT_HOT does for the serializer: it
+ * defines SP_RESTORER_CREATE, SP_RESTORER_BASE and SP_RESTORER_STORE_REF to
+ * its create, base and store_ref, declared before sp-decode.c, and the
+ * decoder calls them directly, where they inline into its loops (the
+ * runtime's unity build does: sp-runtime.c).  Its ops must then name the
+ * same three functions; the decoders refuse other ops.  The other calls
+ * (once a class, once a decode, a delta's) always go through ops.
+ */
 
 /* sp_snapshot_decode's failures: the input is damaged (an older snapshot may do), or it does not fit the program. */
 #define SP_DECODE_DAMAGED (-1)

@@ -122,8 +122,7 @@ sp_trusted_varint (const uint8_t **pp)
 static inline void
 sp_trusted_primitives (const SpSnapClass *c, const uint8_t *src, uint8_t *dst)
 {
-	for (uint32_t i = 0, n = c->nprims; i < n; i++)
-		src += sp_kind_copy_sized (dst + c->prim_offsets [i], src, c->prim_kinds [i]);
+	sp_prims_from_wire (c->prim_copies, c->prim_end, src, dst);
 }
 
 /*
