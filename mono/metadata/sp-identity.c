@@ -32,10 +32,10 @@ sp_client_class_of (void *obj, SpError *err)
 	return klass == sp_class_of_last_klass ? sp_class_of_last_map : sp_mono_class_of_slow (klass, err);
 }
 
-SP_CLIENT_HOT bool
-sp_client_same_class (const void *a, const void *b)
+SP_CLIENT_HOT const void *
+sp_client_class_token (const void *obj)
 {
-	return ((const MonoObject *)a)->vtable == ((const MonoObject *)b)->vtable;
+	return ((const MonoObject *)obj)->vtable;
 }
 
 uint32_t

@@ -39,8 +39,13 @@
  * it is and why it cannot be persisted.
  */
 SpClass *sp_client_class_of (void *obj, SpError *err);
-/* Whether a and b are instances of one class, without finding it (the serializer's prefetch asks for every object). */
-bool sp_client_same_class (const void *a, const void *b);
+/*
+ * A value that two objects share exactly when they are of one class (Mono:
+ * the vtable), found without the class map: the serializer's prefetch asks
+ * it for every object, and each reference leaf keeps the last one it met to
+ * know a child's class (SpField.ic_token).
+ */
+const void *sp_client_class_token (const void *obj);
 
 /* Strings: length in UTF-16 code units, and the units. */
 uint32_t sp_client_string_length (void *str);

@@ -102,11 +102,16 @@ typedef struct SpField {
 	void *type_client;      /* REF: the client's handle of the declared type (restore checks stores against it) */
 	uint32_t offset;        /* from the start of the object / array element */
 	uint8_t kind;           /* SpKind */
-	/* REF: where the object last met in this field keeps its identity slot
-	 * (0: none met yet, or it has none).  The serializer learns it and
-	 * prefetches that line of the next child with the header's: a hint only
-	 * (an object's own slot is always read from its class). */
+	/* REF, the serializer's inline cache of the class of the object last met
+	 * in this leaf: its token (sp_client_class_token; NULL: none met yet),
+	 * where its instances keep their identity slot (0: they have none), and
+	 * whether the class map has it (it is persistable).  A child of that
+	 * class takes its slot from here, and is not looked up in the class map
+	 * when it joins the snapshot; the prefetch of the next child takes
+	 * slot_hint as a guess. */
+	const void *ic_token;
 	uint32_t slot_hint;
+	bool ic_persistable;
 	/* The full names this leaf had in earlier versions ([SPersistentField
 	 * (FormerNames)], "lvl" or "pos.x"), '\n'-separated; NULL: none.  A
 	 * snapshot's leaf of such a name restores into it (sp-evolve.h). */
@@ -234,7 +239,7 @@ sp_prims_from_wire (const SpPrimCopy *copy, const uint32_t end [SP_COPY_GROUPS],
 typedef struct SpLeafPlan {
 	bool tried, built;
 	uint8_t nprims, nrefs;
-	uint8_t refs [SP_PLAN_LEAVES];          /* indices into fields */
+	SpField *refs [SP_PLAN_LEAVES];         /* the reference leaves (in fields) */
 	uint32_t prim_bytes;                    /* the primitives' block on the wire ... */
 	uint32_t prim_end [SP_COPY_GROUPS];     /* ... and their copies into it (SpPrimCopy) */
 	SpPrimCopy prims [SP_PLAN_LEAVES];

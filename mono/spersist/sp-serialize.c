@@ -412,12 +412,10 @@ sp_ser_known_lid (SpSerializer *s, void *obj, uint32_t slot)
 	return e ? sp_lid_of (e) : 0;
 }
 
-/* Hand obj (not yet in the snapshot) the next LID, and queue it. */
+/* sp_ser_new_lid for an object whose class is known persistable. */
 static inline __attribute__ ((always_inline)) int
-sp_ser_new_lid (SpSerializer *s, void *obj, uint32_t slot, bool reached, uint32_t *lid, SpError *err)
+sp_ser_new_lid_of_persistable (SpSerializer *s, void *obj, uint32_t slot, bool reached, uint32_t *lid, SpError *err)
 {
-	if (!sp_client_class_of (obj, err))
-		return -1;
 	if (s->nobjects >= SP_LID_MAX)
 		return sp_error_set (err, "the snapshot would hold more than %u objects", SP_LID_MAX);
 	uint32_t new_lid = s->nobjects + 1;
@@ -438,6 +436,15 @@ sp_ser_new_lid (SpSerializer *s, void *obj, uint32_t slot, bool reached, uint32_
 	__atomic_store_n (&s->nobjects, new_lid, __ATOMIC_RELEASE);   /* read without the lock: sp_ser_written_hint */
 	*lid = new_lid;
 	return 0;
+}
+
+/* Hand obj (not yet in the snapshot) the next LID, and queue it; fails when obj's class cannot be persisted. */
+static inline __attribute__ ((always_inline)) int
+sp_ser_new_lid (SpSerializer *s, void *obj, uint32_t slot, bool reached, uint32_t *lid, SpError *err)
+{
+	if (!sp_client_class_of (obj, err))
+		return -1;
+	return sp_ser_new_lid_of_persistable (s, obj, slot, reached, lid, err);
 }
 
 /* sp_ser_lid_of for an object whose slot (sp_client_lid_slot) the caller read. */
@@ -507,27 +514,45 @@ sp_ser_blame (SpError *err, const SpClass *owner, const SpField *f)
 	return sp_error_prefix (err, "an element of %s", owner->name);
 }
 
+/* Reference leaf f meets an object of another class than the last: its inline cache (SpField.ic_token) takes that class. */
+static __attribute__ ((noinline)) void
+sp_ser_field_meets (SpField *f, void *child, const void *token)
+{
+	f->ic_token = token;
+	f->slot_hint = sp_client_lid_slot (child);
+	f->ic_persistable = false;
+}
+
 /*
  * The LID of child (not NULL), held by reference leaf f of an instance of c
  * (the failure names the field).  Inline, the two common cases: the identity
  * slot names child and child was reached before, or child is new and has a
  * slot; an object without a slot, or one only a barrier met before, takes
- * sp_ser_lid_of_slotted's path.
+ * sp_ser_lid_of_slotted's path.  Child's slot, and whether its class is
+ * persistable, come from f's inline cache when child is of the class the
+ * last one met there was (a tree's fields nearly always are).
  */
 static inline __attribute__ ((always_inline)) int
 sp_ser_ref_lid (SpSerializer *s, const SpClass *c, SpField *f, void *child, uint32_t *lid, SpError *err)
 {
-	uint32_t slot = sp_client_lid_slot (child);
-	if (f->slot_hint != slot)
-		f->slot_hint = slot;
+	const void *token = sp_client_class_token (child);
+	if (__builtin_expect (token != f->ic_token, 0))
+		sp_ser_field_meets (f, child, token);
+	uint32_t slot = f->slot_hint;
 	if (slot) {
 		uint32_t known = sp_ser_slot_lid (s, child, slot);
 		if (known && (s->state [known] & SP_SER_REACHED)) {
 			*lid = known;
 			return 0;
 		}
-		if (!known)
-			return sp_ser_new_lid (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
+		if (!known) {
+			if (!f->ic_persistable) {
+				if (!sp_client_class_of (child, err))
+					return sp_ser_blame (err, c, f);
+				f->ic_persistable = true;
+			}
+			return sp_ser_new_lid_of_persistable (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
+		}
 	}
 	return sp_ser_lid_of_slotted (s, child, slot, true, lid, err) < 0 ? sp_ser_blame (err, c, f) : 0;
 }
@@ -591,7 +616,7 @@ sp_ser_plan (SpClass *c)
 	plan->nprims = plan->nrefs = 0;
 	for (uint32_t i = 0; i < c->nfields; i++) {
 		if (c->fields [i].kind == SP_KIND_REF)
-			plan->refs [plan->nrefs++] = (uint8_t)i;
+			plan->refs [plan->nrefs++] = &c->fields [i];
 		else
 			plan->nprims++;
 	}
@@ -612,7 +637,7 @@ sp_ser_ref_scan_count (const SpClass *c)
 static inline SpField *
 sp_ser_ref_scan_at (const SpClass *c, uint32_t i)
 {
-	return c->plan.built ? &c->fields [c->plan.refs [i]] : &c->fields [i];
+	return c->plan.built ? c->plan.refs [i] : &c->fields [i];
 }
 
 /* The class's id in this snapshot, writing its CLASS record the first time. */
@@ -695,7 +720,7 @@ sp_ser_put_primitives (const SpClass *c, const uint8_t *base, bool prefetch_chil
 		sp_prims_to_wire (plan->prims, plan->prim_end, base, dst);
 		dst += plan->prim_bytes;
 		for (uint32_t i = 0; prefetch_children && i < plan->nrefs; i++)
-			sp_ser_prefetch_referenced (base, c->fields [plan->refs [i]].offset);
+			sp_ser_prefetch_referenced (base, plan->refs [i]->offset);
 		return dst;
 	}
 	for (uint32_t i = 0; i < c->nfields; i++) {
@@ -726,7 +751,7 @@ sp_ser_put_references (SpSerializer *s, const SpClass *c, const uint8_t *base, c
 {
 	if (c->plan.built) {
 		for (uint32_t i = 0; i < c->plan.nrefs && dst; i++)
-			dst = sp_ser_put_reference (s, c, &c->fields [c->plan.refs [i]], base, kids, dst, err);
+			dst = sp_ser_put_reference (s, c, c->plan.refs [i], base, kids, dst, err);
 		return dst;
 	}
 	for (uint32_t i = 0; i < c->nfields && dst; i++)
@@ -1709,10 +1734,9 @@ sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t l
 	const SpLeafPlan *plan = &c->plan;
 	sp_prims_to_wire (plan->prims, plan->prim_end, obj, dst);
 	dst += plan->prim_bytes;
-	SpField *fields = c->fields;
 	for (uint32_t i = 0, n = plan->nrefs; i < n; i++) {
 		uint32_t child_lid;
-		if (sp_ser_child_lid (s, c, &fields [plan->refs [i]], obj, &child_lid, err) < 0)
+		if (sp_ser_child_lid (s, c, plan->refs [i], obj, &child_lid, err) < 0)
 			return -1;
 		dst = sp_put_varint_raw (dst, child_lid);
 	}
@@ -1738,10 +1762,10 @@ sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj,
 	if (near_lid > s->nobjects)
 		return;
 	const uint8_t *near = sp_client_lid_object (near_lid);
-	if (!near || !sp_client_same_class (near, obj))
+	if (!near || sp_client_class_token (near) != sp_client_class_token (obj))
 		return;
 	for (uint32_t i = 0, n = c->plan.nrefs; i < n; i++)
-		sp_ser_prefetch_child (&c->fields [c->plan.refs [i]], near);
+		sp_ser_prefetch_child (c->plan.refs [i], near);
 }
 
 /*
