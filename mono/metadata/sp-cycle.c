@@ -1659,7 +1659,12 @@ sp_task_nudge (void)
  * once no barrier has written an object for a whole step (the program is not
  * storing into the snapshot's objects now, so it will not wait), with what
  * is left of the budget.  It gives up when the run could not end within the
- * period's window (sp_task_window_end) or less than SP_RESUME_MIN_NS is left.  "No barrier has written" compares
+ * period's window (sp_task_window_end) or less than SP_RESUME_MIN_NS is left.
+ * A step that would end past the window is cut to end at its last useful
+ * instant (sp_model_resume_wake): doubled past it, a program that stored for 110 ms after
+ * SendPData at --sp-pause=100000 (a 150 ms window) woke the SP task at 204 ms,
+ * and its cycle took the next period (test_incremental's "resume", one run
+ * in three here).  "No barrier has written" compares
  * the cycle's count of barrier writes before and after the step (both read
  * under sp_lock): a time stamp instead, a clock read in every barrier write,
  * cost a loop rewriting 10,000 objects about 200 us a period.
@@ -1690,8 +1695,8 @@ sp_task_await_quiet (uint64_t budget_left_ns)
 {
 	uint64_t deadline = sp_budget.deadline_ns;
 	for (uint64_t step = SP_RESUME_STEP_NS; budget_left_ns >= SP_RESUME_MIN_NS; step *= 2) {
-		uint64_t wake = sp_mono_monotonic_ns () + step;
-		if (wake + SP_RESUME_MIN_NS > deadline)
+		uint64_t wake = sp_model_resume_wake (sp_mono_monotonic_ns (), step, deadline, SP_RESUME_STEP_NS, SP_RESUME_MIN_NS);
+		if (!wake)
 			return 0;
 		struct timespec until = sp_timespec_of_ns (wake);
 		uint64_t writes = sp_cycle.stats.barrier_writes;

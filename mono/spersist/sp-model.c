@@ -196,6 +196,14 @@ sp_model_first_release (uint64_t release, uint64_t window_end, uint64_t ran_unti
 	return after_run < release + period ? after_run : release + period;
 }
 
+uint64_t
+sp_model_resume_wake (uint64_t now, uint64_t step, uint64_t deadline, uint64_t step_min, uint64_t run_min)
+{
+	if (now + step_min + run_min > deadline)
+		return 0;
+	return now + step < deadline - run_min ? now + step : deadline - run_min;
+}
+
 void
 sp_model_duration_add (SpModelDuration *d, uint64_t ns)
 {

@@ -206,6 +206,16 @@ uint64_t sp_model_first_release (uint64_t release, uint64_t window_end, uint64_t
 				 uint64_t pause);
 
 /*
+ * The SP task waiting for the program's stores to stop after a yield: when
+ * its step from `now` (`step` long, doubling each time) should end, or 0 to
+ * give up, a run of `run_min` no longer fitting before `deadline` after a
+ * step of `step_min`.  A step that would end past its last useful instant
+ * (deadline - run_min) is cut to end there: doubled past it, stores that
+ * stopped in time went unseen until the window had passed.
+ */
+uint64_t sp_model_resume_wake (uint64_t now, uint64_t step, uint64_t deadline, uint64_t step_min, uint64_t run_min);
+
+/*
  * A kind of run's duration as the runs so far showed it: the average (for
  * throughput: how many runs a piece of work takes) and a high estimate (for
  * deciding whether one more run fits what is left of a budget).  The high

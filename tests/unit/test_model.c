@@ -397,6 +397,20 @@ test_first_release_follows_the_calls (void **state)
 }
 
 static void
+test_resume_step_ends_within_the_window (void **state)
+{
+	(void)state;
+	/* Doubling steps well inside the window: as asked. */
+	assert_int_equal (sp_model_resume_wake (1000 * US, 50 * US, 150000 * US, 50 * US, 10 * US), 1050 * US);
+	/* A step that would end past the last useful instant (deadline less a run) ends there: 102 ms from 103 ms, window ending at 150 ms. */
+	assert_int_equal (sp_model_resume_wake (103000 * US, 102400 * US, 150000 * US, 50 * US, 10 * US), 149990 * US);
+	/* Not even the shortest step and a run fit: give up. */
+	assert_int_equal (sp_model_resume_wake (149950 * US, 102400 * US, 150000 * US, 50 * US, 10 * US), 0);
+	/* Exactly the shortest step and a run: the step. */
+	assert_int_equal (sp_model_resume_wake (149940 * US, 100 * US, 150000 * US, 50 * US, 10 * US), 149990 * US);
+}
+
+static void
 test_duration_high_estimate_holds_after_a_stall (void **state)
 {
 	(void)state;
@@ -503,6 +517,7 @@ main (void)
 		cmocka_unit_test (test_typical_interval_outlasts_a_burst),
 		cmocka_unit_test (test_next_release_skips_after_an_overrun),
 		cmocka_unit_test (test_first_release_follows_the_calls),
+		cmocka_unit_test (test_resume_step_ends_within_the_window),
 		cmocka_unit_test (test_duration_high_estimate_holds_after_a_stall),
 		cmocka_unit_test (test_due_is_the_release_or_the_call),
 		cmocka_unit_test (test_wake_average_caps_a_held_wake_up),
