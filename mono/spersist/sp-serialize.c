@@ -118,6 +118,7 @@ sp_ser_start (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	s->partial_cards = false;
 	sp_ser_forget_preserved (s);
 	s->objects_written = s->unreached_written = s->unreached_aside = 0;
+	s->next_new = s->nobjects + 1;      /* after a delta's chain, or from 1 */
 	sp_buf_reset (out);
 	size_t size = sp_format_header_size (h);
 	uint8_t *hdr = sp_buf_reserve (out, size);
@@ -431,9 +432,8 @@ sp_ser_new_lid_of_persistable (SpSerializer *s, void *obj, uint32_t slot, bool r
 	/* Binding may allocate, and so collect: read the epoch again for the cached address. */
 	if (!slot && !sp_lidmap_add (&s->lids, sp_client_identity_hash (obj), new_lid, obj, sp_client_gc_epoch ()))
 		return sp_ser_oom (err);
-	if (sp_queue_push (&s->queue, new_lid) < 0)
-		return sp_ser_oom (err);
-	__atomic_store_n (&s->nobjects, new_lid, __ATOMIC_RELEASE);   /* read without the lock: sp_ser_written_hint */
+	/* Read without the lock (sp_ser_written_hint); this also queues its turn (SpSerializer.next_new). */
+	__atomic_store_n (&s->nobjects, new_lid, __ATOMIC_RELEASE);
 	*lid = new_lid;
 	return 0;
 }
@@ -737,7 +737,7 @@ sp_ser_put_primitives (const SpClass *c, const uint8_t *base, bool prefetch_chil
 static inline uint8_t *
 sp_ser_put_reference (SpSerializer *s, const SpClass *c, SpField *f, const uint8_t *base, const uint32_t **kids, uint8_t *dst, SpError *err)
 {
-	uint32_t lid;
+	uint32_t lid = 0;   /* (set on success; GCC cannot tell) */
 	if (*kids)
 		lid = *(*kids)++;
 	else if (sp_ser_child_lid (s, c, f, base, &lid, err) < 0)
@@ -1679,6 +1679,39 @@ sp_ser_prefetch_ahead (uint32_t far_lid, uint32_t near_lid)
 		sp_ser_prefetch_children (sp_client_lid_object (near_lid));
 }
 
+/* ---- turns: a delta's changed objects (queue), then the LIDs handed out (next_new..nobjects) ---- */
+
+static inline size_t
+sp_ser_turn_count (const SpSerializer *s)
+{
+	return sp_queue_count (&s->queue) + (s->nobjects + 1 - s->next_new);
+}
+
+static inline bool
+sp_ser_turn_pop (SpSerializer *s, uint32_t *lid)
+{
+	if (sp_queue_pop (&s->queue, lid))
+		return true;
+	if (s->next_new > s->nobjects)
+		return false;
+	*lid = s->next_new++;
+	return true;
+}
+
+/* The LID whose turn comes k turns after the next one's, if there is one yet. */
+static inline bool
+sp_ser_turn_peek (const SpSerializer *s, size_t k, uint32_t *lid)
+{
+	size_t queued = sp_queue_count (&s->queue);
+	if (k < queued)
+		return sp_queue_peek (&s->queue, k, lid);
+	uint64_t at = (uint64_t)s->next_new + (k - queued);
+	if (at > s->nobjects)
+		return false;
+	*lid = (uint32_t)at;
+	return true;
+}
+
 /*
  * The turns ahead in the queue: sp_ser_prefetch_ahead's, and a turn further
  * the LID table's entry, which sp_ser_prefetch_ahead reads.  In a full
@@ -1691,12 +1724,12 @@ static inline void
 sp_ser_prefetch_queued (const SpSerializer *s)
 {
 	uint32_t farthest_lid = 0, far_lid = 0, near_lid = 0;
-	if (sp_queue_peek (&s->queue, 3 * SP_SER_PREFETCH_DISTANCE, &farthest_lid))
+	if (sp_ser_turn_peek (s, 3 * SP_SER_PREFETCH_DISTANCE, &farthest_lid))
 		sp_client_lid_prefetch (farthest_lid);
-	(void)sp_queue_peek (&s->queue, 2 * SP_SER_PREFETCH_DISTANCE, &far_lid);
+	(void)sp_ser_turn_peek (s, 2 * SP_SER_PREFETCH_DISTANCE, &far_lid);
 	/* After marking, a record takes its children's LIDs from marking's (sp-kids.h): they are not read. */
 	if (!s->marked)
-		(void)sp_queue_peek (&s->queue, SP_SER_PREFETCH_DISTANCE, &near_lid);
+		(void)sp_ser_turn_peek (s, SP_SER_PREFETCH_DISTANCE, &near_lid);
 	sp_ser_prefetch_ahead (far_lid, near_lid);
 }
 
@@ -1735,7 +1768,7 @@ sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t l
 	sp_prims_to_wire (plan->prims, plan->prim_end, obj, dst);
 	dst += plan->prim_bytes;
 	for (uint32_t i = 0, n = plan->nrefs; i < n; i++) {
-		uint32_t child_lid;
+		uint32_t child_lid = 0;   /* (set on success; GCC cannot tell) */
 		if (sp_ser_child_lid (s, c, plan->refs [i], obj, &child_lid, err) < 0)
 			return -1;
 		dst = sp_put_varint_raw (dst, child_lid);
@@ -1776,16 +1809,18 @@ sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj,
 static int
 sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *err)
 {
-	SpQueue *q = &s->queue;
-	while (*done < max_objects && q->head != q->tail) {
-		uint32_t lid = *sp_queue_slot (q, q->head);
+	/* A full snapshot queues nothing (sp_ser_changed takes a delta's objects): its turns are next_new on. */
+	if (sp_queue_count (&s->queue))
+		return 0;
+	while (*done < max_objects && s->next_new <= s->nobjects) {
+		uint32_t lid = s->next_new;
 		if (s->state [lid] != SP_SER_REACHED)
 			return 0;
 		void *obj = sp_client_lid_object (lid);
 		SpClass *c = sp_client_class_of (obj, err);
 		if (!c || !sp_ser_plain_class (s, c))
 			return 0;
-		q->head++;
+		s->next_new++;
 		sp_ser_plain_prefetch (s, c, obj, lid);
 		s->state [lid] = SP_SER_REACHED | SP_SER_WRITTEN;
 		if (sp_ser_plain_object (s, obj, c, lid, err) < 0)
@@ -1816,9 +1851,9 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 			continue;
 		}
 		/* A delta's changed objects are fed before the queue runs short, so that every turn is prefetched as far ahead. */
-		if (s->due_next < s->ndue && sp_queue_count (&s->queue) < 3 * SP_SER_PREFETCH_DISTANCE && sp_ser_feed (s, err) < 0)
+		if (s->due_next < s->ndue && sp_ser_turn_count (s) < 3 * SP_SER_PREFETCH_DISTANCE && sp_ser_feed (s, err) < 0)
 			return -1;
-		if (!sp_queue_pop (&s->queue, &lid)) {
+		if (!sp_ser_turn_pop (s, &lid)) {
 			if (s->due_next < s->ndue) {
 				if (sp_ser_feed (s, err) < 0)
 					return -1;
@@ -1855,7 +1890,7 @@ sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err)
 		if (s->partial_lid != lid)
 			sp_ser_complete (s, obj, lid);
 	}
-	return sp_queue_count (&s->queue) || s->partial_lid || s->npreserved || s->due_next < s->ndue || s->nparked ? 1 : 0;
+	return sp_ser_turn_count (s) || s->partial_lid || s->npreserved || s->due_next < s->ndue || s->nparked ? 1 : 0;
 }
 
 /*
@@ -2177,9 +2212,9 @@ int
 sp_ser_close (SpSerializer *s, SpError *err)
 {
 	size_t aside = s->aside ? g_hash_table_size (s->aside) : 0;
-	if (sp_queue_count (&s->queue) || s->partial_lid || s->npreserved || aside || s->due_next < s->ndue)
+	if (sp_ser_turn_count (s) || s->partial_lid || s->npreserved || aside || s->due_next < s->ndue)
 		return sp_error_set (err, "internal error: snapshot finished with %zu objects still queued",
-				     sp_queue_count (&s->queue) + (s->partial_lid != 0) + s->npreserved + aside + (s->ndue - s->due_next));
+				     sp_ser_turn_count (s) + (s->partial_lid != 0) + s->npreserved + aside + (s->ndue - s->due_next));
 	/* A poisoned object of the chain keeps its earlier record: only new LIDs need one. */
 	for (size_t i = 0; i < s->npoison; i++)
 		if (s->poison [i].lid > s->prior && !(s->state [s->poison [i].lid] & SP_SER_WRITTEN) &&

@@ -40,7 +40,15 @@ enum {
 typedef struct SpSerializer {
 	SpBuf *out;
 	SpLidMap lids;
+	/*
+	 * The turns to come (sp_ser_turn_pop): a delta's changed objects as
+	 * they are fed, in `queue`, then the LIDs handed out in this snapshot
+	 * from next_new to nobjects, in order.  Every LID handed out takes a
+	 * turn after those before it, so a cursor holds them: queueing each cost
+	 * a store and a load a node (serializing a tree: 20 of 417 instructions).
+	 */
 	SpQueue queue;
+	uint32_t next_new;
 	uint64_t cycle;          /* unique per snapshot: tags SpClass.snap_id as current */
 	uint32_t nobjects;       /* LIDs handed out */
 	uint32_t prior;          /* a delta's: LIDs 1..prior are its chain's, handed out by the snapshots before it (0: a full snapshot) */
