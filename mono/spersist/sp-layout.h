@@ -129,8 +129,9 @@ typedef struct SpField {
  * bytes wide, then those of 4, 2 and 1 byte, then the bools (written 0 or 1
  * both ways).  The serializer's plan (SpLeafPlan) and the decoder's exact
  * plan (SpSnapClass) are such copies.  Copying leaf by leaf through a switch
- * on each kind (sp_kind_copy_sized) took 75-90 instructions a node of five
- * primitives, serializing and constructing alike.
+ * on each kind (sp_kind_copy_sized) took 12 instructions more a node of five
+ * primitives serializing, and 17 more constructing (about 85 against 73);
+ * what is left is mostly each group's compare and the loads of offsets.
  */
 typedef struct SpPrimCopy {
 	uint32_t live;          /* offset in the instance/element */
