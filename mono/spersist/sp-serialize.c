@@ -1713,7 +1713,7 @@ sp_ser_turn_peek (const SpSerializer *s, size_t k, uint32_t *lid)
 }
 
 /*
- * The turns ahead in the queue: sp_ser_prefetch_ahead's, and a turn further
+ * The turns ahead (sp_ser_turn_peek): sp_ser_prefetch_ahead's, and a turn further
  * the LID table's entry, which sp_ser_prefetch_ahead reads.  In a full
  * snapshot LIDs come in order and the entries are neighbours; a delta's
  * changed objects are scattered over the chain's LIDs, and reading each
@@ -1779,10 +1779,9 @@ sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t l
 
 /*
  * sp_ser_prefetch_queued for a plain turn, in a quarter of its
- * instructions: in a full snapshot that no barrier writes into, LIDs are
- * handed out in the order they are queued, so the turns d and 2d ahead are
- * those of lid + d and lid + 2d (where a barrier's object broke the order,
- * the guess only wastes a prefetch).  The object d turns ahead is taken for
+ * instructions: a full snapshot's turns are its LIDs in order
+ * (SpSerializer.next_new), so the turns d and 2d ahead are those of lid + d
+ * and lid + 2d, if handed out yet.  The object d turns ahead is taken for
  * one of class c, the usual case (another class: its children are not
  * fetched).
  */
@@ -1802,9 +1801,9 @@ sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj,
 }
 
 /*
- * Plain turns while the queue's head is one, until *done reaches
- * max_objects; what is not plain (and a class's first instance, which writes
- * the CLASS record) is left at the head for the general turn.
+ * Plain turns while the next turn is one, until *done reaches max_objects;
+ * what is not plain (and a class's first instance, which writes the CLASS
+ * record) is left as the next turn for the general one.
  */
 static int
 sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *err)
