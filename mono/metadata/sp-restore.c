@@ -291,6 +291,13 @@ sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 	return r->mature ? mono_object_new_mature (vtable, error) : mono_object_new_alloc_specific_checked (vtable, error);
 }
 
+/* Object lid is obj: the restore's object table (a managed array: the store marks its card). */
+static inline void
+sp_mono_restore_bind (SpRestore *r, uint32_t lid, MonoObject *obj)
+{
+	sp_mono_store_barriered (mono_array_addr_fast (r->objects, MonoObject *, lid), obj);
+}
+
 /* sp_mono_restore_create's whole path: strings, arrays, and objects its fast path does not make. */
 static __attribute__ ((noinline)) void *
 sp_mono_restore_create_any (SpRestore *r, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
@@ -309,7 +316,7 @@ sp_mono_restore_create_any (SpRestore *r, uint32_t lid, const SpSnapClass *sc, u
 		mono_error_cleanup (error);
 		return NULL;
 	}
-	sp_mono_store_barriered (mono_array_addr_fast (r->objects, MonoObject *, lid), obj);
+	sp_mono_restore_bind (r, lid, obj);
 	return kind == SP_CLASS_OBJECT ? (void *)obj : sp_mono_restore_base (r, lid, kind);
 }
 
@@ -325,7 +332,7 @@ sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t
 	if (G_LIKELY (sc && sc->restorer_data == r->inline_vtable && r->inline_size && !r->mature && sc->kind == SP_CLASS_OBJECT)) {
 		MonoObject *obj = sp_mono_restore_alloc_inline (r, r->inline_vtable, r->inline_size);
 		if (G_LIKELY (obj)) {
-			sp_mono_store_barriered (mono_array_addr_fast (r->objects, MonoObject *, lid), obj);
+			sp_mono_restore_bind (r, lid, obj);
 			return obj;
 		}
 	}
