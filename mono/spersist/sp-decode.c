@@ -3,27 +3,16 @@
  * sp-snapshot.h), in the two phases of the paper's section 4:
  *
  *   construction  the validating walk (sp-walk.h) hands over each record as it
- *                 is checked; the object is created, its primitives stored,
- *                 and each of its references to an object already made
- *                 stored, while the record's bytes are in cache.  A reference
- *                 to an object whose record comes later is put on the
- *                 pending list (SpPendingRef);
+ *                 is checked; the object is created and its primitives stored
+ *                 while the record's bytes are in cache;
  *   fix-up        once the walk has succeeded, every byte is known valid and
- *                 every object exists: the pending references are stored,
- *                 then an unchecked second pass over the records stores the
- *                 references of arrays (and of objects constructed after the
- *                 pending list reached its bound), if there are any.
+ *                 every object exists: a second, unchecked pass over the
+ *                 records stores the references.
  *
- * Memory beyond the snapshot and the new objects is the walk's byte per LID
- * and the pending list (at most half the file's size; beyond it, fix-up reads
- * the rest of the records again, as it did for all of them before).  Objects
- * are created in record order; the client may move them between calls
- * (SGen's nursery collections), so no address is kept here, only asked for
- * again through the restorer's base.  (A 25,000-node tree, whose children
- * come after their parent: reading every record again took fix-up 187
- * instructions a node; storing in construction with the walk's reads of the
- * references, then the pending list, take the whole decode from 578 to 564
- * a node, and a 1,000,000-node decode about a tenth less time.)
+ * Nothing is indexed per object: memory beyond the snapshot and the new objects
+ * is the walk's byte per LID.  Objects are created in record order; the client
+ * may move them between calls (SGen's nursery collections), so no address is
+ * kept here, only asked for again through the restorer's base.
  */
 #include "sp-snapshot.h"
 #include "sp-walk.h"
@@ -31,33 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * A reference whose target's record comes after its holder's: stored at
- * fix-up.  The holder by LID, not address (it may move before then).
- */
-typedef struct SpPendingRef {
-	const SpField *field;    /* the holder's leaf */
-	uint32_t holder;
-	uint32_t target;
-} SpPendingRef;
-
 typedef struct SpDecode {
 	const SpDecodeOps *ops;
 	void *ctx;
 	SpSnapshot *snap;
-	const SpWalk *walk;
-	const uint8_t *kinds;       /* the walk's, and its prior (sp_decode_made) */
-	uint32_t prior;
 	const SpSnapTrailer *room;  /* a chain's: ops->begin was called for its last part; NULL: call it at the walk's begin */
-	SpPendingRef *pending;
-	size_t npending, pending_cap;
-	size_t pending_max;         /* the bound: half the file's size */
-	const uint8_t *reread_from; /* the first OBJECT record whose references construction left to a second reading; NULL: none */
-	bool array_references;      /* some array class has reference leaves: fix-up reads the records again */
-	bool unfit;                 /* the failure is the program's or the client's, not the input's */
+	bool any_references;     /* some class has reference leaves: fix-up has work */
+	bool unfit;              /* the failure is the program's or the client's, not the input's */
 } SpDecode;
-
-size_t sp_decode_pending_limit = SIZE_MAX;
 
 /*
  * The restorer's per-object calls: bound at compile time where the build
@@ -92,8 +62,6 @@ static int
 sp_decode_begin (void *ctx, SpSnapshot *snap, SpError *err)
 {
 	SpDecode *d = ctx;
-	d->kinds = d->walk->kinds;
-	d->prior = d->walk->prior;
 	if (d->room)
 		return 0;
 	if (d->ops->begin (d->ctx, &snap->trailer, err) < 0) {
@@ -118,8 +86,8 @@ sp_decode_class (void *ctx, SpSnapClass *c, SpError *err)
 		return -1;
 	if (c->evolution && d->ops->evolved)
 		d->ops->evolved (d->ctx, c);
-	if (c->wire_size == 0 && c->kind == SP_CLASS_ARRAY)
-		d->array_references = true;
+	if (c->wire_size == 0)
+		d->any_references = true;
 	d->unfit = false;
 	return 0;
 }
@@ -149,64 +117,8 @@ sp_decode_evolved (SpDecode *d, uint32_t lid, const SpSnapClass *c, const uint8_
 		d->ops->old_values (d->ctx, lid, c, values);
 }
 
-/* Has this part's walk made object lid yet (a delta's prior objects are made)? */
-static inline bool
-sp_decode_made (const SpDecode *d, uint32_t lid)
-{
-	return lid <= d->prior || d->kinds [lid - d->prior];
-}
-
-/* One more pending reference; false at the list's bound (or out of memory). */
-static bool
-sp_decode_defer (SpDecode *d, const SpField *field, uint32_t holder, uint32_t target)
-{
-	if (d->npending == d->pending_cap) {
-		size_t cap = d->pending_cap ? 2 * d->pending_cap : 4096;
-		if (cap > d->pending_max / sizeof *d->pending)
-			cap = d->pending_max / sizeof *d->pending;
-		SpPendingRef *grown = cap > d->pending_cap ? realloc (d->pending, cap * sizeof *grown) : NULL;
-		if (!grown)
-			return false;
-		d->pending = grown;
-		d->pending_cap = cap;
-	}
-	d->pending [d->npending++] = (SpPendingRef){ .field = field, .holder = holder, .target = target };
-	return true;
-}
-
-/*
- * The references of object lid (at `base`; `zeroed`: new, its slots null),
- * as the walk read them (`refs`) or from its record's reference block `p`:
- * stored now where the target is made, else pending.  When the list is
- * full, this record and the rest are left to fix-up's second reading
- * (storing a slot twice stores the same).
- */
 static int
-sp_decode_object_references (SpDecode *d, uint32_t lid, const SpSnapClass *c, const uint32_t *refs, const uint8_t *p,
-			     uint8_t *base, bool zeroed, SpError *err)
-{
-	for (uint32_t i = 0; i < c->nrefs; i++) {
-		const SpField *f = c->ref_fields [i];
-		uint32_t target = refs ? refs [i] : (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
-		if (!f || (!target && zeroed))
-			continue;
-		if (target && !sp_decode_made (d, target)) {
-			if (!sp_decode_defer (d, f, lid, target)) {
-				d->reread_from = d->walk->record;
-				return 0;
-			}
-			continue;
-		}
-		if (sp_decode_store_ref (d) (d->ctx, base + f->offset, f, target, err) != 0) {
-			d->unfit = true;
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static int
-sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, const uint32_t *refs, SpError *err)
+sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err)
 {
 	SpDecode *d = ctx;
 	const SpSnapClass *c = &d->snap->classes [class_id];
@@ -224,9 +136,7 @@ sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *val
 		sp_decode_evolved (d, lid, c, values, base);
 	else
 		sp_trusted_primitives (c, values, base);
-	if (c->wire_size || d->reread_from)
-		return 0;
-	return sp_decode_object_references (d, lid, c, refs, values + c->prim_bytes, base, lid > d->prior, err);
+	return 0;
 }
 
 static int
@@ -305,19 +215,7 @@ static const SpWalkSink sp_decode_sink = {
 	.patch = sp_decode_patch,
 };
 
-/* ---- fix-up (the walk validated every byte) -------------------------------- */
-
-static int
-sp_decode_pending (SpDecode *d, SpError *err)
-{
-	for (size_t i = 0; i < d->npending; i++) {
-		const SpPendingRef *r = &d->pending [i];
-		uint8_t *base = sp_decode_base (d, r->holder, SP_CLASS_OBJECT);
-		if (sp_decode_store_ref (d) (d->ctx, base + r->field->offset, r->field, r->target, err) != 0)
-			return -1;
-	}
-	return 0;
-}
+/* ---- fix-up (an unchecked pass: the walk validated every byte) ------------- */
 
 static const uint8_t *
 sp_skip_str (const uint8_t *p)
@@ -364,34 +262,27 @@ sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 	return p;
 }
 
-/* An OBJECT record's references, unless construction stored them or made them pending (before reread_from). */
 static const uint8_t *
-sp_fixup_object (SpDecode *d, const uint8_t *record, const uint8_t *p, int *rc, SpError *err)
+sp_fixup_object (SpDecode *d, const uint8_t *p, int *rc, SpError *err)
 {
 	uint32_t lid = (uint32_t)sp_trusted_varint (&p);
 	const SpSnapClass *c = &d->snap->classes [sp_trusted_varint (&p)];
 	if (c->wire_size)
 		return p + c->wire_size;
-	if (!d->reread_from || record < d->reread_from) {
-		p += c->prim_bytes;
-		for (uint32_t i = 0; i < c->nrefs; i++)
-			sp_trusted_varint (&p);
-		return p;
-	}
 	uint8_t *base = sp_decode_base (d, lid, SP_CLASS_OBJECT);
 	bool zeroed = lid > d->snap->header.prior_objects;   /* not a delta's record of an object the chain made */
 	return sp_planned_references (c, p + c->prim_bytes, base, zeroed, sp_decode_store_ref (d), d->ctx, rc, err);
 }
 
 static const uint8_t *
-sp_fixup_record (SpDecode *d, const SpWalk *w, const uint8_t *record, const uint8_t *p, int *rc, SpError *err)
+sp_fixup_record (SpDecode *d, const SpWalk *w, uint8_t tag, const uint8_t *p, int *rc, SpError *err)
 {
 	uint32_t lid;
-	switch (*record) {
+	switch (tag) {
 	case SP_REC_CLASS:
 		return sp_skip_class (p);
 	case SP_REC_OBJECT:
-		return sp_fixup_object (d, record, p, rc, err);
+		return sp_fixup_object (d, p, rc, err);
 	case SP_REC_STRING:
 		sp_trusted_varint (&p);
 		sp_trusted_varint (&p);
@@ -426,25 +317,17 @@ sp_fixup_record (SpDecode *d, const SpWalk *w, const uint8_t *record, const uint
 	}
 }
 
-/* The second reading of the records: arrays' references, and objects' from reread_from. */
 static int
-sp_decode_reread (SpDecode *d, const SpWalk *w, SpError *err)
+sp_decode_fixup (SpDecode *d, const SpWalk *w, SpError *err)
 {
 	const SpSnapshot *s = d->snap;
 	const uint8_t *p = s->data + s->header.header_size;
 	const uint8_t *end = s->data + s->size - SP_FORMAT_TRAILER_SIZE;
 	int rc = 0;
-	while (p < end && rc == 0)
-		p = sp_fixup_record (d, w, p, p + 1, &rc, err);
-	return rc;
-}
-
-static int
-sp_decode_fixup (SpDecode *d, const SpWalk *w, SpError *err)
-{
-	int rc = sp_decode_pending (d, err);
-	if (rc == 0 && (d->array_references || d->reread_from))
-		rc = sp_decode_reread (d, w, err);
+	while (p < end && rc == 0) {
+		uint8_t tag = *p++;
+		p = sp_fixup_record (d, w, tag, p, &rc, err);
+	}
 	return rc;
 }
 
@@ -453,16 +336,13 @@ static int
 sp_decode_part (SpDecode *d, const uint8_t *data, size_t size, SpError *err)
 {
 	SpWalk w;
-	d->walk = &w;
-	d->pending_max = sp_decode_pending_limit == SIZE_MAX ? size / 2 : sp_decode_pending_limit;
 	/* A chain's parts had their checksums verified by sp_chain_check, before anything was built. */
 	int rc = sp_walk_run (&w, data, size, d->room != NULL, d->snap, &sp_decode_sink, d, err);
-	if (rc == 0 && sp_decode_fixup (d, &w, err) != 0) {
+	if (rc == 0 && d->any_references && sp_decode_fixup (d, &w, err) != 0) {
 		rc = -1;
 		d->unfit = true;
 	}
 	sp_walk_free (&w);
-	free (d->pending);
 	if (rc == 0)
 		return 0;
 	return d->unfit ? SP_DECODE_UNFIT : SP_DECODE_DAMAGED;

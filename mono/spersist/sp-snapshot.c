@@ -458,7 +458,7 @@ sp_walk_patch (SpWalk *w)
  * LID, 0: not taken.  (The walk of a tree node: 190 instructions became 155.)
  */
 static inline uint32_t
-sp_walk_object_fast (SpWalk *w, uint32_t *class_id, const uint8_t **values, const uint32_t **refs)
+sp_walk_object_fast (SpWalk *w, uint32_t *class_id, const uint8_t **values)
 {
 	const uint8_t *p = w->r.pos, *end = w->r.end;
 	uint32_t lid, id, ref, nobjects = w->snap->trailer.nobjects;
@@ -480,18 +480,13 @@ sp_walk_object_fast (SpWalk *w, uint32_t *class_id, const uint8_t **values, cons
 		return 0;
 	*values = p;
 	p += c->wire_size ? c->wire_size : c->prim_bytes;
-	bool keep = nrefs <= SP_WALK_REFS;
-	for (uint32_t i = 0; i < nrefs; i++, p += n) {
+	for (uint32_t i = 0; i < nrefs; i++, p += n)
 		if (!(n = sp_varint_short (p, &ref)) || ref > nobjects)
 			return 0;
-		if (keep)
-			w->refs [i] = ref;
-	}
 	w->kinds [lid - w->prior] = SP_CLASS_OBJECT;
 	w->objects_seen++;
 	w->r.pos = p;
 	*class_id = id;
-	*refs = keep ? w->refs : NULL;
 	return lid;
 }
 
@@ -500,8 +495,7 @@ sp_walk_object (SpWalk *w)
 {
 	uint32_t class_id;
 	const uint8_t *values;
-	const uint32_t *refs = NULL;
-	uint32_t lid = sp_walk_object_fast (w, &class_id, &values, &refs);
+	uint32_t lid = sp_walk_object_fast (w, &class_id, &values);
 	if (!lid) {
 		if (!(lid = sp_walk_new_lid (w, SP_CLASS_OBJECT)) || !(class_id = sp_walk_class_ref (w, SP_CLASS_OBJECT)))
 			return -1;
@@ -509,7 +503,7 @@ sp_walk_object (SpWalk *w)
 		if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
 			return sp_walk_values_fail (w);
 	}
-	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, refs, w->err) : 0;
+	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
 }
 
 static int
@@ -670,7 +664,6 @@ sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, bool crc_known, SpSnap
 	sp_reader_init (&w->r, data, size - SP_FORMAT_TRAILER_SIZE);
 	sp_reader_take (&w->r, snap->header.header_size);
 	while (sp_reader_left (&w->r) > 0) {
-		w->record = w->r.pos;
 		if (sp_walk_record (w, sp_reader_u8 (&w->r)) < 0)
 			return -1;
 		if (w->r.bad)
@@ -708,9 +701,8 @@ sp_index_change (SpSnapshot *s, const SpSnapChange *change, SpError *err)
 }
 
 static int
-sp_index_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, const uint32_t *refs, SpError *err)
+sp_index_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err)
 {
-	(void)refs;
 	SpSnapshot *s = ctx;
 	size_t body = (size_t)(values - s->data);
 	if (lid <= s->header.prior_objects)

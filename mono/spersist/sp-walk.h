@@ -21,12 +21,8 @@ typedef struct SpWalkSink {
 	int (*begin) (void *ctx, SpSnapshot *snap, SpError *err);
 	/* After a CLASS record (its fields, prim_bytes, wire_size and steps are set). */
 	int (*klass) (void *ctx, SpSnapClass *c, SpError *err);
-	/*
-	 * An OBJECT record; `values` is its validated value block; `refs` its
-	 * references as the walk read them (in wire order), or NULL: read them
-	 * from `values`.
-	 */
-	int (*object) (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, const uint32_t *refs, SpError *err);
+	/* An OBJECT record; `values` is its validated value block. */
+	int (*object) (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err);
 	/* A STRING (class_id 0) or ARRAY record, before its inline piece; `piece` is the offset of that piece. */
 	int (*sized) (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t length, size_t piece, SpError *err);
 	/*
@@ -53,15 +49,11 @@ typedef struct SpOpenObject {
 	uint64_t filled;
 } SpOpenObject;
 
-/* The most references of an OBJECT record that the walk hands over read (SpWalkSink.object). */
-#define SP_WALK_REFS 16
-
 typedef struct SpWalk {
 	SpSnapshot *snap;        /* header, trailer set; classes and roots filled by the walk */
 	const SpWalkSink *sink;
 	void *ctx;
 	SpReader r;
-	const uint8_t *record;   /* the record being walked (its tag byte) */
 	uint32_t classes_seen;
 	uint32_t roots_seen;
 	uint32_t objects_seen;   /* new objects defined (in a delta, beyond prior) */
@@ -75,7 +67,6 @@ typedef struct SpWalk {
 	uint32_t nredefined;
 	uint32_t redefined_cap;
 	SpError *err;
-	uint32_t refs [SP_WALK_REFS];   /* the current OBJECT record's references, read */
 } SpWalk;
 
 /*
@@ -88,12 +79,6 @@ typedef struct SpWalk {
 int sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, bool crc_known, SpSnapshot *snap,
 		 const SpWalkSink *sink, void *ctx, SpError *err);
 void sp_walk_free (SpWalk *w);
-
-/*
- * For tests: the decoder's bound on its pending references, in bytes
- * (sp-decode.c), instead of half the file's size; SIZE_MAX: that default.
- */
-extern size_t sp_decode_pending_limit;
 
 /* The class of an ELEMS record's object (after a successful walk). */
 static inline uint32_t

@@ -826,7 +826,6 @@ fake_serialize (const uint32_t *ids, void **roots, size_t nroots, size_t step, u
 typedef struct FakeDecode {
 	void **objects;          /* [1..nobjects] */
 	uint32_t nobjects;
-	uint32_t made;           /* objects created so far */
 } FakeDecode;
 
 static int
@@ -865,7 +864,6 @@ fake_decode_create (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t leng
 	FakeDecode *d = ctx;
 	FakeClass *live = c ? (FakeClass *)((char *)c->resolved - offsetof (FakeClass, sp)) : NULL;
 	uint8_t kind = c ? c->kind : SP_CLASS_STRING;
-	d->made++;
 	if (!c)
 		d->objects [lid] = fake_new_string_utf16 (NULL, (uint32_t)length);
 	else
@@ -873,14 +871,10 @@ fake_decode_create (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t leng
 	return fake_decode_base (ctx, lid, kind);
 }
 
-size_t fake_early_stores;
-
 static int
 fake_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err)
 {
 	FakeDecode *d = ctx;
-	if (d->made < d->nobjects)
-		fake_early_stores++;
 	void *target = lid ? d->objects [lid] : NULL;
 	if (target && field->type_client && field->type_client != fake_class_of (target))
 		return sp_error_set (err, "object %u has type %s, which cannot be stored in '%s' of type %s",

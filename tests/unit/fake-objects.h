@@ -177,8 +177,6 @@ int fake_serialize (const uint32_t *ids, void **roots, size_t nroots, size_t ste
  * Returns sp_snapshot_decode's result; `snap` gets the classes and roots.
  */
 int fake_decode (const uint8_t *data, size_t size, SpSnapshot *snap, void ***objects, SpError *err);
-/* The references fake_decode* stored before it had made every object (in construction), since the program began. */
-extern size_t fake_early_stores;
 /* The same for a chain (sp_chain_decode): a full snapshot and the deltas on it. */
 int fake_decode_chain (const SpChainPart *parts, size_t n, SpSnapshot *last, void ***objects, size_t *failed, SpError *err);
 /* The same for the bytes of a parsed snapshot. */

@@ -15,7 +15,6 @@
 #include "sp-crc32c.h"
 #include "sp-serialize.h"
 #include "sp-snapshot.h"
-#include "sp-walk.h"
 #include "sp-wset.h"
 
 static void
@@ -233,51 +232,6 @@ test_restored_graph_reserializes_identically (void **state)
 	sp_snapshot_free (&snap);
 	sp_buf_free (&first);
 	sp_buf_free (&second);
-}
-
-/*
- * The decoder stores a reference to an object already made while it
- * constructs, and one to an object whose record comes later from its
- * pending list; past the list's bound, fix-up reads the rest of the records
- * again.  Any bound restores the same graph; a small one leaves more to
- * fix-up (fewer stores before every object is made).
- */
-static void
-test_restore_at_any_pending_bound (void **state)
-{
-	(void)state;
-	SampleGraph g;
-	SpBuf first;
-	build_and_serialize (&g, &first);
-	SpSnapshot snap;
-	parse_ok (&first, &snap);
-	const size_t bounds [] = { SIZE_MAX, 0, 16, 48, 1000 };
-	size_t unbounded_early = 0;
-	for (size_t k = 0; k < sizeof bounds / sizeof bounds [0]; k++) {
-		sp_decode_pending_limit = bounds [k];
-		size_t before = fake_early_stores;
-		void **objects;
-		SpError err = { 0 };
-		assert_ok (fake_restore (&snap, &objects, &err), &err);
-		size_t early = fake_early_stores - before;
-		if (k == 0)
-			unbounded_early = early;
-		else if (bounds [k] == 0)
-			assert_true (early < unbounded_early);
-		void *roots [SAMPLE_MAX_ROOTS];
-		for (size_t i = 0; i < g.nroots; i++)
-			roots [i] = fake_restored_root (&snap, objects, g.ids [i], NULL);
-		SpBuf again;
-		sp_buf_init (&again);
-		assert_ok (fake_serialize (g.ids, roots, g.nroots, SIZE_MAX, 42, &again, &err), &err);
-		assert_same_bytes (&first, &again, "original vs restored at a pending bound");
-		sp_buf_free (&again);
-		free (objects);
-	}
-	sp_decode_pending_limit = SIZE_MAX;
-	assert_true (unbounded_early > 0);
-	sp_snapshot_free (&snap);
-	sp_buf_free (&first);
 }
 
 /* ---- increments ----------------------------------------------------------- */
@@ -2121,7 +2075,6 @@ main (void)
 		cmocka_unit_test_teardown (test_sample_round_trip, fake_teardown),
 		cmocka_unit_test_teardown (test_leaf_plans_round_trip, fake_teardown),
 		cmocka_unit_test_teardown (test_restored_graph_reserializes_identically, fake_teardown),
-		cmocka_unit_test_teardown (test_restore_at_any_pending_bound, fake_teardown),
 		cmocka_unit_test_teardown (test_small_steps_same_bytes, fake_teardown),
 		cmocka_unit_test_teardown (test_barrier_keeps_snapshot_at_its_start, fake_teardown),
 		cmocka_unit_test_teardown (test_long_objects_in_pieces, fake_teardown),
