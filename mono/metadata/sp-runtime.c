@@ -27,6 +27,10 @@
 #include "../spersist/sp-kids.c"
 #include "../spersist/sp-cards.c"
 #include "../spersist/sp-serialize.c"
+/* The decoder's OBJECT sink inlines into the validating walk (sp-walk.h). */
+static inline __attribute__ ((always_inline)) int sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id,
+								     const uint8_t *values, SpError *err);
+#define SP_WALK_DECODER_OBJECT sp_decode_object
 #include "../spersist/sp-snapshot.c"
 #include "../spersist/sp-cattr.c"
 #include "../spersist/sp-evolve.c"

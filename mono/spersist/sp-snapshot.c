@@ -503,6 +503,11 @@ sp_walk_object (SpWalk *w)
 		if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
 			return sp_walk_values_fail (w);
 	}
+#ifdef SP_WALK_DECODER_OBJECT
+	/* The decoder's sink, called directly where the build names it (sp-walk.h): it inlines into the walk. */
+	if (w->sink->object == SP_WALK_DECODER_OBJECT)
+		return SP_WALK_DECODER_OBJECT (w->ctx, lid, class_id, values, w->err);
+#endif
 	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
 }
 

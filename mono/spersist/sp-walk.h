@@ -16,6 +16,14 @@
 #include "sp-evolve.h"
 #include "sp-snapshot.h"
 
+/*
+ * A build may name the decoder's OBJECT sink (sp-decode.c's
+ * sp_decode_object) as SP_WALK_DECODER_OBJECT, declared before
+ * sp-snapshot.c: the walk then calls it directly when its sink's object is
+ * that function, and the compiler inlines it into the walk's loop (the
+ * runtime's unity build does: sp-runtime.c), as SP_RESTORER_* binds the
+ * decoder's calls to the restorer (sp-snapshot.h).
+ */
 typedef struct SpWalkSink {
 	/* Once, after the checks and the walk's own allocations (the counts are bounded by then). */
 	int (*begin) (void *ctx, SpSnapshot *snap, SpError *err);
