@@ -48,6 +48,7 @@ typedef struct SpRestore {
 	SgenThreadInfo *gc_thread;   /* the restoring thread's, for sp_mono_restore_alloc_inline */
 	MonoVTable *inline_vtable;   /* the last class allocated, and its size inline (0: through the runtime) */
 	size_t inline_size;
+	MonoVTable *nursery_vtable;  /* inline_vtable where its objects are allocated in the nursery inline, else NULL */
 	SpMaturePool mature_pools [SP_MATURE_POOLS];
 	uint32_t mature_evict;       /* the pool a new class takes next */
 } SpRestore;
@@ -295,6 +296,7 @@ sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 	if (vtable != r->inline_vtable) {
 		r->inline_vtable = vtable;
 		r->inline_size = sp_mono_restore_inline_size (r, vtable);
+		r->nursery_vtable = r->inline_size && !r->mature ? vtable : NULL;
 	}
 	MonoObject *obj = NULL;
 	if (r->inline_size)
@@ -348,7 +350,8 @@ static inline __attribute__ ((always_inline)) void *
 sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	if (G_LIKELY (sc && sc->restorer_data == r->inline_vtable && r->inline_size && !r->mature && sc->kind == SP_CLASS_OBJECT)) {
+	/* Only an object class's vtable is ever nursery_vtable. */
+	if (G_LIKELY (sc && sc->restorer_data == r->nursery_vtable)) {
 		MonoObject *obj = sp_mono_restore_alloc_inline (r, r->inline_vtable, r->inline_size);
 		if (G_LIKELY (obj)) {
 			sp_mono_restore_bind (r, lid, obj);

@@ -194,6 +194,7 @@ sp_walk_plan_steps (SpWalk *w, SpSnapClass *c)
 		if (c->fields [i].kind == SP_KIND_REF)
 			c->steps [n++] = 0;
 	c->nsteps = n;
+	c->wire_refs = n - (c->prim_bytes ? 1 : 0);
 	return 0;
 }
 
@@ -474,12 +475,12 @@ sp_walk_object_fast (SpWalk *w, uint32_t *class_id, const uint8_t **values)
 	const SpSnapClass *c = &w->snap->classes [id];
 	if (c->kind != SP_CLASS_OBJECT)
 		return 0;
-	uint32_t nrefs = c->wire_size ? 0 : c->nsteps - (c->prim_bytes ? 1 : 0);
-	size_t longest = c->wire_size ? c->wire_size : c->prim_bytes + 3 * (size_t)nrefs;
-	if ((size_t)(end - p) < longest)
+	/* Without references, the primitive block is the whole value (wire_size). */
+	uint32_t nrefs = c->wire_refs;
+	if ((size_t)(end - p) < c->prim_bytes + 3 * (size_t)nrefs)
 		return 0;
 	*values = p;
-	p += c->wire_size ? c->wire_size : c->prim_bytes;
+	p += c->prim_bytes;
 	for (uint32_t i = 0; i < nrefs; i++, p += n)
 		if (!(n = sp_varint_short (p, &ref)) || ref > nobjects)
 			return 0;

@@ -42,6 +42,7 @@ typedef struct SpSnapClass {
 	uint32_t prim_bytes;     /* the block of primitive values of one instance/element */
 	uint32_t nsteps;         /* the values as validation steps: the primitive block, then each reference */
 	uint32_t *steps;         /* a step > 0 skips that many bytes, 0 reads a reference */
+	uint32_t wire_refs;      /* the references of one instance/element (its REF leaves) */
 	void *resolved;          /* for the restorer: the live SpClass */
 	void *restorer_data;     /* the restorer's own (metadata/sp-restore.c: the vtable objects are allocated with) */
 	SpPrimCopy *prim_copies; /* decode, a class the program has unchanged: its primitives' copies (sp-layout.h) ... */

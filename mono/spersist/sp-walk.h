@@ -164,8 +164,11 @@ static inline const uint8_t *
 sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst, bool zeroed,
 		       SpStoreRefFn store_ref, void *ctx, int *rc, SpError *err)
 {
-	for (uint32_t i = 0; i < c->nrefs; i++) {
-		const SpField *f = c->ref_fields [i];
+	/* In locals: the stores through slots may alias c for all the compiler knows, and would make it load them again. */
+	const SpField **fields = c->ref_fields;
+	uint32_t n = c->nrefs;
+	for (uint32_t i = 0; i < n; i++) {
+		const SpField *f = fields [i];
 		uint32_t lid = (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
 		if (__builtin_expect (f != NULL, 1) && (lid || !zeroed) && (*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
 			break;
