@@ -414,10 +414,12 @@ static class Program
 	// period, not a whole period later.  Tries until a cycle did yield
 	// (several increments and barrier writes), then its length must be well
 	// under the period.
-	static int Resume (int n, long periodUs)
+	static int Resume (int n, long periodUs, long pauseUs)
 	{
 		Grid grid = Make (n);
 		SPC.AddRoot (grid);
+		var stores = new System.Diagnostics.Stopwatch ();
+		int late = 0;
 		for (int attempt = 1; attempt <= 60; attempt++) {
 			SetGeneration (grid, 1);
 			// A cycle's first release keeps a period after the last cycle's last one: start
@@ -427,21 +429,31 @@ static class Program
 			SPC.SendPData ();
 			// Rewritten four times over: under load (ctest -j2 beside a test that fills both
 			// CPUs) one pass of a few ms could end before the SP task first ran, 60 times in a row.
+			stores.Restart ();
 			for (int pass = 0; pass < 4; pass++)
 				for (int i = 0; i < n; i++)
 					grid.Rewrite (-attempt, i);
+			stores.Stop ();
 			SPC.WaitPersisted ();
 			SPStats s = SPC.GetStats ();
 			if (s.CycleIncrements < 2 || s.CycleBarrierWrites == 0)
 				continue;
+			// The claim holds for stores that stop inside the period's window (the pause, and a
+			// twentieth of the period): on a loaded machine they took 110-150 ms one run and over
+			// 450 another.  Stores that ran past the pause say nothing about it: the next attempt.
+			if (stores.ElapsedTicks * 1000000 / System.Diagnostics.Stopwatch.Frequency > pauseUs) {
+				late++;
+				continue;
+			}
 			T.Check (s.CycleNs < periodUs * 1000 / 2, "the cycle ended within its first period after yielding: " + s.CycleIncrements
-				 + " increments, " + s.CycleBarrierWrites + " barrier writes, " + s.CycleNs / 1000 + " us, period " + periodUs + " us");
+				 + " increments, " + s.CycleBarrierWrites + " barrier writes, stores " + stores.ElapsedMilliseconds + " ms, cycle "
+				 + s.CycleNs / 1000 + " us, period " + periodUs + " us");
 			SetGeneration (grid, 1);
-			Console.WriteLine ("resume ok ({0} increments, {1} barrier writes, cycle {2} us, attempt {3})", s.CycleIncrements,
-					   s.CycleBarrierWrites, s.CycleNs / 1000, attempt);
+			Console.WriteLine ("resume ok ({0} increments, {1} barrier writes, stores {2} ms, cycle {3} us, attempt {4})",
+					   s.CycleIncrements, s.CycleBarrierWrites, stores.ElapsedMilliseconds, s.CycleNs / 1000, attempt);
 			return 0;
 		}
-		Console.WriteLine ("no cycle yielded to a barrier in 60 attempts");
+		Console.WriteLine ("no cycle yielded to a barrier, its stores ending within the pause, in 60 attempts ({0} stored too long)", late);
 		return 1;
 	}
 
@@ -492,7 +504,7 @@ static class Program
 		if (args [0] == "young")
 			return Young (int.Parse (args [1]));
 		if (args [0] == "resume")
-			return Resume (int.Parse (args [1]), long.Parse (args [2]));
+			return Resume (int.Parse (args [1]), long.Parse (args [2]), long.Parse (args [3]));
 		int n = int.Parse (args [1]), generations = int.Parse (args [2]);
 		if (args [0] == "write") {
 			bool inside = args [3] == "inside";
