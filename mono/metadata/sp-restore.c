@@ -193,17 +193,6 @@ sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind)
 }
 
 /*
- * An object allocated in the nursery inline: the restoring thread's
- * allocation buffer bumped, as the JIT's managed allocator and SGen's own
- * fast path do (sgen_try_alloc_obj_nolock; the buffer's memory is zeroed when
- * SGen hands it out), inside SGen's critical region so that a thread
- * suspended halfway is restarted rather than collected with a gap in the
- * nursery.  NULL when the buffer's window is used up: the runtime's path
- * then takes the next one.  Through the runtime (mono_object_new_alloc_
- * specific_checked, mono_gc_alloc_obj, sgen_alloc_obj, the thread's TLS) a
- * 25,000-node restore spent 18% of its time allocating.
- */
-/*
  * SGen's critical region, entered with a store a compiler fence keeps in
  * order where SGen's ENTER_CRITICAL_REGION has a full barrier (a locked
  * instruction an object: 11% of construction's samples, 3.5% of a
@@ -222,6 +211,17 @@ sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind)
 #define SP_EXIT_ALLOC_REGION EXIT_CRITICAL_REGION
 #endif
 
+/*
+ * An object allocated in the nursery inline: the restoring thread's
+ * allocation buffer bumped, as the JIT's managed allocator and SGen's own
+ * fast path do (sgen_try_alloc_obj_nolock; the buffer's memory is zeroed when
+ * SGen hands it out), inside SGen's critical region so that a thread
+ * suspended halfway is restarted rather than collected with a gap in the
+ * nursery.  NULL when the buffer's window is used up: the runtime's path
+ * then takes the next one.  Through the runtime (mono_object_new_alloc_
+ * specific_checked, mono_gc_alloc_obj, sgen_alloc_obj, the thread's TLS) a
+ * 25,000-node restore spent 18% of its time allocating.
+ */
 static inline MonoObject *
 sp_mono_restore_alloc_inline (SpRestore *r, MonoVTable *vtable, size_t size)
 {
