@@ -62,9 +62,8 @@ const uint8_t *
 sp_snap_class_skip (const SpSnapClass *c, const uint8_t *p)
 {
 	p += c->prim_bytes;
-	for (uint32_t i = 0; i < c->nfields; i++)
-		if (c->fields [i].kind == SP_KIND_REF)
-			(void)sp_trusted_varint (&p);
+	for (uint32_t i = 0; i < c->wire_refs; i++)
+		(void)sp_trusted_varint (&p);
 	return p;
 }
 

@@ -303,11 +303,9 @@ sp_walk_class_ref (SpWalk *w, uint8_t want_kind)
 static inline bool
 sp_walk_instance (SpReader *r, const SpSnapClass *c, uint32_t nobjects)
 {
-	if (c->wire_size)
-		return sp_reader_take (r, c->wire_size) != NULL;
 	if (!sp_reader_take (r, c->prim_bytes))
 		return false;
-	for (uint32_t i = c->prim_bytes ? 1 : 0; i < c->nsteps; i++)
+	for (uint32_t i = 0; i < c->wire_refs; i++)
 		if (sp_reader_varint (r) > nobjects)
 			return false;
 	return !r->bad;
