@@ -621,6 +621,11 @@ sp_ser_plan (SpClass *c)
 			plan->nprims++;
 	}
 	plan->prim_bytes = sp_prim_copies_build (plan->prims, plan->prim_end, c->fields, c->nfields);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	plan->nwindows = sp_prim_windows_build (plan->windows, plan->prims, plan->prim_end, plan->prim_bytes, c->fields, c->nfields);
+#else
+	plan->nwindows = 0;
+#endif
 	plan->built = true;
 }
 
@@ -1415,12 +1420,18 @@ sp_ser_preserve_attach (SpSerializer *s, void *obj, const SpPreserveTicket *t, u
 
 /* The first preserved array whose copy is attached, or NULL. */
 static SpPreserved *
-sp_ser_preserved_ready (SpSerializer *s)
+sp_ser_preserved_ready (const SpSerializer *s)
 {
 	for (size_t i = 0; i < s->npreserved; i++)
 		if (s->preserved [i].copy)
 			return &s->preserved [i];
 	return NULL;
+}
+
+bool
+sp_ser_copy_came (const SpSerializer *s)
+{
+	return sp_ser_preserved_ready (s) != NULL;
 }
 
 /* count more elements of preserved array p (obj) are written; p goes after its last. */
@@ -1757,7 +1768,7 @@ sp_ser_plain_class (const SpSerializer *s, const SpClass *c)
 static inline int
 sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t lid, SpError *err)
 {
-	uint8_t *dst = sp_buf_reserve (s->out, 1 + 2 * SP_VARINT32_MAX + c->wire_max);
+	uint8_t *dst = sp_buf_reserve (s->out, 1 + 2 * SP_VARINT32_MAX + c->wire_max + SP_PRIM_WINDOW_SLACK);
 	if (!dst)
 		return sp_ser_oom (err);
 	uint8_t *start = dst;
@@ -1765,7 +1776,11 @@ sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t l
 	dst = sp_put_varint_raw (dst, lid);
 	dst = sp_put_varint_raw (dst, c->snap_id);
 	const SpLeafPlan *plan = &c->plan;
-	sp_prims_to_wire (plan->prims, plan->prim_end, obj, dst);
+	if (__builtin_expect (plan->nwindows != 0, 1))
+		sp_prim_windows_to_wire (plan->windows, plan->nwindows, plan->prims + plan->prim_end [SP_COPY_1],
+					 plan->prims + plan->prim_end [SP_COPY_BOOL], obj, dst);
+	else
+		sp_prims_to_wire (plan->prims, plan->prim_end, obj, dst);
 	dst += plan->prim_bytes;
 	for (uint32_t i = 0, n = plan->nrefs; i < n; i++) {
 		uint32_t child_lid = 0;   /* (set on success; GCC cannot tell) */
