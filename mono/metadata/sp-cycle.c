@@ -954,7 +954,7 @@ sp_cycle_fail (SpError *err)
  * (Handing the lock over after every unit instead made the SP task and a
  * storing thread take turns object by object, each turn a futex wake-up:
  * slower for both.)  The rest of the period's budget is not lost: the SP task
- * resumes once the barriers are quiet (sp_task_await_quiet).  And no cycle
+ * resumes once the barriers are quiet (sp_task_await_resume).  And no cycle
  * starts while one waits (sp_cycle_start_stopped).
  */
 static gint32 sp_lock_waiters;
@@ -1327,8 +1327,9 @@ sp_cycle_finish (void)
 	sp_cycle.final_pending = !sp_writer_take_chunk (TRUE);
 }
 
-/* A unit of work found nothing to do until another thread's part is done (the writer's, or a barrier's copy). */
+/* A unit of work found nothing to do until the writer takes the last chunk, or until a barrier's copy comes. */
 #define SP_WORK_WAITING 2
+#define SP_WORK_AWAITS_COPY 3
 
 /*
  * After the cycle's last object (or its failure): hand the last chunk over
@@ -1396,7 +1397,7 @@ sp_cycle_work (SpError *err)
 		return sp_cycle_hand_over_step ();
 	if (sp_ser.mark_done || !sp_cycle_marks ()) {
 		int rc = sp_ser_step (&sp_ser, SP_UNIT_OBJECTS_MAX, err);
-		return rc == SP_SER_STEP_WAITING ? SP_WORK_WAITING : rc;
+		return rc == SP_SER_STEP_WAITING ? SP_WORK_AWAITS_COPY : rc;
 	}
 	int more = sp_ser_mark (&sp_ser, SP_UNIT_OBJECTS_MAX, err);
 	if (more == 0) {
@@ -1422,6 +1423,7 @@ typedef enum {
 	SP_INCREMENT_BUDGET_USED,
 	SP_INCREMENT_YIELDED,        /* a barrier waits for sp_lock */
 	SP_INCREMENT_BUFFERS_FULL,   /* the writer has not drained its chunk yet: the rest of the budget is its */
+	SP_INCREMENT_AWAITS_COPY,    /* all that is left waits for a barrier's copy of a long array (sp_barrier_copy) */
 	SP_INCREMENT_CYCLE_ENDED,    /* the last object is written (or the cycle failed), or the hand-over is done */
 } SpIncrementEnd;
 
@@ -1524,6 +1526,8 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		sp_cycle_end ();
 	if (more == SP_WORK_WAITING)
 		return SP_INCREMENT_BUFFERS_FULL;
+	if (more == SP_WORK_AWAITS_COPY)
+		return SP_INCREMENT_AWAITS_COPY;
 	return more != 1 ? SP_INCREMENT_CYCLE_ENDED : end;
 }
 
@@ -1668,9 +1672,26 @@ sp_task_nudge (void)
  * the cycle's count of barrier writes before and after the step (both read
  * under sp_lock): a time stamp instead, a clock read in every barrier write,
  * cost a loop rewriting 10,000 objects about 200 us a period.
+ *
+ * A step is at most a 40th of the period (SP_RESUME_STEPS_MIN), or 1 ms
+ * where that is more (a short period's steps double as before: each wake-up
+ * takes 20-60 us from the program, SP_WAKE_SWITCH_MAX_NS): doubled
+ * without a bound, stores that went on for 120 ms of a 1 s period met the
+ * step that ended at 205 ms, and the next one woke the SP task at 409 ms, its
+ * cycle committing past half the period under load (test_incremental's
+ * "resume", 1 run in 10 beside two busy loops).
+ *
+ * The same after an increment whose work was left waiting for a barrier's
+ * copy of a long array (sp_barrier_copy, outside the lock): the SP task
+ * resumes once the copy came.  Until session 39 that increment ended the
+ * period as a full buffer does, and on a loaded machine (two busy loops
+ * beside test_incremental's "resume") the copy came a few ms later and the
+ * cycle finished a period late, 3 runs in 5.
  */
 #define SP_RESUME_STEP_NS 50000
 #define SP_RESUME_MIN_NS 10000
+#define SP_RESUME_STEPS_MIN 40
+#define SP_RESUME_STEP_MAX_NS 1000000
 
 /*
  * The latest any run of the period released at `release_ns` may end (the SP
@@ -1689,12 +1710,30 @@ sp_task_window_end (uint64_t release_ns)
 	return release_ns + (uint64_t)sp_options.pause_us * 1000 + (uint64_t)sp_options.period_us * 1000 / 20;
 }
 
-/* Under sp_lock: the budget of a resumed run in this period's window, 0 for none. */
+/*
+ * Under sp_lock: is the SP task's work ready again after its increment
+ * ended for `why`?  A yield: no barrier has written since `writes` and none
+ * waits.  Waiting for a barrier's copy (a long array copied outside the
+ * lock, sp_barrier_copy): the copy came.
+ */
+static gboolean
+sp_task_may_resume (SpIncrementEnd why, uint64_t writes)
+{
+	if (why == SP_INCREMENT_AWAITS_COPY)
+		return sp_ser_copy_came (&sp_ser);
+	return sp_cycle.stats.barrier_writes == writes && !__atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Under sp_lock: the budget of a resumed run in this period's window after
+ * an increment that ended for `why` (yielded, or awaiting a copy), 0 for none.
+ */
 static uint64_t
-sp_task_await_quiet (uint64_t budget_left_ns)
+sp_task_await_resume (SpIncrementEnd why, uint64_t budget_left_ns)
 {
 	uint64_t deadline = sp_budget.deadline_ns;
-	for (uint64_t step = SP_RESUME_STEP_NS; budget_left_ns >= SP_RESUME_MIN_NS; step *= 2) {
+	uint64_t step_max = MAX (SP_RESUME_STEP_MAX_NS, (uint64_t)sp_options.period_us * 1000 / SP_RESUME_STEPS_MIN);
+	for (uint64_t step = SP_RESUME_STEP_NS; budget_left_ns >= SP_RESUME_MIN_NS; step = MIN (2 * step, step_max)) {
 		uint64_t wake = sp_model_resume_wake (sp_mono_monotonic_ns (), step, deadline, SP_RESUME_STEP_NS, SP_RESUME_MIN_NS);
 		if (!wake)
 			return 0;
@@ -1706,7 +1745,7 @@ sp_task_await_quiet (uint64_t budget_left_ns)
 		uint64_t now = sp_mono_monotonic_ns ();
 		if (now + SP_RESUME_MIN_NS > deadline)
 			return 0;
-		if (sp_cycle.stats.barrier_writes == writes && !__atomic_load_n (&sp_lock_waiters, __ATOMIC_ACQUIRE))
+		if (sp_task_may_resume (why, writes))
 			return MIN (budget_left_ns, deadline - now);
 	}
 	return 0;
@@ -1768,12 +1807,13 @@ sp_task_run_period (const struct timespec *release)
 		own -= MIN (own / 2, sp_writer_pending_ns ());
 	/* The writer's progress slice: the SP task has nothing of its own to do, or stops for want of the writer. */
 	sp_budget.writer_owed = !sp_task_has_own_work ();
-	for (uint64_t run = MAX (own, 1); run > 0 && sp_task_has_own_work (); run = sp_task_await_quiet (own)) {
+	SpIncrementEnd end = SP_INCREMENT_BUDGET_USED;
+	for (uint64_t run = MAX (own, 1); run > 0 && sp_task_has_own_work (); run = sp_task_await_resume (end, own)) {
 		uint64_t used;
-		SpIncrementEnd end = sp_cycle_increment (run, &used);
+		end = sp_cycle_increment (run, &used);
 		sp_budget.writer_owed = end == SP_INCREMENT_BUFFERS_FULL || !sp_task_has_own_work ();
 		own = own > used ? own - used : 0;
-		if (end != SP_INCREMENT_YIELDED)
+		if (end != SP_INCREMENT_YIELDED && end != SP_INCREMENT_AWAITS_COPY)
 			break;
 	}
 	sp_budget.sp_running = FALSE;

@@ -173,6 +173,8 @@ int sp_ser_root (SpSerializer *s, uint32_t root_id, void *obj, SpError *err);
 /* sp_ser_step: nothing to write until a barrier's copy comes (sp_ser_preserve_attach). */
 #define SP_SER_STEP_WAITING 2
 int sp_ser_step (SpSerializer *s, size_t max_objects, SpError *err);
+/* After SP_SER_STEP_WAITING: is a barrier's copy attached since, so that a step has work again? */
+bool sp_ser_copy_came (const SpSerializer *s);
 /* The snapshot streams through buffers of `chunk` bytes: pieces of long objects fit them. */
 void sp_ser_set_chunk (SpSerializer *s, size_t chunk);
 /*
