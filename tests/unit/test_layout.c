@@ -1,0 +1,165 @@
+/*
+ * test_layout.c: the serializer's primitive windows (sp_prim_windows_build,
+ * sp_prim_windows_to_wire) write the same wire block as the copies per width
+ * (sp_prims_to_wire), for any layout of an instance's leaves, and never read
+ * outside the instance.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* MAP_ANONYMOUS */
+#endif
+#include "unit.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sp-layout.h"
+
+#define HEADER 16           /* an object's header, before its first leaf */
+#define MAX_INSTANCE 256
+
+/* A random layout: up to SP_PLAN_LEAVES leaves of random kinds, each at an offset aligned to its size, not overlapping. */
+static uint32_t
+random_layout (SpField *fields, uint32_t first_offset, unsigned *seed)
+{
+	uint32_t n = 1 + (uint32_t)rand_r (seed) % SP_PLAN_LEAVES;
+	uint8_t used [MAX_INSTANCE] = { 0 };
+	uint32_t placed = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned kind = SP_KIND_BOOL + (unsigned)rand_r (seed) % (SP_KIND_R8 - SP_KIND_BOOL + 1);
+		unsigned size = sp_kind_size (kind);
+		for (int tries = 0; tries < 64; tries++) {
+			uint32_t slots = (MAX_INSTANCE - first_offset) / size;
+			uint32_t offset = first_offset + (uint32_t)rand_r (seed) % slots * size;
+			offset -= offset % size;
+			if (offset < first_offset || memchr (used + offset, 1, size))
+				continue;
+			memset (used + offset, 1, size);
+			fields [placed++] = (SpField){ .name = "f", .offset = offset, .kind = (uint8_t)kind };
+			break;
+		}
+	}
+	return placed;
+}
+
+/* Both ways of writing the block of `fields` from `instance` agree, up to its size; the windows' count is a multiple of 4. */
+static void
+assert_windows_agree (const SpField *fields, uint32_t nfields, const uint8_t *instance)
+{
+	SpPrimCopy copy [SP_PLAN_LEAVES];
+	uint32_t end [SP_COPY_GROUPS];
+	SpPrimWindow windows [SP_PLAN_LEAVES + 3];
+	uint32_t bytes = sp_prim_copies_build (copy, end, fields, nfields);
+	uint32_t n = sp_prim_windows_build (windows, copy, end, bytes, fields, nfields);
+	if (end [SP_COPY_1] == 0) {
+		assert_int_equal (n, 0);        /* booleans only: the copies do it */
+		return;
+	}
+	assert_int_not_equal (n, 0);
+	assert_int_equal (n % 4, 0);
+	uint8_t by_width [SP_PLAN_LEAVES * 8], by_window [SP_PLAN_LEAVES * 8 + SP_PRIM_WINDOW_SLACK];
+	memset (by_width, 0xa5, sizeof by_width);
+	memset (by_window, 0x5a, sizeof by_window);
+	sp_prims_to_wire (copy, end, instance, by_width);
+	sp_prim_windows_to_wire (windows, n, copy + end [SP_COPY_1], copy + end [SP_COPY_BOOL], instance, by_window);
+	assert_memory_equal (by_width, by_window, bytes);
+}
+
+static void
+test_windows_write_what_the_copies_write (void **state)
+{
+	(void)state;
+	unsigned seed = 20261129;
+	for (int round = 0; round < 2000; round++) {
+		SpField fields [SP_PLAN_LEAVES];
+		uint32_t n = random_layout (fields, HEADER, &seed);
+		uint8_t instance [MAX_INSTANCE];
+		for (size_t i = 0; i < sizeof instance; i++)
+			instance [i] = (uint8_t)rand_r (&seed);   /* booleans too: any byte, written 0 or 1 */
+		assert_windows_agree (fields, n, instance);
+	}
+}
+
+/* The tree node of bench/run-tree.sh as Mono lays it out: declaration order is not memory order. */
+static void
+test_windows_of_a_tree_node (void **state)
+{
+	(void)state;
+	const SpField fields [] = {
+		{ .name = "Key", .offset = 56, .kind = SP_KIND_I4 },
+		{ .name = "Stamp", .offset = 40, .kind = SP_KIND_I8 },
+		{ .name = "Weight", .offset = 48, .kind = SP_KIND_R8 },
+		{ .name = "Red", .offset = 62, .kind = SP_KIND_BOOL },
+		{ .name = "Depth", .offset = 60, .kind = SP_KIND_I2 },
+	};
+	uint8_t instance [64];
+	for (size_t i = 0; i < sizeof instance; i++)
+		instance [i] = (uint8_t)(i * 37 + 11);
+	assert_windows_agree (fields, 5, instance);
+	/* The wire block by hand: Key, Stamp, Weight, Red (normalized), Depth, little-endian, packed. */
+	SpPrimCopy copy [SP_PLAN_LEAVES];
+	uint32_t end [SP_COPY_GROUPS];
+	SpPrimWindow windows [SP_PLAN_LEAVES + 3];
+	uint32_t bytes = sp_prim_copies_build (copy, end, fields, 5);
+	assert_int_equal (bytes, 4 + 8 + 8 + 1 + 2);
+	uint32_t n = sp_prim_windows_build (windows, copy, end, bytes, fields, 5);
+	uint8_t wire [64] = { 0 }, expected [23];
+	sp_prim_windows_to_wire (windows, n, copy + end [SP_COPY_1], copy + end [SP_COPY_BOOL], instance, wire);
+	memcpy (expected, instance + 56, 4);
+	memcpy (expected + 4, instance + 40, 8);
+	memcpy (expected + 12, instance + 48, 8);
+	expected [20] = 1;
+	memcpy (expected + 21, instance + 60, 2);
+	assert_memory_equal (wire, expected, sizeof expected);
+}
+
+/* A leaf in an instance's first 8 bytes has no window ending at its end inside the instance: none are built. */
+static void
+test_no_windows_for_a_leaf_at_the_start (void **state)
+{
+	(void)state;
+	const SpField fields [] = {
+		{ .name = "a", .offset = 2, .kind = SP_KIND_I2 },
+		{ .name = "b", .offset = 8, .kind = SP_KIND_I8 },
+	};
+	SpPrimCopy copy [SP_PLAN_LEAVES];
+	uint32_t end [SP_COPY_GROUPS];
+	SpPrimWindow windows [SP_PLAN_LEAVES + 3];
+	uint32_t bytes = sp_prim_copies_build (copy, end, fields, 2);
+	assert_int_equal (sp_prim_windows_build (windows, copy, end, bytes, fields, 2), 0);
+}
+
+/*
+ * An instance whose last leaf ends at the end of the mapped memory (an
+ * inaccessible page after it): the windows read nothing past a leaf's end,
+ * or the test crashes.
+ */
+static void
+test_windows_read_inside_the_instance (void **state)
+{
+	(void)state;
+	size_t page = (size_t)sysconf (_SC_PAGESIZE);
+	uint8_t *map = mmap (NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true (map != MAP_FAILED);
+	assert_int_equal (mprotect (map + page, page, PROT_NONE), 0);
+	for (unsigned kind = SP_KIND_CHAR; kind <= SP_KIND_R8; kind++) {
+		unsigned size = sp_kind_size (kind);
+		uint8_t *instance = map + page - HEADER - size;
+		const SpField fields [] = { { .name = "last", .offset = HEADER, .kind = (uint8_t)kind } };
+		for (unsigned i = 0; i < HEADER + size; i++)
+			instance [i] = (uint8_t)(i + kind);
+		assert_windows_agree (fields, 1, instance);
+	}
+	munmap (map, 2 * page);
+}
+
+int
+main (void)
+{
+	const struct CMUnitTest tests [] = {
+		cmocka_unit_test (test_windows_write_what_the_copies_write),
+		cmocka_unit_test (test_windows_of_a_tree_node),
+		cmocka_unit_test (test_no_windows_for_a_leaf_at_the_start),
+		cmocka_unit_test (test_windows_read_inside_the_instance),
+	};
+	return cmocka_run_group_tests (tests, NULL, NULL);
+}
