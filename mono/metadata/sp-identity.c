@@ -265,6 +265,8 @@ sp_client_identity_hash (void *obj)
  */
 #define SP_LID_CHUNK_BITS 12
 #define SP_LID_CHUNK (1u << SP_LID_CHUNK_BITS)
+/* A bind's store skips the nursery test (sp_mono_store_into_large): 8 instructions a new LID. */
+_Static_assert (SP_LID_CHUNK * sizeof (MonoObject *) > SGEN_MAX_SMALL_OBJ_SIZE, "LID table chunks are large objects");
 /* Read without sp_lock (sp_client_lid_object): a fixed directory, never moved; 4 MB of address space, touched as used. */
 static MonoArray *sp_lid_chunks [(SP_LID_MAX >> SP_LID_CHUNK_BITS) + 1];
 static guint32 *sp_lid_chunk_handles;
@@ -339,8 +341,8 @@ sp_client_lid_bind (uint32_t lid, void *obj, SpError *err)
 {
 	if (lid >> SP_LID_CHUNK_BITS >= sp_lid_nchunks && sp_mono_lid_bind_beyond (lid, err) < 0)
 		return -1;
-	sp_mono_store_barriered (mono_array_addr_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], MonoObject *, lid & (SP_LID_CHUNK - 1)),
-				 (MonoObject *)obj);
+	sp_mono_store_into_large (mono_array_addr_fast (sp_lid_chunks [lid >> SP_LID_CHUNK_BITS], MonoObject *, lid & (SP_LID_CHUNK - 1)),
+				  (MonoObject *)obj);
 	if (lid > sp_lid_used)
 		sp_lid_used = lid;
 	return 0;

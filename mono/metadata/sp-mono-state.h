@@ -86,6 +86,15 @@ sp_mono_store_barriered (void *slot, MonoObject *value)
 	sgen_dummy_use (value);
 }
 
+/* sp_mono_store_barriered into a slot of a large object (SGen's large object space: never in the nursery). */
+static inline void
+sp_mono_store_into_large (void *slot, MonoObject *value)
+{
+	*(MonoObject **)slot = value;
+	sgen_card_table_mark_address ((mword)slot);
+	sgen_dummy_use (value);
+}
+
 static SpOptions sp_options = SP_OPTIONS_DEFAULT;
 static char *sp_program;                 /* path of the program being run */
 static MonoCoopMutex sp_lock;

@@ -37,6 +37,9 @@ typedef struct SpMaturePool {
 typedef struct SpRestore {
 	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
 	guint32 handle;
+	gboolean objects_large;      /* objects is in SGen's large object space (never in the nursery): its stores skip the test */
+	char *nursery_start;         /* SGen's nursery, fixed while the runtime runs: a fix-up store's test without its globals */
+	mword nursery_mask;
 	FILE *announce;              /* where to say what changed (the program's restore: stderr; --sp-check: stdout), or NULL */
 	guint32 evolved;             /* classes restored across a change of their fields */
 	gboolean for_program;        /* the program's restore: its upgrade hooks and unknown data are kept */
@@ -97,6 +100,9 @@ sp_mono_restore_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
 		return sp_error_set (err, "out of memory for %u objects", t->nobjects);
 	}
 	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
+	r->objects_large = mono_object_get_size_internal ((MonoObject *)r->objects) > SGEN_MAX_SMALL_OBJ_SIZE;
+	r->nursery_start = sgen_get_nursery_start ();
+	r->nursery_mask = ~(((mword)1 << sgen_nursery_bits) - 1);
 	r->gc_thread = mono_tls_get_sgen_thread_info ();
 	return 0;
 }
@@ -316,7 +322,21 @@ sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 static inline void
 sp_mono_restore_bind (SpRestore *r, uint32_t lid, MonoObject *obj)
 {
-	sp_mono_store_barriered (mono_array_addr_fast (r->objects, MonoObject *, lid), obj);
+	MonoObject **slot = mono_array_addr_fast (r->objects, MonoObject *, lid);
+	if (G_LIKELY (r->objects_large))
+		sp_mono_store_into_large (slot, obj);
+	else
+		sp_mono_store_barriered (slot, obj);
+}
+
+/* sp_mono_store_barriered for the fix-up: SGen's nursery test from the restore's copy of its bounds. */
+static inline void
+sp_mono_restore_store (SpRestore *r, void *slot, MonoObject *value)
+{
+	*(MonoObject **)slot = value;
+	if (((mword)slot & r->nursery_mask) != (mword)r->nursery_start)
+		sgen_card_table_mark_address ((mword)slot);
+	sgen_dummy_use (value);
 }
 
 /* sp_mono_restore_create's whole path: strings, arrays, and objects its fast path does not make. */
@@ -385,7 +405,7 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
 	MonoObject *target = lid ? mono_array_get_fast (r->objects, MonoObject *, lid) : NULL;
 	if (target && mono_object_class (target) != (MonoClass *)field->type_client)
 		return sp_mono_store_ref_checked (slot, field, lid, target, err);
-	sp_mono_store_barriered (slot, target);
+	sp_mono_restore_store (r, slot, target);
 	return 0;
 }
 

@@ -156,7 +156,8 @@ sp_trusted_references (const SpClass *live, const uint8_t *p, uint8_t *dst,
 /*
  * sp_trusted_references by the class's plan (sp_snapshot_plan): each handed
  * to store_ref with its live slot (by the class's plan: a leaf the
- * program no longer has is skipped); stops at the first failure (*rc).
+ * program no longer has is skipped); stops at the first failure (*rc, which
+ * the caller set to 0).
  * In a `zeroed` object (new, its slots null) a null reference needs no store
  * and is skipped.  Returns the position after them.
  */
@@ -170,8 +171,13 @@ sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst, boo
 	for (uint32_t i = 0; i < n; i++) {
 		const SpField *f = fields [i];
 		uint32_t lid = (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
-		if (__builtin_expect (f != NULL, 1) && (lid || !zeroed) && (*rc = store_ref (ctx, dst + f->offset, f, lid, err)) != 0)
-			break;
+		if (__builtin_expect (f != NULL, 1) && (lid || !zeroed)) {
+			int failed = store_ref (ctx, dst + f->offset, f, lid, err);
+			if (failed) {   /* *rc is written on failure only: a store to the stack a reference less */
+				*rc = failed;
+				break;
+			}
+		}
 	}
 	return p;
 }
