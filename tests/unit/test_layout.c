@@ -41,27 +41,45 @@ random_layout (SpField *fields, uint32_t first_offset, unsigned *seed)
 	return placed;
 }
 
+/* A class's primitive copies and windows, as the serializer's plan holds them (sp_ser_plan). */
+typedef struct Plan {
+	SpPrimCopy copy [SP_PLAN_LEAVES];
+	uint32_t end [SP_COPY_GROUPS];
+	SpPrimWindow windows [SP_PLAN_LEAVES + 3];
+	uint32_t bytes, nwindows;
+} Plan;
+
+static void
+plan_build (Plan *p, const SpField *fields, uint32_t nfields)
+{
+	p->bytes = sp_prim_copies_build (p->copy, p->end, fields, nfields);
+	p->nwindows = sp_prim_windows_build (p->windows, p->copy, p->end, p->bytes, fields, nfields);
+}
+
+static void
+plan_windows_to_wire (const Plan *p, const uint8_t *instance, uint8_t *wire)
+{
+	sp_prim_windows_to_wire (p->windows, p->nwindows, p->copy + p->end [SP_COPY_1], p->copy + p->end [SP_COPY_BOOL], instance, wire);
+}
+
 /* Both ways of writing the block of `fields` from `instance` agree, up to its size; the windows' count is a multiple of 4. */
 static void
 assert_windows_agree (const SpField *fields, uint32_t nfields, const uint8_t *instance)
 {
-	SpPrimCopy copy [SP_PLAN_LEAVES];
-	uint32_t end [SP_COPY_GROUPS];
-	SpPrimWindow windows [SP_PLAN_LEAVES + 3];
-	uint32_t bytes = sp_prim_copies_build (copy, end, fields, nfields);
-	uint32_t n = sp_prim_windows_build (windows, copy, end, bytes, fields, nfields);
-	if (end [SP_COPY_1] == 0) {
-		assert_int_equal (n, 0);        /* booleans only: the copies do it */
+	Plan p;
+	plan_build (&p, fields, nfields);
+	if (p.end [SP_COPY_1] == 0) {
+		assert_int_equal (p.nwindows, 0);        /* booleans only: the copies do it */
 		return;
 	}
-	assert_int_not_equal (n, 0);
-	assert_int_equal (n % 4, 0);
+	assert_int_not_equal (p.nwindows, 0);
+	assert_int_equal (p.nwindows % 4, 0);
 	uint8_t by_width [SP_PLAN_LEAVES * 8], by_window [SP_PLAN_LEAVES * 8 + SP_PRIM_WINDOW_SLACK];
 	memset (by_width, 0xa5, sizeof by_width);
 	memset (by_window, 0x5a, sizeof by_window);
-	sp_prims_to_wire (copy, end, instance, by_width);
-	sp_prim_windows_to_wire (windows, n, copy + end [SP_COPY_1], copy + end [SP_COPY_BOOL], instance, by_window);
-	assert_memory_equal (by_width, by_window, bytes);
+	sp_prims_to_wire (p.copy, p.end, instance, by_width);
+	plan_windows_to_wire (&p, instance, by_window);
+	assert_memory_equal (by_width, by_window, p.bytes);
 }
 
 static void
@@ -96,14 +114,11 @@ test_windows_of_a_tree_node (void **state)
 		instance [i] = (uint8_t)(i * 37 + 11);
 	assert_windows_agree (fields, 5, instance);
 	/* The wire block by hand: Key, Stamp, Weight, Red (normalized), Depth, little-endian, packed. */
-	SpPrimCopy copy [SP_PLAN_LEAVES];
-	uint32_t end [SP_COPY_GROUPS];
-	SpPrimWindow windows [SP_PLAN_LEAVES + 3];
-	uint32_t bytes = sp_prim_copies_build (copy, end, fields, 5);
-	assert_int_equal (bytes, 4 + 8 + 8 + 1 + 2);
-	uint32_t n = sp_prim_windows_build (windows, copy, end, bytes, fields, 5);
+	Plan p;
+	plan_build (&p, fields, 5);
+	assert_int_equal (p.bytes, 4 + 8 + 8 + 1 + 2);
 	uint8_t wire [64] = { 0 }, expected [23];
-	sp_prim_windows_to_wire (windows, n, copy + end [SP_COPY_1], copy + end [SP_COPY_BOOL], instance, wire);
+	plan_windows_to_wire (&p, instance, wire);
 	memcpy (expected, instance + 56, 4);
 	memcpy (expected + 4, instance + 40, 8);
 	memcpy (expected + 12, instance + 48, 8);
@@ -121,11 +136,9 @@ test_no_windows_for_a_leaf_at_the_start (void **state)
 		{ .name = "a", .offset = 2, .kind = SP_KIND_I2 },
 		{ .name = "b", .offset = 8, .kind = SP_KIND_I8 },
 	};
-	SpPrimCopy copy [SP_PLAN_LEAVES];
-	uint32_t end [SP_COPY_GROUPS];
-	SpPrimWindow windows [SP_PLAN_LEAVES + 3];
-	uint32_t bytes = sp_prim_copies_build (copy, end, fields, 2);
-	assert_int_equal (sp_prim_windows_build (windows, copy, end, bytes, fields, 2), 0);
+	Plan p;
+	plan_build (&p, fields, 2);
+	assert_int_equal (p.nwindows, 0);
 }
 
 /*
