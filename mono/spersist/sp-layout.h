@@ -228,6 +228,24 @@ sp_prims_from_wire (const SpPrimCopy *copy, const uint32_t end [SP_COPY_GROUPS],
 }
 
 /*
+ * The size of copy i (not a boolean's): its group's.  (Not a field's looked
+ * up by offset: leaves may share one, as System.Decimal's overlapping
+ * fields do.)
+ */
+/* A leaf's bytes in memory (a reference: a pointer). */
+static inline unsigned
+sp_leaf_mem_size (unsigned kind)
+{
+	return kind == SP_KIND_REF ? (unsigned)sizeof (void *) : sp_kind_size (kind);
+}
+
+static inline unsigned
+sp_prim_copy_size (const uint32_t end [SP_COPY_GROUPS], uint32_t i)
+{
+	return i < end [SP_COPY_8] ? 8 : i < end [SP_COPY_4] ? 4 : i < end [SP_COPY_2] ? 2 : 1;
+}
+
+/*
  * The serializer's primitive copies on a little-endian host, in one loop
  * (sp_prim_windows_to_wire): each leaf is read as the 8 bytes that end
  * where it ends (inside the instance: its header comes first), shifted
@@ -262,13 +280,11 @@ static inline uint32_t
 sp_prim_windows_build (SpPrimWindow *w, const SpPrimCopy *copy, const uint32_t end [SP_COPY_GROUPS], uint32_t block,
 		       const SpField *fields, uint32_t nfields)
 {
+	(void)fields, (void)nfields;
 	uint32_t n = end [SP_COPY_1];
 	for (uint32_t i = 0; i < n; i++) {
-		unsigned size = 0;
-		for (uint32_t f = 0; f < nfields; f++)
-			if (fields [f].kind != SP_KIND_REF && fields [f].offset == copy [i].live)
-				size = sp_kind_size (fields [f].kind);
-		if (size == 0 || copy [i].live + size < 8 || block > UINT16_MAX)
+		unsigned size = sp_prim_copy_size (end, i);
+		if (copy [i].live + size < 8 || block > UINT16_MAX)
 			return 0;
 		SpPrimWindow win = { .from = copy [i].live + size - 8, .to = (uint16_t)copy [i].wire, .shift = (uint8_t)(8 * (8 - size)) };
 		uint32_t at = i;
@@ -302,6 +318,86 @@ sp_prim_windows_to_wire (const SpPrimWindow *w, uint32_t n, const SpPrimCopy *bo
 	}
 	for (; bools < bools_end; bools++)
 		wire [bools->wire] = obj [bools->live] != 0;
+}
+
+/*
+ * The decoder's primitive copies into a new instance (every byte of it zero)
+ * on a little-endian host, in one loop (sp_prim_fills_from_wire): each leaf
+ * read from the wire as the 8 bytes that end where it ends (the record's
+ * first bytes, or the snapshot's header, come before any block: always
+ * inside the snapshot), masked to the leaf, and written as the 8 bytes that
+ * end where it ends in the instance, from the highest offset down.  A
+ * write's lower bytes are zeros: they land on bytes still zero (references,
+ * set by the fix-up) or on a lower leaf, which its own write sets later;
+ * booleans are written last (normalized: the wire's byte may be any).  Only
+ * where no write reaches below the class's lowest leaf (the instance's
+ * header is under it) and no leaves overlap, else the copies per width.  Decoding the benchmark's
+ * tree (five primitives): 72 -> 39 instructions a node for the copies, 529
+ * -> 507 for the whole decode (callgrind).
+ */
+typedef struct SpPrimFill {
+	uint32_t live;          /* offset in the instance: the leaf's end - 8 */
+	int32_t wire;           /* offset from the wire's primitive block: the leaf's end - 8 */
+	uint64_t mask;          /* the leaf's bytes, the upper ones */
+} SpPrimFill;
+
+/*
+ * The fills of copies [0, end [SP_COPY_1]) from the highest offset down,
+ * padded to a multiple of 4 with the last one again; 0 when one would
+ * write below the class's lowest leaf.  f has room for nfields + 3.
+ */
+static inline uint32_t
+sp_prim_fills_build (SpPrimFill *f, const SpPrimCopy *copy, const uint32_t end [SP_COPY_GROUPS], const SpField *fields,
+		     uint32_t nfields)
+{
+	uint32_t lowest = UINT32_MAX;
+	for (uint32_t k = 0; k < nfields; k++) {
+		if (fields [k].offset < lowest)
+			lowest = fields [k].offset;
+		/* Leaves that overlap (System.Decimal's do): a fill's zeros could land on one written before; copies per width. */
+		for (uint32_t j = 0; j < k; j++)
+			if (fields [j].offset < fields [k].offset + sp_leaf_mem_size (fields [k].kind) &&
+			    fields [k].offset < fields [j].offset + sp_leaf_mem_size (fields [j].kind))
+				return 0;
+	}
+	uint32_t n = end [SP_COPY_1];
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned size = sp_prim_copy_size (end, i);
+		if (copy [i].live + size < lowest + 8 || copy [i].wire > INT32_MAX)
+			return 0;
+		SpPrimFill fill = { .live = copy [i].live + size - 8, .wire = (int32_t)(copy [i].wire + size) - 8,
+				    .mask = UINT64_MAX << (8 * (8 - size)) };
+		uint32_t at = i;
+		for (; at > 0 && f [at - 1].live < fill.live; at--)
+			f [at] = f [at - 1];
+		f [at] = fill;
+	}
+	for (uint32_t last = n; n && n % 4; n++)
+		f [n] = f [last - 1];
+	return n;
+}
+
+static inline void
+sp_prim_fill_run (const SpPrimFill *f, const uint8_t *wire, uint8_t *obj)
+{
+	uint64_t v;
+	memcpy (&v, wire + f->wire, sizeof v);
+	v &= f->mask;
+	memcpy (obj + f->live, &v, sizeof v);
+}
+
+static inline void
+sp_prim_fills_from_wire (const SpPrimFill *f, uint32_t n, const SpPrimCopy *bools, const SpPrimCopy *bools_end,
+			 const uint8_t *wire, uint8_t *obj)
+{
+	for (const SpPrimFill *e = f + n; f < e; f += 4) {
+		sp_prim_fill_run (f, wire, obj);
+		sp_prim_fill_run (f + 1, wire, obj);
+		sp_prim_fill_run (f + 2, wire, obj);
+		sp_prim_fill_run (f + 3, wire, obj);
+	}
+	for (; bools < bools_end; bools++)
+		obj [bools->live] = wire [bools->wire] != 0;
 }
 
 /*

@@ -802,6 +802,7 @@ sp_snapshot_free (SpSnapshot *snap)
 			free (c->fields);
 			free (c->steps);
 			free (c->prim_copies);
+			free (c->prim_fills);
 			free (c->prim_kinds);
 			free (c->prim_offsets);
 			free (c->ref_fields);
@@ -850,7 +851,8 @@ sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err)
 {
 	c->prim_copies = malloc ((live->nfields + 1) * sizeof *c->prim_copies);
 	c->ref_fields = malloc ((live->nfields + 1) * sizeof *c->ref_fields);
-	if (!c->prim_copies || !c->ref_fields)
+	c->prim_fills = malloc ((live->nfields + 4) * sizeof *c->prim_fills);
+	if (!c->prim_copies || !c->ref_fields || !c->prim_fills)
 		return sp_error_set (err, "out of memory planning class %s", c->name);
 	c->nprims = c->nrefs = 0;
 	for (uint32_t i = 0; i < live->nfields; i++) {
@@ -860,6 +862,10 @@ sp_snapshot_plan_primitives (SpSnapClass *c, const SpClass *live, SpError *err)
 			c->nprims++;
 	}
 	(void)sp_prim_copies_build (c->prim_copies, c->prim_end, live->fields, live->nfields);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (live->kind == SP_CLASS_OBJECT)
+		c->nfills = sp_prim_fills_build (c->prim_fills, c->prim_copies, c->prim_end, live->fields, live->nfields);
+#endif
 	return 0;
 }
 

@@ -47,6 +47,8 @@ typedef struct SpSnapClass {
 	void *restorer_data;     /* the restorer's own (metadata/sp-restore.c: the vtable objects are allocated with) */
 	SpPrimCopy *prim_copies; /* decode, a class the program has unchanged: its primitives' copies (sp-layout.h) ... */
 	uint32_t prim_end [SP_COPY_GROUPS];
+	SpPrimFill *prim_fills;  /* ... and, for a new instance of an object class, the same as fills (0: none) */
+	uint32_t nfills;
 	uint8_t *prim_kinds;     /* decode, a class that changed: kind of each primitive leaf in wire order ... */
 	uint32_t *prim_offsets;  /* ... and its offset in the live object/element */
 	uint32_t nprims;

@@ -2,7 +2,9 @@
  * test_layout.c: the serializer's primitive windows (sp_prim_windows_build,
  * sp_prim_windows_to_wire) write the same wire block as the copies per width
  * (sp_prims_to_wire), for any layout of an instance's leaves, and never read
- * outside the instance.
+ * outside the instance; the decoder's fills (sp_prim_fills_build,
+ * sp_prim_fills_from_wire) leave a new instance as the copies per width
+ * (sp_prims_from_wire) do.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* MAP_ANONYMOUS */
@@ -165,6 +167,97 @@ test_windows_read_inside_the_instance (void **state)
 	munmap (map, 2 * page);
 }
 
+/*
+ * The decoder's fills (sp_prim_fills_build, sp_prim_fills_from_wire) leave a
+ * new instance exactly as the copies per width do: the leaves set, every
+ * other byte (header, references, what follows) as it was.  Leaves and
+ * references at random offsets after the header; the wire block inside a
+ * buffer of random bytes (the fills read up to 7 bytes before a leaf).
+ */
+static void
+test_fills_set_what_the_copies_set (void **state)
+{
+	(void)state;
+	unsigned seed = 112926;
+	int filled = 0;
+	for (int round = 0; round < 2000; round++) {
+		SpField fields [SP_PLAN_LEAVES];
+		uint32_t n = random_layout (fields, HEADER, &seed);
+		/* Some leaves become references (zero in a new instance, set by the fix-up). */
+		for (uint32_t i = 0; i < n; i++)
+			if (sp_kind_size (fields [i].kind) == 8 && rand_r (&seed) % 3 == 0)
+				fields [i].kind = SP_KIND_REF;
+		SpPrimCopy copy [SP_PLAN_LEAVES];
+		uint32_t end [SP_COPY_GROUPS];
+		SpPrimFill fills [SP_PLAN_LEAVES + 3];
+		uint32_t bytes = sp_prim_copies_build (copy, end, fields, n);
+		uint32_t nfills = sp_prim_fills_build (fills, copy, end, fields, n);
+		if (!nfills)
+			continue;
+		filled++;
+		assert_int_equal (nfills % 4, 0);
+		uint8_t buffer [8 + SP_PLAN_LEAVES * 8 + 8];
+		for (size_t i = 0; i < sizeof buffer; i++)
+			buffer [i] = (uint8_t)rand_r (&seed);
+		const uint8_t *wire = buffer + 8;
+		(void)bytes;
+		uint8_t by_width [MAX_INSTANCE + 16], by_fill [MAX_INSTANCE + 16];
+		memset (by_width, 0, sizeof by_width);
+		memset (by_width, 0xee, HEADER);          /* the header: never written */
+		memcpy (by_fill, by_width, sizeof by_fill);
+		sp_prims_from_wire (copy, end, wire, by_width);
+		sp_prim_fills_from_wire (fills, nfills, copy + end [SP_COPY_1], copy + end [SP_COPY_BOOL], wire, by_fill);
+		assert_memory_equal (by_width, by_fill, sizeof by_width);
+	}
+	assert_true (filled > 100);
+}
+
+/* A leaf whose fill would reach below the class's lowest leaf (into the header) gets none: the copies per width do it. */
+static void
+test_no_fills_below_the_lowest_leaf (void **state)
+{
+	(void)state;
+	const SpField fields [] = {
+		{ .name = "flag", .offset = HEADER, .kind = SP_KIND_U1 },
+		{ .name = "big", .offset = HEADER + 8, .kind = SP_KIND_I8 },
+	};
+	SpPrimCopy copy [SP_PLAN_LEAVES];
+	uint32_t end [SP_COPY_GROUPS];
+	SpPrimFill fills [SP_PLAN_LEAVES + 3];
+	(void)sp_prim_copies_build (copy, end, fields, 2);
+	assert_int_equal (sp_prim_fills_build (fills, copy, end, fields, 2), 0);
+	/* With a reference below it, the byte's fill lands on the reference's slot (zero until the fix-up): built. */
+	const SpField with_ref [] = {
+		{ .name = "next", .offset = HEADER, .kind = SP_KIND_REF },
+		{ .name = "flag", .offset = HEADER + 8, .kind = SP_KIND_U1 },
+	};
+	(void)sp_prim_copies_build (copy, end, with_ref, 2);
+	assert_int_equal (sp_prim_fills_build (fills, copy, end, with_ref, 2), 4);
+}
+
+/* Leaves that overlap, as System.Decimal's do: the windows agree with the copies per width; no fills are built. */
+static void
+test_overlapping_leaves (void **state)
+{
+	(void)state;
+	const SpField fields [] = {
+		{ .name = "flags", .offset = HEADER, .kind = SP_KIND_I4 },
+		{ .name = "hi", .offset = HEADER + 4, .kind = SP_KIND_I4 },
+		{ .name = "lo", .offset = HEADER + 8, .kind = SP_KIND_I4 },
+		{ .name = "mid", .offset = HEADER + 12, .kind = SP_KIND_I4 },
+		{ .name = "ulomidLE", .offset = HEADER + 8, .kind = SP_KIND_U8 },
+	};
+	uint8_t instance [HEADER + 16];
+	for (size_t i = 0; i < sizeof instance; i++)
+		instance [i] = (uint8_t)(0x80 + i);
+	assert_windows_agree (fields, 5, instance);
+	SpPrimCopy copy [SP_PLAN_LEAVES];
+	uint32_t end [SP_COPY_GROUPS];
+	SpPrimFill fills [SP_PLAN_LEAVES + 3];
+	(void)sp_prim_copies_build (copy, end, fields, 5);
+	assert_int_equal (sp_prim_fills_build (fills, copy, end, fields, 5), 0);
+}
+
 int
 main (void)
 {
@@ -173,6 +266,9 @@ main (void)
 		cmocka_unit_test (test_windows_of_a_tree_node),
 		cmocka_unit_test (test_no_windows_for_a_leaf_at_the_start),
 		cmocka_unit_test (test_windows_read_inside_the_instance),
+		cmocka_unit_test (test_fills_set_what_the_copies_set),
+		cmocka_unit_test (test_no_fills_below_the_lowest_leaf),
+		cmocka_unit_test (test_overlapping_leaves),
 	};
 	return cmocka_run_group_tests (tests, NULL, NULL);
 }
