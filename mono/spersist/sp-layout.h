@@ -277,10 +277,8 @@ typedef struct SpPrimWindow {
  * w has room for SP_PLAN_LEAVES + 3.
  */
 static inline uint32_t
-sp_prim_windows_build (SpPrimWindow *w, const SpPrimCopy *copy, const uint32_t end [SP_COPY_GROUPS], uint32_t block,
-		       const SpField *fields, uint32_t nfields)
+sp_prim_windows_build (SpPrimWindow *w, const SpPrimCopy *copy, const uint32_t end [SP_COPY_GROUPS], uint32_t block)
 {
-	(void)fields, (void)nfields;
 	uint32_t n = end [SP_COPY_1];
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned size = sp_prim_copy_size (end, i);

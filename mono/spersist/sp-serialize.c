@@ -622,7 +622,7 @@ sp_ser_plan (SpClass *c)
 	}
 	plan->prim_bytes = sp_prim_copies_build (plan->prims, plan->prim_end, c->fields, c->nfields);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	plan->nwindows = sp_prim_windows_build (plan->windows, plan->prims, plan->prim_end, plan->prim_bytes, c->fields, c->nfields);
+	plan->nwindows = sp_prim_windows_build (plan->windows, plan->prims, plan->prim_end, plan->prim_bytes);
 #else
 	plan->nwindows = 0;
 #endif

@@ -55,7 +55,7 @@ static void
 plan_build (Plan *p, const SpField *fields, uint32_t nfields)
 {
 	p->bytes = sp_prim_copies_build (p->copy, p->end, fields, nfields);
-	p->nwindows = sp_prim_windows_build (p->windows, p->copy, p->end, p->bytes, fields, nfields);
+	p->nwindows = sp_prim_windows_build (p->windows, p->copy, p->end, p->bytes);
 }
 
 static void
