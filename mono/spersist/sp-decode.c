@@ -135,7 +135,7 @@ sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *val
 	/* One test an object keeps the restore of unchanged classes as it was (sp-evolve.h has the rest). */
 	if (__builtin_expect (c->evolution != NULL, 0))
 		sp_decode_evolved (d, lid, c, values, base);
-	else if (__builtin_expect (fresh && c->nfills != 0, 1))   /* its bytes are zero: fills may write zeros past a leaf */
+	else if (__builtin_expect (fresh && c->nfills != 0, 1))   /* its bytes are zero: a fill writes zeros below its leaf */
 		sp_prim_fills_from_wire (c->prim_fills, c->nfills, c->prim_copies + c->prim_end [SP_COPY_1],
 					 c->prim_copies + c->prim_end [SP_COPY_BOOL], values, base);
 	else

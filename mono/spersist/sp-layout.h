@@ -188,6 +188,14 @@ sp_copy_le (uint8_t *dst, const uint8_t *src, unsigned width)
 #endif
 }
 
+/* Boolean copies [c, e), normalized to 0 or 1 (a byte stored by unsafe code, or a hostile snapshot's, may be any). */
+static inline __attribute__ ((always_inline)) void
+sp_prim_bools_run (const SpPrimCopy *c, const SpPrimCopy *e, const uint8_t *from, uint8_t *to, bool to_wire)
+{
+	for (; c < e; c++)
+		to [to_wire ? c->wire : c->live] = from [to_wire ? c->live : c->wire] != 0;
+}
+
 /* The loops of both directions: each group's copies at its width (`to_wire`: the copy's live offset is the source). */
 static inline __attribute__ ((always_inline)) void
 sp_prim_copies_run (const SpPrimCopy *copy, const uint32_t end [SP_COPY_GROUPS], const uint8_t *from, uint8_t *to, bool to_wire)
@@ -208,8 +216,7 @@ sp_prim_copies_run (const SpPrimCopy *copy, const uint32_t end [SP_COPY_GROUPS],
 		sp_copy_le (SP_COPY_AT (c), 2);
 	for (; c < e1; c++)
 		sp_copy_le (SP_COPY_AT (c), 1);
-	for (; c < eb; c++)
-		to [to_wire ? c->wire : c->live] = from [to_wire ? c->live : c->wire] != 0;
+	sp_prim_bools_run (c, eb, from, to, to_wire);
 #undef SP_COPY_AT
 }
 
@@ -314,8 +321,7 @@ sp_prim_windows_to_wire (const SpPrimWindow *w, uint32_t n, const SpPrimCopy *bo
 		sp_prim_window_run (w + 2, obj, wire);
 		sp_prim_window_run (w + 3, obj, wire);
 	}
-	for (; bools < bools_end; bools++)
-		wire [bools->wire] = obj [bools->live] != 0;
+	sp_prim_bools_run (bools, bools_end, obj, wire, true);
 }
 
 /*
@@ -394,8 +400,7 @@ sp_prim_fills_from_wire (const SpPrimFill *f, uint32_t n, const SpPrimCopy *bool
 		sp_prim_fill_run (f + 2, wire, obj);
 		sp_prim_fill_run (f + 3, wire, obj);
 	}
-	for (; bools < bools_end; bools++)
-		obj [bools->live] = wire [bools->wire] != 0;
+	sp_prim_bools_run (bools, bools_end, wire, obj, false);
 }
 
 /*
