@@ -175,14 +175,16 @@ static class TreeBench
 				if (r > 0) Row ("BinaryFormatter", "serialize", n, r, Ns (sw), ms.Length);
 				if (r == reps) File.WriteAllBytes (args [3], ms.ToArray ());
 			}
+			// SP and its peers in this process take turns, a repetition of each at a
+			// time, so that a change in the machine's speed (a VM's neighbours) weighs
+			// on all of them alike: summarize.py compares them repetition by repetition.
 			long fields = Traverse (root);
-			for (int r = 0; r <= reps; r++) {
+			SPC.AddRoot (root);
+			for (int r = 0; r <= reps; r++) {           // rep 0 warms up the JIT
 				Settle ();
 				sw.Restart (); long sum = Traverse (root); sw.Stop ();
 				if (sum != fields) { Console.Error.WriteLine ("the traversal differs"); return 1; }
 				if (r > 0) Row ("Traversal", "serialize", n, r, Ns (sw), 0);
-			}
-			for (int r = 0; r <= reps; r++) {
 				var ms = new MemoryStream ();
 				Settle ();
 				sw.Restart ();
@@ -190,11 +192,9 @@ static class TreeBench
 					HandWrite (w, root);
 				sw.Stop ();
 				if (r > 0) Row ("BinaryWriter", "serialize", n, r, Ns (sw), ms.Length);
-			}
-			SPC.AddRoot (root);
-			for (int r = 0; r <= reps; r++) {
 				Settle ();
 				SPC.SendPData ();
+				SPC.WaitPersisted ();                   // the writer's work done before the next turn is timed
 				SPStats s = SPC.GetStats ();
 				if (r > 0) {
 					Row ("SP", "serialize", n, r, s.LastSerializeNs, s.LastBytes);
@@ -212,16 +212,16 @@ static class TreeBench
 		if (!Same (expected, (TreeNode)SPC.RecvPData (1), n)) { Console.Error.WriteLine ("SP restore differs"); return 1; }
 		SPStats st = SPC.GetStats ();
 		Row ("SP", "restore-cold", n, 1, st.RestoreNs, st.RestoredBytes);
-		for (int r = 1; r <= reps; r++) {               // the same decode, warm (as BinaryFormatter's below)
-			Settle ();
-			Row ("SP", "restore", n, r, SPDiagnostics.TimeDecodeOfNewest (), st.RestoredBytes);
-		}
 		if (reps == 0)                                  // SP alone (for profiling)
 			return 0;
 		var hand = new MemoryStream ();
 		using (var w = new BinaryWriter (hand, System.Text.Encoding.UTF8, true))
 			HandWrite (w, expected);
+		// Turns, as in save: SP's decode (warm, as BinaryFormatter's below), the rebuild with BinaryReader, `new`.
 		for (int r = 0; r <= reps; r++) {
+			Settle ();
+			long decode = SPDiagnostics.TimeDecodeOfNewest ();
+			if (r > 0) Row ("SP", "restore", n, r, decode, st.RestoredBytes);
 			hand.Position = 0;
 			Settle ();
 			sw.Restart ();
@@ -231,8 +231,7 @@ static class TreeBench
 			sw.Stop ();
 			if (!Same (expected, back, n)) { Console.Error.WriteLine ("BinaryReader rebuild differs"); return 1; }
 			if (r > 0) Row ("BinaryReader", "restore", n, r, Ns (sw), hand.Length);
-		}
-		for (int r = 0; r <= reps; r++) {
+			back = null;
 			Settle ();
 			sw.Restart (); TreeNode fresh = NewTree (0, n, null); sw.Stop ();
 			if (!Same (expected, fresh, n)) { Console.Error.WriteLine ("the tree built with new differs"); return 1; }

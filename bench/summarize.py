@@ -4,10 +4,12 @@ import csv, statistics, sys
 from collections import defaultdict
 
 rows = defaultdict(list)
+by_rep = defaultdict(dict)   # key -> rep -> ms (a repetition's row; restore-cold has one a process)
 size = {}
 for r in csv.DictReader(open(sys.argv[1])):
     key = (r["mechanism"], r["operation"], int(r["nodes"]))
     rows[key].append(int(r["ns"]) / 1e6)
+    by_rep[key][int(r["rep"])] = int(r["ns"]) / 1e6
     size[key] = int(r["bytes"])
 print(f"{'mechanism':16} {'operation':12} {'nodes':>8} {'n':>3} {'min ms':>9} {'median':>9} {'max':>9} {'bytes':>10}")
 for key in sorted(rows):
@@ -22,18 +24,28 @@ for bf_op, sp_op in (("serialize", "serialize"), ("restore", "restore"), ("resto
 def med(mech, op, n):
     v = rows.get((mech, op, n))
     return statistics.median(v) if v else None
+def paired(op, peer, n):
+    """SP/peer repetition by repetition, for peers that take turns with SP in its process (TreeBench.cs)."""
+    sp, other = by_rep.get(("SP", op, n), {}), by_rep.get((peer, op, n), {})
+    ratios = sorted(sp[r] / other[r] for r in sp.keys() & other.keys() if other[r] > 0)
+    if not ratios:
+        return ""
+    return f" (repetition by repetition: median {statistics.median(ratios):.2f}, {ratios[0]:.2f}-{ratios[-1]:.2f})"
 for n in sorted({k[2] for k in rows}):
     sp_ser, sp_res = med("SP", "serialize", n), med("SP", "restore", n)
-    for label, sp, peer, kind in (("serialize", sp_ser, med("BinaryWriter", "serialize", n), "hand-written BinaryWriter"),
-                                  ("serialize", sp_ser, med("Traversal", "serialize", n), "traversal floor"),
-                                  ("restore", sp_res, med("BinaryReader", "restore", n), "hand-written BinaryReader"),
-                                  ("restore", sp_res, med("New", "restore", n), "`new` floor"),
-                                  ("serialize", sp_ser, med("Fory", "serialize", n), "Apache Fory (Java)"),
-                                  ("restore", sp_res, med("Fory", "restore", n), "Apache Fory (Java)"),
-                                  ("serialize", sp_ser, med("Kryo", "serialize", n), "Kryo (Java)"),
-                                  ("restore", sp_res, med("Kryo", "restore", n), "Kryo (Java)")):
+    for label, peer_name, kind in (("serialize", "BinaryWriter", "hand-written BinaryWriter"),
+                                   ("serialize", "Traversal", "traversal floor"),
+                                   ("restore", "BinaryReader", "hand-written BinaryReader"),
+                                   ("restore", "New", "`new` floor"),
+                                   ("serialize", "Fory", "Apache Fory (Java)"),
+                                   ("restore", "Fory", "Apache Fory (Java)"),
+                                   ("serialize", "Kryo", "Kryo (Java)"),
+                                   ("restore", "Kryo", "Kryo (Java)")):
+        sp, peer = (sp_ser if label == "serialize" else sp_res), med(peer_name, label, n)
         if sp and peer:
-            print(f"{n} nodes: SP {label} {sp:.3f} ms, {kind} {peer:.3f} ms: SP/peer {sp / peer:.2f}")
+            same_process = peer_name in ("BinaryWriter", "Traversal", "BinaryReader", "New")
+            pairs = paired(label, peer_name, n) if same_process else ""
+            print(f"{n} nodes: SP {label} {sp:.3f} ms, {kind} {peer:.3f} ms: SP/peer {sp / peer:.2f}{pairs}")
 n = max(k[2] for k in rows)
 if ("SP", "serialize", n) in size and ("BinaryFormatter", "serialize", n) in size:
     b, s = size[("BinaryFormatter", "serialize", n)], size[("SP", "serialize", n)]
