@@ -679,7 +679,7 @@ sp_delta_failed (void)
  * chain.  The restored chain counts as the newest kept; older ones go.
  */
 static int
-sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const SpSnapshot *last, SpError *err)
+sp_delta_adopt (const SpObjects *objects, const SpChainPart *parts, size_t n, const SpSnapshot *last, SpError *err)
 {
 	if (!sp_delta_on ())
 		return 0;
@@ -688,7 +688,7 @@ sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const Sp
 		return -1;
 	sp_ser_adopt_begin (&sp_ser);
 	for (uint32_t lid = 1; lid <= count; lid++)
-		if (sp_ser_adopt (&sp_ser, lid, mono_array_get_fast (objects, MonoObject *, lid), err) < 0)
+		if (sp_ser_adopt (&sp_ser, lid, sp_objects_get (objects, lid), err) < 0)
 			return -1;
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < n; i++)

@@ -120,6 +120,22 @@ sp_mono_root_at (guint i)
 	return &g_array_index (sp_roots, SpRoot, i);
 }
 
+/*
+ * A restore's objects by LID (slots [0] unused), in native memory that SGen
+ * scans as a precise root while the restore runs (sp-restore.c): a
+ * collection meanwhile keeps them and updates the slots of those it moves.
+ */
+typedef struct SpObjects {
+	MonoObject **slots;
+	guint32 count;           /* slots, LID 0's included */
+} SpObjects;
+
+static inline MonoObject *
+sp_objects_get (const SpObjects *t, guint32 lid)
+{
+	return t->slots [lid];
+}
+
 /* The serializer, and the buffer it writes into (incremental mode: the SP task's serializing buffer). */
 static SpSerializer sp_ser;
 static SpBuf sp_out;
@@ -214,7 +230,7 @@ static gboolean sp_delta_header (SpSnapHeader *h);
 static void sp_fold_store_lock (void);
 static void sp_fold_store_unlock (void);
 static gboolean sp_fold_retires (void);
-static int sp_delta_adopt (MonoArray *objects, const SpChainPart *parts, size_t n, const SpSnapshot *last, SpError *err);
+static int sp_delta_adopt (const SpObjects *objects, const SpChainPart *parts, size_t n, const SpSnapshot *last, SpError *err);
 
 /* sp-identity.c: where instances of klass keep their LID (0: they have no slot). */
 static guint32 sp_mono_identity_slot_of (MonoClass *klass);

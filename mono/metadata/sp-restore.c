@@ -16,6 +16,7 @@
 #include <mono/sgen/sgen-gc.h>
 #include <mono/sgen/sgen-memory-governor.h>
 #include <mono/utils/mono-memory-model.h>
+#include <mono/utils/mono-lazy-init.h>
 
 
 /*
@@ -35,9 +36,8 @@ typedef struct SpMaturePool {
 } SpMaturePool;
 
 typedef struct SpRestore {
-	MonoArray *objects;          /* LID -> restored object; pinned by `handle` */
-	guint32 handle;
-	gboolean objects_large;      /* objects is in SGen's large object space (never in the nursery): its stores skip the test */
+	SpObjects objects;           /* LID -> restored object: a GC root while `rooted` (sp_mono_restore_begin) */
+	gboolean rooted;
 	char *nursery_start;         /* SGen's nursery, fixed while the runtime runs: a fix-up store's test without its globals */
 	mword nursery_mask;
 	FILE *announce;              /* where to say what changed (the program's restore: stderr; --sp-check: stdout), or NULL */
@@ -89,18 +89,53 @@ sp_mono_restore_outgrows_nursery (size_t snapshot_bytes)
 	return nursery && (uint64_t)snapshot_bytes * 2 > nursery;
 }
 
+/* SGen's marker of a restore's object table (a user root: SGen knows its address, not its length). */
+static void
+sp_mono_restore_mark_objects (void *addr, MonoGCMarkFunc mark_func, void *gc_data)
+{
+	SpObjects *t = (SpObjects *)addr;
+	for (guint32 lid = 1; lid < t->count; lid++)
+		if (t->slots [lid])
+			mark_func (&t->slots [lid], gc_data);
+}
+
+/* Made once: SGen has room for 16 user markers in all. */
+static MonoGCDescriptor sp_mono_restore_objects_marker;
+static mono_lazy_init_t sp_mono_restore_objects_marker_made = MONO_LAZY_INIT_STATUS_NOT_INITIALIZED;
+
+static void
+sp_mono_restore_make_objects_marker (void)
+{
+	sp_mono_restore_objects_marker = mono_gc_make_root_descr_user (sp_mono_restore_mark_objects);
+}
+
+static MonoGCDescriptor
+sp_mono_restore_objects_descr (void)
+{
+	mono_lazy_initialize (&sp_mono_restore_objects_marker_made, sp_mono_restore_make_objects_marker);
+	return sp_mono_restore_objects_marker;
+}
+
+/*
+ * The object table: native memory registered as a precise root, not a
+ * managed array.  Restored into a managed array (sessions before 41), a
+ * 25,000-object table was a 200 KB large object that SGen mapped fresh for
+ * every restore and unmapped as it died: 51 page faults, 150-190 us of a
+ * 1.3-1.9 ms decode; and every store into it marked a card.  malloc gives
+ * a restore the pages the last one freed, and a root needs no card: SGen
+ * scans all of its slots at every collection (during a restore only).
+ */
 static int
 sp_mono_restore_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	ERROR_DECL (error);
-	r->objects = mono_array_new_checked (mono_domain_get (), mono_defaults.object_class, (uintptr_t)t->nobjects + 1, error);
-	if (!is_ok (error)) {
-		mono_error_cleanup (error);
+	r->objects.slots = calloc ((size_t)t->nobjects + 1, sizeof (MonoObject *));
+	if (!r->objects.slots)
 		return sp_error_set (err, "out of memory for %u objects", t->nobjects);
-	}
-	r->handle = mono_gchandle_new_internal ((MonoObject *)r->objects, TRUE);
-	r->objects_large = mono_object_get_size_internal ((MonoObject *)r->objects) > SGEN_MAX_SMALL_OBJ_SIZE;
+	r->objects.count = t->nobjects + 1;
+	mono_gc_register_root ((char *)&r->objects, sizeof r->objects, sp_mono_restore_objects_descr (), MONO_ROOT_SOURCE_EXTERNAL,
+			       NULL, "spmono: a restore's objects by LID");
+	r->rooted = TRUE;
 	r->nursery_start = sgen_get_nursery_start ();
 	r->nursery_mask = ~(((mword)1 << sgen_nursery_bits) - 1);
 	r->gc_thread = mono_tls_get_sgen_thread_info ();
@@ -192,7 +227,7 @@ static inline __attribute__ ((always_inline)) void *
 sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	MonoObject *obj = mono_array_get_fast (r->objects, MonoObject *, lid);
+	MonoObject *obj = sp_objects_get (&r->objects, lid);
 	if (kind == SP_CLASS_OBJECT)
 		return obj;
 	return kind == SP_CLASS_ARRAY ? sp_client_array_data (obj) : (void *)mono_string_chars_internal ((MonoString *)obj);
@@ -318,15 +353,11 @@ sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 	return r->mature ? mono_object_new_mature (vtable, error) : mono_object_new_alloc_specific_checked (vtable, error);
 }
 
-/* Object lid is obj: the restore's object table (a managed array: the store marks its card). */
+/* Object lid is obj: the restore's object table (a root: no card to mark). */
 static inline void
 sp_mono_restore_bind (SpRestore *r, uint32_t lid, MonoObject *obj)
 {
-	MonoObject **slot = mono_array_addr_fast (r->objects, MonoObject *, lid);
-	if (G_LIKELY (r->objects_large))
-		sp_mono_store_into_large (slot, obj);
-	else
-		sp_mono_store_barriered (slot, obj);
+	r->objects.slots [lid] = obj;
 }
 
 /* sp_mono_store_barriered for the fix-up: SGen's nursery test from the restore's copy of its bounds. */
@@ -402,7 +433,7 @@ static inline __attribute__ ((always_inline)) int
 sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	MonoObject *target = lid ? mono_array_get_fast (r->objects, MonoObject *, lid) : NULL;
+	MonoObject *target = sp_objects_get (&r->objects, lid);
 	if (target && mono_object_class (target) != (MonoClass *)field->type_client)
 		return sp_mono_store_ref_checked (slot, field, lid, target, err);
 	sp_mono_restore_store (r, slot, target);
@@ -414,7 +445,7 @@ static void *
 sp_mono_restore_reuse (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t end, SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	MonoObject *obj = mono_array_get_fast (r->objects, MonoObject *, lid);
+	MonoObject *obj = sp_objects_get (&r->objects, lid);
 	if (mono_object_get_vtable_internal (obj) != (MonoVTable *)sc->restorer_data) {
 		char *tname = sp_mono_type_name (m_class_get_byval_arg (mono_object_class (obj)));
 		sp_error_set (err, "object %u is a %s, but a delta gives it as a %s", lid, tname, sc->name);
@@ -460,7 +491,7 @@ sp_mono_restore_old_values (void *ctx, uint32_t lid, const SpSnapClass *c, const
 	if (r->hooked)
 		sp_upgrades_note (&r->upgrades, lid, c, values);
 	if (c->keep_unknown)
-		sp_unknown_note (&r->unknown, lid, c, values, (guint32)mono_array_length_internal (r->objects));
+		sp_unknown_note (&r->unknown, lid, c, values, r->objects.count - 1);
 }
 
 static const SpDecodeOps sp_mono_restore_ops = {
@@ -489,7 +520,7 @@ sp_mono_restore_roots (SpRestore *r, const SpSnapshot *snap)
 		const SpSnapRoot *root = &snap->roots [i];
 		if (!root->lid)
 			continue;
-		SpRoot entry = { root->id, mono_gchandle_new_internal (mono_array_get_fast (r->objects, MonoObject *, root->lid), FALSE), TRUE, FALSE };
+		SpRoot entry = { root->id, mono_gchandle_new_internal (sp_objects_get (&r->objects, root->lid), FALSE), TRUE, FALSE };
 		g_array_append_val (sp_roots, entry);
 		if (root->id >= sp_next_root_id)
 			sp_next_root_id = root->id + 1;
@@ -534,11 +565,11 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 	 * LIDs (sp-delta.c).  Not across a class change: a chain holds one layout
 	 * of a class (a fold could not merge two), so the next snapshot is full.
 	 */
-	if (rc == 0 && restore_roots && !r.evolved && sp_delta_adopt (r.objects, parts, n, &snap, err) < 0)
+	if (rc == 0 && restore_roots && !r.evolved && sp_delta_adopt (&r.objects, parts, n, &snap, err) < 0)
 		rc = SP_DECODE_UNFIT;
-	if (rc == 0 && restore_roots && sp_upgrades_publish (&r.upgrades, r.objects, err) < 0)
+	if (rc == 0 && restore_roots && sp_upgrades_publish (&r.upgrades, &r.objects, err) < 0)
 		rc = SP_DECODE_UNFIT;
-	if (rc == 0 && restore_roots && sp_unknown_publish (&r.unknown, r.objects, err) < 0)
+	if (rc == 0 && restore_roots && sp_unknown_publish (&r.unknown, &r.objects, err) < 0)
 		rc = SP_DECODE_UNFIT;
 	sp_unknown_pending_free (&r.unknown);
 	sp_upgrades_free (&r.upgrades);
@@ -548,8 +579,9 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 		sp_stats [SP_STAT_RESTORED_OBJECTS] = snap.trailer.nobjects;
 		sp_stats [SP_STAT_RESTORE_DECODE_NS] = (gint64)(sp_mono_monotonic_ns () - t0);
 	}
-	if (r.handle)
-		mono_gchandle_free_internal (r.handle);
+	if (r.rooted)
+		mono_gc_deregister_root ((char *)&r.objects);
+	free (r.objects.slots);
 	sp_snapshot_free (&snap);
 	return rc == 0 ? 0 : rc == SP_DECODE_UNFIT ? SP_ACCEPT_FATAL : SP_ACCEPT_SKIP;
 }

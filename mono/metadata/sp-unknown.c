@@ -317,7 +317,7 @@ sp_unknown_layout_map (SpUnknownLayout *l)
 /* Object obj's entry, from its record: its values moved into their places in its class's unknown layout. */
 static void
 sp_unknown_fill (SpUnknownEntry *e, MonoObject *obj, const SpUnknownPending *p, const SpUnknownRecord *rec, MonoArray *refs,
-		 MonoArray *objects)
+		 const SpObjects *objects)
 {
 	const SpUnknownLayout *l = g_ptr_array_index (p->layouts, rec->layout);
 	const uint8_t *prims = p->arena->data + rec->at;
@@ -334,8 +334,8 @@ sp_unknown_fill (SpUnknownEntry *e, MonoObject *obj, const SpUnknownPending *p, 
 		guint32 lid;
 		memcpy (&lid, lids, 4);
 		lids += 4;
-		if (lid && lid < mono_array_length_internal (objects) && l->dest [k] != G_MAXUINT32)
-			mono_array_setref_fast (refs, e->first_ref + l->dest [k], mono_array_get_fast (objects, MonoObject *, lid));
+		if (lid && lid < objects->count && l->dest [k] != G_MAXUINT32)
+			mono_array_setref_fast (refs, e->first_ref + l->dest [k], sp_objects_get (objects, lid));
 	}
 }
 
@@ -365,7 +365,7 @@ sp_unknown_index (void)
  * restore left.
  */
 static int
-sp_unknown_publish (SpUnknownPending *p, MonoArray *objects, SpError *err)
+sp_unknown_publish (SpUnknownPending *p, const SpObjects *objects, SpError *err)
 {
 	if (p->failed)
 		return sp_error_set (err, "%s", p->err.msg);
@@ -394,7 +394,7 @@ sp_unknown_publish (SpUnknownPending *p, MonoArray *objects, SpError *err)
 	for (guint i = 0, prims_at = 0, first_ref = 0; i < p->records->len; i++) {
 		const SpUnknownRecord *rec = &g_array_index (p->records, SpUnknownRecord, i);
 		const SpUnknownLayout *l = g_ptr_array_index (p->layouts, rec->layout);
-		MonoObject *obj = mono_array_get_fast (objects, MonoObject *, rec->lid);
+		MonoObject *obj = sp_objects_get (objects, rec->lid);
 		if (!l->live->unknown || !obj)
 			continue;
 		SpUnknownEntry *e = &sp_unknown.entries [sp_unknown.nentries++];

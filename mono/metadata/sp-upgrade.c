@@ -130,7 +130,7 @@ sp_upgrades_box (const SpOldLeaf *old, MonoError *error)
 
 /* One object's five entries, from index i of out. */
 static int
-sp_upgrades_entry (MonoArray *out, guint i, const SpUpgrade *u, MonoArray *objects, SpError *err)
+sp_upgrades_entry (MonoArray *out, guint i, const SpUpgrade *u, const SpObjects *objects, SpError *err)
 {
 	ERROR_DECL (error);
 	MonoDomain *domain = mono_domain_get ();
@@ -144,7 +144,7 @@ sp_upgrades_entry (MonoArray *out, guint i, const SpUpgrade *u, MonoArray *objec
 		if (!is_ok (error))
 			break;
 		mono_array_setref_fast (names, k, name);
-		MonoObject *value = old->kind == SP_KIND_REF ? (old->lid ? mono_array_get_fast (objects, MonoObject *, old->lid) : NULL)
+		MonoObject *value = old->kind == SP_KIND_REF ? (old->lid ? sp_objects_get (objects, old->lid) : NULL)
 			: sp_upgrades_box (old, error);
 		mono_array_setref_fast (values, k, value);
 	}
@@ -153,7 +153,7 @@ sp_upgrades_entry (MonoArray *out, guint i, const SpUpgrade *u, MonoArray *objec
 		mono_error_cleanup (error);
 		return -1;
 	}
-	mono_array_setref_fast (out, i, mono_array_get_fast (objects, MonoObject *, u->lid));
+	mono_array_setref_fast (out, i, sp_objects_get (objects, u->lid));
 	mono_array_setref_fast (out, i + 1, former);
 	mono_array_setref_fast (out, i + 2, changes);
 	mono_array_setref_fast (out, i + 3, names);
@@ -163,7 +163,7 @@ sp_upgrades_entry (MonoArray *out, guint i, const SpUpgrade *u, MonoArray *objec
 
 /* The restore succeeded: its hooks are the program's (a restore that runs again replaces them). */
 static int
-sp_upgrades_publish (SpUpgrades *ups, MonoArray *objects, SpError *err)
+sp_upgrades_publish (SpUpgrades *ups, const SpObjects *objects, SpError *err)
 {
 	if (sp_upgrades_handle)
 		mono_gchandle_free_internal (sp_upgrades_handle);
