@@ -67,8 +67,8 @@
 /*
  * A reference store into an object or array with SGen's card-table barrier
  * inline: what mono_gc_wbarrier_generic_store_internal does through two
- * calls and their tests (30 instructions a store; the LID table's binds, a
- * restore's object table and fix-up store once per object).  A store into
+ * calls and their tests (30 instructions a store; the LID table's binds and a
+ * restore's fix-up store once per object).  A store into
  * the nursery needs no card: SGen remembers only references from outside
  * it, for minor collections and for the concurrent major collector alike
  * (its own value copies skip the barrier for a nursery destination,
