@@ -391,7 +391,12 @@ sp_chain_link_check (const SpSnapHeader *base, const SpSnapHeader *prev, const S
 	return 0;
 }
 
-/* Every part's checksum and header, and the links between them, before anything is built. */
+/*
+ * Every part's checksum and header, and the links between them, before
+ * anything is built.  A part the store verified as it loaded it is not
+ * checksummed again: a restore used to read the whole snapshot twice for it
+ * (40-45 us at 25,000 tree nodes, 817 KB; 35 MB at 1,000,000).
+ */
 static int
 sp_chain_check (const SpChainPart *parts, size_t n, SpSnapTrailer *last, size_t *failed, SpError *err)
 {
@@ -399,7 +404,7 @@ sp_chain_check (const SpChainPart *parts, size_t n, SpSnapTrailer *last, size_t 
 	SpSnapTrailer prev_trailer, t;
 	for (size_t i = 0; i < n; i++) {
 		*failed = i;
-		if (sp_snapshot_check (parts [i].data, parts [i].size, &h, &t, err) < 0 ||
+		if (sp_snapshot_check_known (parts [i].data, parts [i].size, parts [i].verified, &h, &t, err) < 0 ||
 		    sp_snapshot_counts_fit (&h, &t, parts [i].size, err) < 0)
 			return -1;
 		if (i == 0 && sp_header_is_delta (&h))

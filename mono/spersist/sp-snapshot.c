@@ -107,7 +107,7 @@ sp_read_header (const uint8_t *data, SpSnapHeader *h)
 }
 
 /* sp_snapshot_check, with the checksum taken as verified when crc_known (the caller computed it). */
-static int
+int
 sp_snapshot_check_known (const uint8_t *data, size_t size, bool crc_known, SpSnapHeader *header, SpSnapTrailer *trailer,
 			 SpError *err)
 {

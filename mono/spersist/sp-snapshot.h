@@ -211,16 +211,21 @@ typedef struct SpDecodeOps {
 int sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops, void *ctx,
 			SpSnapshot *snap, SpError *err);
 
-/* One file of a chain, as a store gave it. */
+/*
+ * One file of a chain, as a store gave it.  `verified`: whoever loaded it
+ * checked it with sp_snapshot_check already (the store does, to choose a
+ * chain that loads), so its checksum is not computed again; its header is.
+ */
 typedef struct SpChainPart {
 	const uint8_t *data;
 	size_t size;
+	bool verified;
 } SpChainPart;
 
 /*
  * Restore a chain: parts [0] a full snapshot, each next part a delta that
  * applies to the one before it (sp_chain_link_check).  Every part's checksum
- * and link is checked before anything is created; then each part is built
+ * (unless it is `verified`) and link is checked before anything is created; then each part is built
  * and fixed up in turn, on what the parts before it built.  `last` gets the
  * last part's header, trailer, classes and roots (free it whatever the
  * result).  Returns 0 or, as sp_snapshot_decode, SP_DECODE_DAMAGED or

@@ -246,7 +246,7 @@ sp_load_read (SpLoad *l, size_t i, SpChainPart *part)
 	if (l->s->ops->read (l->s, l->seqs [i], &bytes, &len, &why) == 0 &&
 	    (l->state [i] == SP_SNAP_INTACT || sp_snapshot_check (bytes, len, &l->headers [i], &l->trailers [i], &why) == 0)) {
 		l->state [i] = SP_SNAP_INTACT;
-		*part = (SpChainPart){ bytes, len };
+		*part = (SpChainPart){ bytes, len, true };
 		return 0;
 	}
 	if (bytes)

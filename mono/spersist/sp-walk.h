@@ -88,6 +88,10 @@ int sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, bool crc_known, Sp
 		 const SpWalkSink *sink, void *ctx, SpError *err);
 void sp_walk_free (SpWalk *w);
 
+/* sp_snapshot_check, the checksum taken as verified when crc_known (the caller computed it: sp_chain_decode's verified parts). */
+int sp_snapshot_check_known (const uint8_t *data, size_t size, bool crc_known, SpSnapHeader *header, SpSnapTrailer *trailer,
+			     SpError *err);
+
 /* The class of an ELEMS record's object (after a successful walk). */
 static inline uint32_t
 sp_walk_open_class (const SpWalk *w, uint32_t lid)

@@ -397,7 +397,7 @@ read_as_delta (const uint8_t *data, size_t size)
 	SpError err = { 0 };
 	int parsed = sp_snapshot_parse (delta, size, &snap, &err);
 	sp_snapshot_free (&snap);
-	SpChainPart parts [2] = { { fuzz_chain_base, sizeof fuzz_chain_base }, { delta, size } };
+	SpChainPart parts [2] = { { fuzz_chain_base, sizeof fuzz_chain_base, false }, { delta, size, false } };
 	Restore r = { 0 };
 	size_t failed;
 	int applied = sp_chain_decode (parts, 2, &fuzz_ops, &r, &last, &failed, &err);

@@ -129,7 +129,7 @@ make_chain (Chain *c, Defect d)
 	make_delta2 (&c->part [1], &c->part [0], d);
 	make_delta3 (&c->part [2], &c->part [0], &c->part [1]);
 	for (int i = 0; i < 3; i++)
-		c->parts [i] = (SpChainPart){ c->part [i].b.data, c->part [i].b.len };
+		c->parts [i] = (SpChainPart){ c->part [i].b.data, c->part [i].b.len, false };
 }
 
 static void
@@ -302,7 +302,7 @@ test_folded_prefixes_restore_the_same_state (void **state)
 		assert_int_equal (res.classes, 2);            /* App.Node and System.Int32[], once each */
 		/* At 3, nodes 2 and 4 are reached by nothing (node 1's next is null, root 3 names the string). */
 		assert_int_equal (res.unreached, n == 3 ? 2 : 0);
-		SpChainPart parts [2] = { { folded.data, folded.len }, c.parts [2] };
+		SpChainPart parts [2] = { { folded.data, folded.len, false }, c.parts [2] };
 		size_t count = n == 2 ? 2 : 1;
 		SpSnapshot last;
 		void **o;
@@ -353,7 +353,7 @@ test_folds_refuse_what_does_not_hold (void **state)
 	SpError err = { 0 };
 	Part relaid;
 	make_delta2_relaid (&relaid, &c.part [0]);
-	SpChainPart two [2] = { c.parts [0], { relaid.b.data, relaid.b.len } };
+	SpChainPart two [2] = { c.parts [0], { relaid.b.data, relaid.b.len, false } };
 	assert_int_equal (fold_chain (two, 2, &folded, &res, &err), -1);
 	assert_contains (err.msg, "another layout");
 	sp_buf_free (&folded);
@@ -375,7 +375,7 @@ test_folds_refuse_what_does_not_hold (void **state)
 	bad.fold_crc ^= 1;
 	sp_format_write_header (folded.data, &bad);
 	sp_put_le (folded.data + folded.len - 4, sp_crc32c (0, folded.data, folded.len - 4), 4);
-	SpChainPart on [2] = { { folded.data, folded.len }, c.parts [2] };
+	SpChainPart on [2] = { { folded.data, folded.len, false }, c.parts [2] };
 	size_t failed = 99;
 	SpSnapshot last;
 	void **o;
@@ -456,6 +456,35 @@ test_broken_links_fail_at_their_part (void **state)
 			assert_int_equal (decode_prefix (&c, 2, &failed, &err), 0);
 		free_chain (&c);
 	}
+}
+
+/*
+ * A part the store verified as it loaded it (SpChainPart.verified) is not
+ * checksummed again; any other part is.  A stored checksum that is wrong
+ * shows which: the chain decodes only when its part is marked verified.
+ */
+static void
+test_verified_parts_keep_their_checksum (void **state)
+{
+	(void)state;
+	Chain c;
+	make_chain (&c, OK);
+	Part *p = &c.part [2];
+	p->b.data [p->b.len - 1] ^= 0x40;                  /* the trailer's checksum, not what it covers */
+	size_t failed = 99;
+	SpError err = { 0 };
+	assert_int_equal (decode_prefix (&c, 3, &failed, &err), SP_DECODE_DAMAGED);
+	assert_int_equal (failed, 2);
+	assert_non_null (strstr (err.msg, "checksum mismatch"));
+	for (int i = 0; i < 3; i++)
+		c.parts [i].verified = true;
+	assert_int_equal (decode_prefix (&c, 3, &failed, &err), 0);
+	/* Its header is still read and checked. */
+	c.part [1].b.data [0] ^= 1;                        /* the magic number */
+	assert_int_equal (decode_prefix (&c, 3, &failed, &err), SP_DECODE_DAMAGED);
+	assert_int_equal (failed, 1);
+	assert_non_null (strstr (err.msg, "bad magic"));
+	free_chain (&c);
 }
 
 /* A delta that breaks a rule, or contradicts what its chain made, fails at that delta. */
@@ -657,7 +686,7 @@ write_snapshot (Writer *w, size_t k)
 		assert_int_equal (w->due_marks [w->due [i]], SP_SER_FED);
 	p->crc = (uint32_t)sp_get_le (p->b.data + p->b.len - 4, 4);
 	p->nobjects = w->ser.nobjects;
-	w->parts [k] = (SpChainPart){ p->b.data, p->b.len };
+	w->parts [k] = (SpChainPart){ p->b.data, p->b.len, false };
 }
 
 /* Random stores of every kind into the graph, each noted as the barrier would. */
@@ -720,17 +749,17 @@ check_folds (Writer *w, size_t k)
 	assert_int_equal (t.crc, res.crc);
 	/* Nodes the mutations dropped stay in the fold; it counts them. */
 	assert_int_equal (res.unreached, w->part [k].nobjects - fake_graph_count (w->roots, 2));
-	SpChainPart alone = { folded.data, folded.len };
+	SpChainPart alone = { folded.data, folded.len, false };
 	assert_chain_is (&alone, 1, w->roots, "a folded chain");
 	if (k >= 2) {
 		/* The chain up to k - 1 folded, then delta k on it: the delta names the delta the fold replaced. */
 		SpBuf before;
 		assert_ok (fold_chain (w->parts, k, &before, &res, &err), &err);
-		SpChainPart on_fold [2] = { { before.data, before.len }, w->parts [k] };
+		SpChainPart on_fold [2] = { { before.data, before.len, false }, w->parts [k] };
 		assert_chain_is (on_fold, 2, w->roots, "a delta on a folded chain");
 		/* ... which folds again, to the state at k. */
 		assert_ok (fold_chain (on_fold, 2, &refolded, &res, &err), &err);
-		SpChainPart again = { refolded.data, refolded.len };
+		SpChainPart again = { refolded.data, refolded.len, false };
 		assert_chain_is (&again, 1, w->roots, "a folded chain folded again");
 		assert_ok (sp_snapshot_check (refolded.data, refolded.len, &h, &t, &err), &err);
 		assert_int_equal (h.fold_crc, w->part [k].crc);
@@ -1068,7 +1097,7 @@ junk_changed (bool reached, size_t *poisoned, SpError *err)
 			rc = sp_ser_finish (&s, err);
 		if (rc == 0) {
 			part [k].crc = (uint32_t)sp_get_le (part [k].b.data + part [k].b.len - 4, 4);
-			parts [k] = (SpChainPart){ part [k].b.data, part [k].b.len };
+			parts [k] = (SpChainPart){ part [k].b.data, part [k].b.len, false };
 		}
 	}
 	*poisoned = s.npoison;
@@ -1113,6 +1142,7 @@ main (void)
 		cmocka_unit_test_teardown (test_folds_refuse_what_does_not_hold, fake_teardown),
 		cmocka_unit_test_teardown (test_delta_alone, fake_teardown),
 		cmocka_unit_test_teardown (test_broken_links_fail_at_their_part, fake_teardown),
+		cmocka_unit_test_teardown (test_verified_parts_keep_their_checksum, fake_teardown),
 		cmocka_unit_test_teardown (test_defective_deltas_fail, fake_teardown),
 		cmocka_unit_test_teardown (test_writer_chains_restore_the_state, fake_teardown),
 		cmocka_unit_test_teardown (test_writer_chains_with_identity_slots, fake_teardown),
