@@ -213,8 +213,9 @@ int sp_snapshot_decode (const uint8_t *data, size_t size, const SpDecodeOps *ops
 
 /*
  * One file of a chain, as a store gave it.  `verified`: whoever loaded it
- * checked it with sp_snapshot_check already (the store does, to choose a
- * chain that loads), so its checksum is not computed again; its header is.
+ * checked these very bytes with sp_snapshot_check already (the store does,
+ * to choose a chain that loads), so its checksum is not computed again; its
+ * header is.
  */
 typedef struct SpChainPart {
 	const uint8_t *data;
@@ -225,8 +226,9 @@ typedef struct SpChainPart {
 /*
  * Restore a chain: parts [0] a full snapshot, each next part a delta that
  * applies to the one before it (sp_chain_link_check).  Every part's checksum
- * (unless it is `verified`) and link is checked before anything is created; then each part is built
- * and fixed up in turn, on what the parts before it built.  `last` gets the
+ * (unless it is `verified`) and link is checked before anything is created;
+ * then each part is built and fixed up in turn, on what the parts before it
+ * built.  `last` gets the
  * last part's header, trailer, classes and roots (free it whatever the
  * result).  Returns 0 or, as sp_snapshot_decode, SP_DECODE_DAMAGED or
  * SP_DECODE_UNFIT, with *failed the index of the part at fault.  Objects the

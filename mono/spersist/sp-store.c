@@ -243,10 +243,12 @@ sp_load_read (SpLoad *l, size_t i, SpChainPart *part)
 	size_t len = 0;
 	if (l->state [i] == SP_SNAP_DAMAGED)
 		return -1;
+	/* Read again for a shorter chain, it is not checked again here: the decoder checks those bytes. */
+	bool check = l->state [i] != SP_SNAP_INTACT;
 	if (l->s->ops->read (l->s, l->seqs [i], &bytes, &len, &why) == 0 &&
-	    (l->state [i] == SP_SNAP_INTACT || sp_snapshot_check (bytes, len, &l->headers [i], &l->trailers [i], &why) == 0)) {
+	    (!check || sp_snapshot_check (bytes, len, &l->headers [i], &l->trailers [i], &why) == 0)) {
 		l->state [i] = SP_SNAP_INTACT;
-		*part = (SpChainPart){ bytes, len, true };
+		*part = (SpChainPart){ bytes, len, check };
 		return 0;
 	}
 	if (bytes)
