@@ -67,9 +67,9 @@
 /*
  * A reference store into an object or array with SGen's card-table barrier
  * inline: what mono_gc_wbarrier_generic_store_internal does through two
- * calls and their tests (30 instructions a store; the LID table's binds and a
- * restore's fix-up store once per object).  A store into
- * the nursery needs no card: SGen remembers only references from outside
+ * calls and their tests (30 instructions a store; the LID table's binds and
+ * a restore's fix-up store once per object).  A store into the nursery
+ * needs no card: SGen remembers only references from outside
  * it, for minor collections and for the concurrent major collector alike
  * (its own value copies skip the barrier for a nursery destination,
  * sgen-mono.c).  Elsewhere the card is marked whatever value is (SGen with
@@ -121,7 +121,8 @@ sp_mono_root_at (guint i)
 }
 
 /*
- * A restore's objects by LID (slots [0] unused), in native memory that SGen
+ * A restore's objects by LID (slots [0] stays null: LID 0, the null
+ * reference, reads as NULL), in native memory that SGen
  * scans as a precise root while the restore runs (sp-restore.c): a
  * collection meanwhile keeps them and updates the slots of those it moves.
  */

@@ -144,7 +144,7 @@ sp_upgrades_entry (MonoArray *out, guint i, const SpUpgrade *u, const SpObjects 
 		if (!is_ok (error))
 			break;
 		mono_array_setref_fast (names, k, name);
-		MonoObject *value = old->kind == SP_KIND_REF ? (old->lid ? sp_objects_get (objects, old->lid) : NULL)
+		MonoObject *value = old->kind == SP_KIND_REF ? sp_objects_get (objects, old->lid)
 			: sp_upgrades_box (old, error);
 		mono_array_setref_fast (values, k, value);
 	}
