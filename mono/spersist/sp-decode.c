@@ -266,18 +266,43 @@ sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 	return p;
 }
 
+/*
+ * A run of OBJECT records (p after the first one's tag), the fix-up's common
+ * case: a state's objects come in runs of one class (a tree's nodes, a list's
+ * cells).  The class is looked up again only where it changes, and what the
+ * loop needs of it is held in locals, which the stores into the objects
+ * would otherwise make the compiler load again for every record.  Returns
+ * the position after the run: the next record's tag, or the end.
+ */
 static const uint8_t *
-sp_fixup_object (SpDecode *d, const uint8_t *p, int *rc, SpError *err)
+sp_fixup_objects (SpDecode *d, const uint8_t *p, const uint8_t *end, int *rc, SpError *err)
 {
-	uint32_t lid = (uint32_t)sp_trusted_varint (&p);
-	const SpSnapClass *c = &d->snap->classes [sp_trusted_varint (&p)];
-	if (c->wire_size)
-		return p + c->wire_size;
-	uint8_t *base = sp_decode_base (d, lid, SP_CLASS_OBJECT);
-	bool zeroed = lid > d->snap->header.prior_objects;   /* not a delta's record of an object the chain made */
-	return sp_planned_references (c, p + c->prim_bytes, base, zeroed, sp_decode_store_ref (d), d->ctx, rc, err);
+	const SpSnapClass *classes = d->snap->classes, *c = NULL;
+	uint32_t prior = d->snap->header.prior_objects, last_id = UINT32_MAX;   /* none yet: ids are at most the class count */
+	uint32_t wire_size = 0, prim_bytes = 0;
+	for (;;) {
+		uint32_t lid = (uint32_t)sp_trusted_varint (&p);
+		uint32_t id = (uint32_t)sp_trusted_varint (&p);
+		if (__builtin_expect (id != last_id, 0)) {
+			c = &classes [id], last_id = id;
+			wire_size = c->wire_size, prim_bytes = c->prim_bytes;
+		}
+		if (wire_size) {
+			p += wire_size;
+		} else {
+			uint8_t *base = sp_decode_base (d, lid, SP_CLASS_OBJECT);
+			bool zeroed = lid > prior;   /* not a delta's record of an object the chain made */
+			p = sp_planned_references (c, p + prim_bytes, base, zeroed, sp_decode_store_ref (d), d->ctx, rc, err);
+			if (*rc)
+				return p;
+		}
+		if (p >= end || *p != SP_REC_OBJECT)
+			return p;
+		p++;
+	}
 }
 
+/* A record other than OBJECT (sp_fixup_objects). */
 static const uint8_t *
 sp_fixup_record (SpDecode *d, const SpWalk *w, uint8_t tag, const uint8_t *p, int *rc, SpError *err)
 {
@@ -285,8 +310,6 @@ sp_fixup_record (SpDecode *d, const SpWalk *w, uint8_t tag, const uint8_t *p, in
 	switch (tag) {
 	case SP_REC_CLASS:
 		return sp_skip_class (p);
-	case SP_REC_OBJECT:
-		return sp_fixup_object (d, p, rc, err);
 	case SP_REC_STRING:
 		sp_trusted_varint (&p);
 		sp_trusted_varint (&p);
@@ -330,7 +353,8 @@ sp_decode_fixup (SpDecode *d, const SpWalk *w, SpError *err)
 	int rc = 0;
 	while (p < end && rc == 0) {
 		uint8_t tag = *p++;
-		p = sp_fixup_record (d, w, tag, p, &rc, err);
+		/* OBJECT records come in runs, taken a run at a time; the others one by one. */
+		p = tag == SP_REC_OBJECT ? sp_fixup_objects (d, p, end, &rc, err) : sp_fixup_record (d, w, tag, p, &rc, err);
 	}
 	return rc;
 }

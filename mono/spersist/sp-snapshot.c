@@ -447,67 +447,126 @@ sp_walk_patch (SpWalk *w)
 }
 
 /*
- * sp_walk_object's common case, read through a local cursor, without a
+ * What a run of OBJECT records reads of the walk, and of the class of the
+ * last record it took, held in locals for the run: the sink's stores into
+ * new objects may alias the walk's fields for all the compiler knows, and
+ * would make it load them again for every record.
+ */
+/* No class id: a taken record's id has three bytes or fewer, and 0 is no class either. */
+#define SP_NO_CLASS UINT32_MAX
+
+typedef struct SpObjectRun {
+	const uint8_t *end;
+	const SpSnapClass *classes;
+	uint8_t *kinds;
+	uint32_t nobjects, prior, classes_seen;
+	uint32_t class_id;       /* the class of the last record taken, an OBJECT class; SP_NO_CLASS before the first */
+	uint32_t nrefs;          /* its wire_refs */
+	uint32_t prim_bytes;
+} SpObjectRun;
+
+/*
+ * The common case of an OBJECT record (p after its tag), read without a
  * bounds check a byte: a new object (not a delta's prior one) whose LID,
  * class id and references take three bytes or fewer each (a state of fewer
  * than 2,097,152 objects), with room left for the longest such record.  It
  * checks all the checked path checks, and claims the LID as it does.
  * Anything it does not take, or finds wrong, it leaves untouched to that
  * path, which reads the record again and says what is wrong.  Returns the
- * LID, 0: not taken.  (The walk of a tree node: 190 instructions became 155.)
+ * position after the record, NULL: not taken.  (The walk of a tree node:
+ * 190 instructions became 155.)
  */
-static inline uint32_t
-sp_walk_object_fast (SpWalk *w, uint32_t *class_id, const uint8_t **values)
+static inline const uint8_t *
+sp_walk_object_fast (SpObjectRun *run, const uint8_t *p, uint32_t *lid, const uint8_t **values)
 {
-	const uint8_t *p = w->r.pos, *end = w->r.end;
-	uint32_t lid, id, ref, nobjects = w->snap->trailer.nobjects;
+	uint32_t id, ref;
 	unsigned n;
-	if (w->r.bad || end - p < 6 || !(n = sp_varint_short (p, &lid)))
-		return 0;
+	if (run->end - p < 6 || !(n = sp_varint_short (p, lid)))
+		return NULL;
 	p += n;
 	if (!(n = sp_varint_short (p, &id)))
-		return 0;
+		return NULL;
 	p += n;
-	if (lid == 0 || lid > nobjects || lid <= w->prior || w->kinds [lid - w->prior] || id == 0 || id > w->classes_seen)
-		return 0;
-	const SpSnapClass *c = &w->snap->classes [id];
-	if (c->kind != SP_CLASS_OBJECT)
-		return 0;
-	/* Without references, the primitive block is the whole value (wire_size). */
-	uint32_t nrefs = c->wire_refs;
-	if ((size_t)(end - p) < c->prim_bytes + 3 * (size_t)nrefs)
-		return 0;
+	if (*lid == 0 || *lid > run->nobjects || *lid <= run->prior || run->kinds [*lid - run->prior])
+		return NULL;
+	if (id != run->class_id) {
+		if (id == 0 || id > run->classes_seen || run->classes [id].kind != SP_CLASS_OBJECT)
+			return NULL;
+		run->class_id = id;
+		/* Without references, the primitive block is the whole value (wire_size). */
+		run->nrefs = run->classes [id].wire_refs;
+		run->prim_bytes = run->classes [id].prim_bytes;
+	}
+	if ((size_t)(run->end - p) < run->prim_bytes + 3 * (size_t)run->nrefs)
+		return NULL;
 	*values = p;
-	p += c->prim_bytes;
-	for (uint32_t i = 0; i < nrefs; i++, p += n)
-		if (!(n = sp_varint_short (p, &ref)) || ref > nobjects)
-			return 0;
-	w->kinds [lid - w->prior] = SP_CLASS_OBJECT;
-	w->objects_seen++;
-	w->r.pos = p;
-	*class_id = id;
-	return lid;
+	p += run->prim_bytes;
+	for (uint32_t i = 0; i < run->nrefs; i++, p += n)
+		if (!(n = sp_varint_short (p, &ref)) || ref > run->nobjects)
+			return NULL;
+	run->kinds [*lid - run->prior] = SP_CLASS_OBJECT;
+	return p;
 }
 
+/* An OBJECT record (w->r after its tag) by the checked path, which says what is wrong with it. */
 static int
-sp_walk_object (SpWalk *w)
+sp_walk_object_checked (SpWalk *w)
 {
-	uint32_t class_id;
-	const uint8_t *values;
-	uint32_t lid = sp_walk_object_fast (w, &class_id, &values);
-	if (!lid) {
-		if (!(lid = sp_walk_new_lid (w, SP_CLASS_OBJECT)) || !(class_id = sp_walk_class_ref (w, SP_CLASS_OBJECT)))
-			return -1;
-		values = w->r.pos;
-		if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
-			return sp_walk_values_fail (w);
-	}
+	uint32_t lid, class_id;
+	if (!(lid = sp_walk_new_lid (w, SP_CLASS_OBJECT)) || !(class_id = sp_walk_class_ref (w, SP_CLASS_OBJECT)))
+		return -1;
+	const uint8_t *values = w->r.pos;
+	if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
+		return sp_walk_values_fail (w);
+	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
+}
+
+/* The sink's object call; the decoder's, called directly where the build names it (sp-walk.h), inlines into the walk. */
+static inline int
+sp_walk_sink_object (const SpWalk *w, uint32_t lid, uint32_t class_id, const uint8_t *values)
+{
 #ifdef SP_WALK_DECODER_OBJECT
-	/* The decoder's sink, called directly where the build names it (sp-walk.h): it inlines into the walk. */
 	if (w->sink->object == SP_WALK_DECODER_OBJECT)
 		return SP_WALK_DECODER_OBJECT (w->ctx, lid, class_id, values, w->err);
 #endif
 	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
+}
+
+/*
+ * A run of OBJECT records (w->r after the first one's tag): a state's
+ * objects come in runs, mostly of one class (a tree's nodes, a list's
+ * cells).  Each is taken by sp_walk_object_fast where it can be, else by
+ * the checked path.  Leaves w->r at the next record's tag, or the end.
+ */
+static int
+sp_walk_objects (SpWalk *w)
+{
+	SpObjectRun run = { .end = w->r.end, .classes = w->snap->classes, .kinds = w->kinds,
+			    .nobjects = w->snap->trailer.nobjects, .prior = w->prior, .classes_seen = w->classes_seen,
+			    .class_id = SP_NO_CLASS };
+	const uint8_t *p = w->r.pos;
+	for (;;) {
+		uint32_t lid;
+		const uint8_t *values, *next = sp_walk_object_fast (&run, p, &lid, &values);
+		if (next) {
+			w->objects_seen++;
+			if (sp_walk_sink_object (w, lid, run.class_id, values) < 0)
+				return -1;
+			p = next;
+		} else {
+			w->r.pos = p;
+			if (sp_walk_object_checked (w) < 0)
+				return -1;
+			if (w->r.bad)
+				return sp_walk_fail (w, "record runs past the end");
+			p = w->r.pos;
+		}
+		if (p == run.end || *p != SP_REC_OBJECT)
+			break;
+		p++;
+	}
+	w->r.pos = p;
+	return 0;
 }
 
 static int
@@ -539,7 +598,7 @@ sp_walk_record (SpWalk *w, uint8_t tag)
 {
 	switch (tag) {
 	case SP_REC_CLASS: return sp_walk_class (w);
-	case SP_REC_OBJECT: return sp_walk_object (w);
+	case SP_REC_OBJECT: return sp_walk_objects (w);
 	case SP_REC_STRING: return sp_walk_sized (w, SP_CLASS_STRING);
 	case SP_REC_ARRAY: return sp_walk_sized (w, SP_CLASS_ARRAY);
 	case SP_REC_ELEMS: return sp_walk_elems (w);
