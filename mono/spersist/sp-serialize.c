@@ -1764,14 +1764,42 @@ sp_ser_plain_class (const SpSerializer *s, const SpClass *c)
 	return c->kind == SP_CLASS_OBJECT && c->plan.built && !c->unknown && c->snap_cycle == s->cycle;
 }
 
+/*
+ * The output buffer as a run of plain turns writes it: a cursor and the end
+ * of the room reserved, in locals (the record's stores may alias s->out for
+ * all the compiler knows, and would make it load s->out again a turn).
+ * s->out->len is behind the cursor until sp_ser_plain_sync.
+ */
+typedef struct SpPlainOut {
+	uint8_t *at, *room_end;
+} SpPlainOut;
+
+static inline void
+sp_ser_plain_sync (SpSerializer *s, const SpPlainOut *o)
+{
+	if (o->at)
+		s->out->len = (size_t)(o->at - s->out->data);
+}
+
+/* Room for `need` bytes at o->at: the buffer's own path when the room reserved is short. */
+static inline uint8_t *
+sp_ser_plain_room (SpSerializer *s, SpPlainOut *o, size_t need)
+{
+	if (__builtin_expect (o->at && (size_t)(o->room_end - o->at) >= need, 1))
+		return o->at;
+	sp_ser_plain_sync (s, o);
+	o->at = sp_buf_reserve (s->out, need);
+	o->room_end = o->at ? s->out->data + s->out->cap : NULL;
+	return o->at;
+}
+
 /* sp_ser_object for a plain turn (its class's id is known, its plan built, no unknown data, no marking's records). */
 static inline int
-sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t lid, SpError *err)
+sp_ser_plain_object (SpSerializer *s, SpPlainOut *o, const uint8_t *obj, SpClass *c, uint32_t lid, SpError *err)
 {
-	uint8_t *dst = sp_buf_reserve (s->out, 1 + 2 * SP_VARINT32_MAX + c->wire_max + SP_PRIM_WINDOW_SLACK);
+	uint8_t *dst = sp_ser_plain_room (s, o, 1 + 2 * SP_VARINT32_MAX + c->wire_max + SP_PRIM_WINDOW_SLACK);
 	if (!dst)
 		return sp_ser_oom (err);
-	uint8_t *start = dst;
 	*dst++ = SP_REC_OBJECT;
 	dst = sp_put_varint_raw (dst, lid);
 	dst = sp_put_varint_raw (dst, c->snap_id);
@@ -1788,7 +1816,7 @@ sp_ser_plain_object (SpSerializer *s, const uint8_t *obj, SpClass *c, uint32_t l
 			return -1;
 		dst = sp_put_varint_raw (dst, child_lid);
 	}
-	s->out->len += (size_t)(dst - start);
+	o->at = dst;
 	return sp_ser_check_unseen (s, (void *)obj, c, lid, NULL, NULL, err);
 }
 
@@ -1818,7 +1846,9 @@ sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj,
 /*
  * Plain turns while the next turn is one, until *done reaches max_objects;
  * what is not plain (and a class's first instance, which writes the CLASS
- * record) is left as the next turn for the general one.
+ * record) is left as the next turn for the general one.  The class of the
+ * last turn, known plain, is kept with its token: the next object of that
+ * class is taken without the class map or the plain test.
  */
 static int
 sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *err)
@@ -1826,24 +1856,35 @@ sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *
 	/* A full snapshot queues nothing (sp_ser_changed takes a delta's objects): its turns are next_new on. */
 	if (sp_queue_count (&s->queue))
 		return 0;
-	while (*done < max_objects && s->next_new <= s->nobjects) {
+	SpPlainOut out = { NULL, NULL };
+	SpClass *plain = NULL;
+	const void *plain_token = NULL;
+	size_t n = *done;
+	int rc = 0;
+	while (n < max_objects && s->next_new <= s->nobjects) {
 		uint32_t lid = s->next_new;
 		if (s->state [lid] != SP_SER_REACHED)
-			return 0;
+			break;
 		void *obj = sp_client_lid_object (lid);
-		SpClass *c = sp_client_class_of (obj, err);
-		if (!c || !sp_ser_plain_class (s, c))
-			return 0;
+		SpClass *c = plain;
+		if (sp_client_class_token (obj) != plain_token) {
+			c = sp_client_class_of (obj, err);
+			if (!c || !sp_ser_plain_class (s, c))
+				break;
+			plain = c, plain_token = sp_client_class_token (obj);
+		}
 		s->next_new++;
 		sp_ser_plain_prefetch (s, c, obj, lid);
 		s->state [lid] = SP_SER_REACHED | SP_SER_WRITTEN;
-		if (sp_ser_plain_object (s, obj, c, lid, err) < 0)
-			return -1;
-		s->objects_written++;
+		if ((rc = sp_ser_plain_object (s, &out, obj, c, lid, err)) < 0)
+			break;
 		sp_ser_complete (s, obj, lid);
-		++*done;
+		n++;
 	}
-	return 0;
+	sp_ser_plain_sync (s, &out);
+	s->objects_written += n - *done;
+	*done = n;
+	return rc;
 }
 
 int
