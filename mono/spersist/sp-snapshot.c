@@ -446,15 +446,15 @@ sp_walk_patch (SpWalk *w)
 	return w->sink->patch ? w->sink->patch (w->ctx, (uint32_t)lid, class_id, start, count, elems, at, w->err) : 0;
 }
 
+/* No class id: a taken record's id has three bytes or fewer, and 0 is no class either. */
+#define SP_NO_CLASS UINT32_MAX
+
 /*
  * What a run of OBJECT records reads of the walk, and of the class of the
  * last record it took, held in locals for the run: the sink's stores into
  * new objects may alias the walk's fields for all the compiler knows, and
  * would make it load them again for every record.
  */
-/* No class id: a taken record's id has three bytes or fewer, and 0 is no class either. */
-#define SP_NO_CLASS UINT32_MAX
-
 typedef struct SpObjectRun {
 	const uint8_t *end;
 	const SpSnapClass *classes;
