@@ -278,7 +278,7 @@ static const uint8_t *
 sp_fixup_objects (SpDecode *d, const uint8_t *p, const uint8_t *end, int *rc, SpError *err)
 {
 	const SpSnapClass *classes = d->snap->classes, *c = NULL;
-	uint32_t prior = d->snap->header.prior_objects, last_id = UINT32_MAX;   /* none yet: ids are at most the class count */
+	uint32_t prior = d->snap->header.prior_objects, last_id = SP_NO_CLASS;
 	uint32_t wire_size = 0, prim_bytes = 0;
 	for (;;) {
 		uint32_t lid = (uint32_t)sp_trusted_varint (&p);

@@ -446,9 +446,6 @@ sp_walk_patch (SpWalk *w)
 	return w->sink->patch ? w->sink->patch (w->ctx, (uint32_t)lid, class_id, start, count, elems, at, w->err) : 0;
 }
 
-/* No class id: a taken record's id has three bytes or fewer, and 0 is no class either. */
-#define SP_NO_CLASS UINT32_MAX
-
 /*
  * What a run of OBJECT records reads of the walk, and of the class of the
  * last record it took, held in locals for the run: the sink's stores into
@@ -508,6 +505,17 @@ sp_walk_object_fast (SpObjectRun *run, const uint8_t *p, uint32_t *lid, const ui
 	return p;
 }
 
+/* The sink's object call; the decoder's, called directly where the build names it (sp-walk.h), inlines into the walk. */
+static inline int
+sp_walk_sink_object (const SpWalk *w, uint32_t lid, uint32_t class_id, const uint8_t *values)
+{
+#ifdef SP_WALK_DECODER_OBJECT
+	if (w->sink->object == SP_WALK_DECODER_OBJECT)
+		return SP_WALK_DECODER_OBJECT (w->ctx, lid, class_id, values, w->err);
+#endif
+	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
+}
+
 /* An OBJECT record (w->r after its tag) by the checked path, which says what is wrong with it. */
 static int
 sp_walk_object_checked (SpWalk *w)
@@ -518,18 +526,7 @@ sp_walk_object_checked (SpWalk *w)
 	const uint8_t *values = w->r.pos;
 	if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
 		return sp_walk_values_fail (w);
-	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
-}
-
-/* The sink's object call; the decoder's, called directly where the build names it (sp-walk.h), inlines into the walk. */
-static inline int
-sp_walk_sink_object (const SpWalk *w, uint32_t lid, uint32_t class_id, const uint8_t *values)
-{
-#ifdef SP_WALK_DECODER_OBJECT
-	if (w->sink->object == SP_WALK_DECODER_OBJECT)
-		return SP_WALK_DECODER_OBJECT (w->ctx, lid, class_id, values, w->err);
-#endif
-	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
+	return sp_walk_sink_object (w, lid, class_id, values);
 }
 
 /*

@@ -92,6 +92,9 @@ void sp_walk_free (SpWalk *w);
 int sp_snapshot_check_known (const uint8_t *data, size_t size, bool crc_known, SpSnapHeader *header, SpSnapTrailer *trailer,
 			     SpError *err);
 
+/* No class: what a run of OBJECT records has met before its first (class ids are 1 to the class count). */
+#define SP_NO_CLASS UINT32_MAX
+
 /* The class of an ELEMS record's object (after a successful walk). */
 static inline uint32_t
 sp_walk_open_class (const SpWalk *w, uint32_t lid)
