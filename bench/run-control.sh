@@ -66,8 +66,9 @@ for cpus in ${CPUS:-0 0,1}; do
 					whose=$(python3 "$here/summarize-control.py" --account "$work/periods.csv" "$work/sched.txt" 2> "$work/whose")
 					sed "s#^#  $mech, $n objects, CPUs $cpus, run $rep: #" "$work/whose" >&2
 				fi
-				# The schedulability warning, as the user sees it (said once on stderr).
-				warned=$(grep -c "SendPData calls came while a cycle ran" "$work/stderr" || true)
+				# The schedulability warnings, as the user sees them (each said once on stderr): calls
+				# sooner than the cycles the model learned, or a cycle that cannot finish.
+				warned=$(grep -c -E "SendPData calls came while a cycle ran|cannot finish" "$work/stderr" || true)
 				if [ "$prog" != none ] && [ "${mech%-null}" = "$mech" ]; then
 					last=last; case $mech in sp-incremental*) last=any ;; esac
 					"$sp" --sp-store="$store" "$work/ControlBench.exe" check "$prog" "$n" "${row%%,*}" "$work/state.bf" $last > /dev/null \

@@ -853,12 +853,53 @@ sp_cycle_predict (SpModelPrediction *out)
 }
 
 /*
+ * Under sp_lock: whether the cycle being written cannot finish
+ * (sp_model_starved), and if so, said once on stderr with what its
+ * statistics tell of why.
+ */
+static gboolean
+sp_cycle_starved (uint64_t now)
+{
+	static gboolean warned;
+	const SpCycleStats *c = &sp_cycle.stats;
+	uint64_t period = (uint64_t)sp_options.period_us * 1000, pause = (uint64_t)sp_options.pause_us * 1000;
+	if (!sp_cycle.running || !sp_model_starved (now - c->started_ns, c->work_cpu_ns, period, pause))
+		return FALSE;
+	if (warned)
+		return TRUE;
+	warned = TRUE;
+	uint64_t periods = (now - c->started_ns) / period;
+	char priority [32], cause [512];
+	if (sp_options.priority)
+		snprintf (priority, sizeof priority, "SCHED_FIFO %u", sp_options.priority);
+	else
+		snprintf (priority, sizeof priority, "the default policy");
+	if (c->increments && c->writer_waits * 2 > c->increments)
+		snprintf (cause, sizeof cause, "the SP task waited for the writer, whose buffers the store drains slower than "
+			  "the snapshot fills them: give the writer time (--sp-writer=budget, a faster store) or call SendPData less often");
+	else
+		snprintf (cause, sizeof cause, "threads above the SP task's priority (%s) on its CPU left it almost none: a program "
+			  "that runs there without a pause, or whose stores while a cycle runs take more than its period has spare "
+			  "(a store into a persistent object not written yet writes it then), starves it; leave it time in each "
+			  "period (a longer --sp-period, a larger --sp-pause, the program on another CPU) or use --sp-mode=stw",
+			  priority);
+	fprintf (stderr, "spmono: warning: the snapshot SendPData started %.1f ms ago cannot finish: in those %llu periods "
+		 "of --sp-period=%u its increments and the writer had %.3f ms of the CPU, where --sp-pause=%u gave them %.3f ms; %s. "
+		 "Until it ends, SendPData calls %s (said once; SPStats.UnschedulableSends counts them)\n",
+		 (now - c->started_ns) / 1e6, (unsigned long long)periods, sp_options.period_us, c->work_cpu_ns / 1e6,
+		 sp_options.pause_us, periods * pause / 1e6, cause, sp_options.busy_wait ? "wait for it" : "take no snapshot");
+	return TRUE;
+}
+
+/*
  * Under sp_lock, at every SendPData: the schedulability test.  A call that
  * comes sooner after the previous one than the model says a cycle of the
  * state takes, while that cycle still runs (a program that waits for each
  * cycle paces itself), is counted (UnschedulableSends).  Once the model's
  * costs are learned, a block of calls with many such (sp_model_verdict_add)
- * is said once on stderr, with what to change.
+ * is said once on stderr, with what to change.  A call while a cycle runs
+ * that cannot finish (sp_cycle_starved) counts too, and that is said at
+ * once, learned or not: such a cycle is never learned from.
  */
 static void
 sp_cycle_check_schedule (void)
@@ -877,10 +918,11 @@ sp_cycle_check_schedule (void)
 		typical = sp_model_interval_add (&intervals, interval);
 	sp_cycle_predict (&p);
 	gboolean late = !first && p.cycle_ns && !sp_model_schedulable (&p, MAX (interval, typical)) && sp_task_has_own_work ();
-	if (late) {
-		sp_stats [SP_STAT_UNSCHEDULABLE_SENDS]++;
+	if (late)
 		at_late = p;
-	}
+	/* A cycle that cannot finish makes every call late, learned or not (its own warning). */
+	if (late || sp_cycle_starved (now))
+		sp_stats [SP_STAT_UNSCHEDULABLE_SENDS]++;
 	uint32_t late_calls;
 	if (warned || sp_learned.cycles < SP_MODEL_CALIBRATION_CYCLES)
 		return;

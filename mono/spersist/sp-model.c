@@ -152,6 +152,15 @@ sp_model_verdict_add (SpModelVerdict *verdict, bool late)
 	return late_calls;
 }
 
+bool
+sp_model_starved (uint64_t running_ns, uint64_t work_ns, uint64_t period_ns, uint64_t pause_ns)
+{
+	if (period_ns == 0)
+		return false;
+	uint64_t periods = running_ns / period_ns;
+	return periods >= SP_MODEL_STARVED_PERIODS && work_ns < periods * pause_ns / SP_MODEL_STARVED_SHARE;
+}
+
 uint64_t
 sp_model_interval_add (SpModelIntervals *intervals, uint64_t interval_ns)
 {

@@ -16,6 +16,10 @@
 //                                      of that state: counted as unschedulable
 //   streaming.exe rushed-cold N        N small objects only, SendPData every millisecond from
 //                                      the first call: statistics and the warning all the same
+//   streaming.exe starved N            persist's state; for 1.5 s, without a pause, a store into
+//                                      every item and SendPData, run where the SP task cannot
+//                                      get the CPU (test_streaming.sh: one CPU, the program above
+//                                      the SP task's priority): counted as unschedulable
 //   streaming.exe cold-collections N  N small objects only, persisted once from a cold start
 //                                      (the LID table grows by chunks in the cycle's increments):
 //                                      prints the collections the cycle saw, the program
@@ -272,6 +276,27 @@ static class Program
 		return 0;
 	}
 
+	// The SP task never gets the CPU while this loop runs (how the test runs it): its cycle
+	// cannot finish, no cycle is ever learned from, and the calls are counted all the same.
+	static int Starved (int n)
+	{
+		Plant p = Build (n, 1);
+		SPC.AddRoot (p);
+		var sw = System.Diagnostics.Stopwatch.StartNew ();
+		int calls = 0;
+		while (sw.ElapsedMilliseconds < 1500) {
+			for (int i = 0; i < p.Items.Length; i++)
+				p.Items [i].Id = i * 7;         // a store, through the barrier, that keeps the state (Build's)
+			SPC.SendPData ();
+			calls++;
+		}
+		SPC.WaitPersisted ();
+		SPStats s = SPC.GetStats ();
+		Console.WriteLine ("calls {0}, snapshots {1}, unschedulable sends {2}", calls, s.Snapshots, s.UnschedulableSends);
+		T.Check (s.UnschedulableSends > 0, "calls while a cycle that cannot finish runs are unschedulable");
+		return 0;
+	}
+
 	static int Main (string [] args)
 	{
 		int n = int.Parse (args [1]);
@@ -288,6 +313,8 @@ static class Program
 			return Rushed (n);
 		case "rushed-cold":
 			return RushedCold (n);
+		case "starved":
+			return Starved (n);
 		case "cold-collections":
 			return ColdCollections (n);
 		case "check":

@@ -77,6 +77,20 @@ rm -rf store
 spm --sp-store=store --sp-mode=incremental --sp-pause=200 --sp-period=1000 streaming.exe rushed-cold 100000 > cold.txt 2>&1 \
 	|| fail "rushed from the first call: $(cat cold.txt)"
 [ "$(grep -c "SendPData calls came while a cycle ran" cold.txt)" = 1 ] || fail "the schedulability warning, once, rushed from the first call: $(cat cold.txt)"
+# A program that never leaves the SP task its CPU (one CPU, the program at SCHED_FIFO 60 above
+# the task's 50) while calling SendPData: the cycle cannot finish and is never learned from, and
+# the program is told so, once, and why (needs SCHED_FIFO: root, as CI is).
+if chrt -f 60 true 2> /dev/null; then
+	rm -rf store
+	taskset -c 0 chrt -f 60 "$SPMONO" --sp-store=store --sp-mode=incremental --sp-priority=50 --sp-pause=200 \
+		--sp-period=1000 streaming.exe starved $N > starved.txt 2>&1 || fail "starved: $(cat starved.txt)"
+	[ "$(grep -c "cannot finish" starved.txt)" = 1 ] || fail "the starved cycle's warning, once: $(cat starved.txt)"
+	grep -q "threads above the SP task's priority (SCHED_FIFO 50) on its CPU left it almost none" starved.txt \
+		|| fail "the warning says why: $(cat starved.txt)"
+	expect_out "restored version 1" spm --sp-store=store streaming.exe check $N
+else
+	echo "skipped the starved cycle: chrt -f refused (not root?)"
+fi
 # A cold first cycle of 1,000,000 objects grows the LID table in its increments without a
 # collection (the program allocates nothing meanwhile); before runtime patch 0012, 5 of 5 runs had one.
 rm -rf store

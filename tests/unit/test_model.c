@@ -368,6 +368,26 @@ test_verdict_needs_a_quarter_of_a_block (void **state)
 }
 
 /* Releases (times in us for reading; ns in the calls): period 1000, target 200, window 250. */
+/* Starved: a cycle long enough to judge that had less than an eighth of its periods' budget. */
+static void
+test_starved_cycle (void **state)
+{
+	(void)state;
+	const uint64_t period = 3000000, pause = 500000;
+	uint64_t judged = SP_MODEL_STARVED_PERIODS * period;
+	/* Too soon to say, whatever the work: a cold first cycle may start slowly. */
+	assert_false (sp_model_starved (judged - 1, 0, period, pause));
+	/* Long enough: nothing done is starved, its budget used is not. */
+	assert_true (sp_model_starved (judged, 0, period, pause));
+	assert_false (sp_model_starved (judged, SP_MODEL_STARVED_PERIODS * pause, period, pause));
+	/* The line is an eighth of the budget of the periods elapsed (a cycle of 10 s, 3,333 periods). */
+	uint64_t running = 10 * 1000000000ull, budget = running / period * pause;
+	assert_true (sp_model_starved (running, budget / SP_MODEL_STARVED_SHARE - 1, period, pause));
+	assert_false (sp_model_starved (running, budget / SP_MODEL_STARVED_SHARE, period, pause));
+	/* No period, no judgement. */
+	assert_false (sp_model_starved (running, 0, 0, pause));
+}
+
 static void
 test_next_release_skips_after_an_overrun (void **state)
 {
@@ -514,6 +534,7 @@ main (void)
 		cmocka_unit_test (test_learning_leaves_out_what_prediction_adds),
 		cmocka_unit_test (test_learned_use_reproduces_the_periods),
 		cmocka_unit_test (test_verdict_needs_a_quarter_of_a_block),
+		cmocka_unit_test (test_starved_cycle),
 		cmocka_unit_test (test_typical_interval_outlasts_a_burst),
 		cmocka_unit_test (test_next_release_skips_after_an_overrun),
 		cmocka_unit_test (test_first_release_follows_the_calls),
