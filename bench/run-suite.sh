@@ -3,7 +3,7 @@
 # bench/results/: CSV files, PNG plots and report.md, which states the
 # machine, the runtime versions, the repetitions and min/median/max of every
 # figure.  --smoke: small sizes and few repetitions (a few minutes, what CI
-# runs); without it, the full run (an hour or more).
+# runs); without it, the full run (about two hours).
 #
 #   serializers.csv   Figures 3-6 extended (bench/SerBench.cs): serialize and
 #                     restore time and bytes against size, red-black tree of
