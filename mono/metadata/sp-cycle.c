@@ -862,32 +862,33 @@ sp_cycle_starved (uint64_t now)
 {
 	static gboolean warned;
 	const SpCycleStats *c = &sp_cycle.stats;
+	uint64_t running = now - c->started_ns;
 	uint64_t period = (uint64_t)sp_options.period_us * 1000, pause = (uint64_t)sp_options.pause_us * 1000;
-	if (!sp_cycle.running || !sp_model_starved (now - c->started_ns, c->work_cpu_ns, period, pause))
+	if (!sp_cycle.running || !sp_model_starved (running, c->work_cpu_ns, period, pause))
 		return FALSE;
 	if (warned)
 		return TRUE;
 	warned = TRUE;
-	uint64_t periods = (now - c->started_ns) / period;
-	char priority [32], cause [512];
+	char priority [32], cpu_cause [512];
 	if (sp_options.priority)
 		snprintf (priority, sizeof priority, "SCHED_FIFO %u", sp_options.priority);
 	else
 		snprintf (priority, sizeof priority, "the default policy");
-	if (c->increments && c->writer_waits * 2 > c->increments)
-		snprintf (cause, sizeof cause, "the SP task waited for the writer, whose buffers the store drains slower than "
-			  "the snapshot fills them: give the writer time (--sp-writer=budget, a faster store) or call SendPData less often");
-	else
-		snprintf (cause, sizeof cause, "threads above the SP task's priority (%s) on its CPU left it almost none: a program "
-			  "that runs there without a pause, or whose stores while a cycle runs take more than its period has spare "
-			  "(a store into a persistent object not written yet writes it then), starves it; leave it time in each "
-			  "period (a longer --sp-period, a larger --sp-pause, the program on another CPU) or use --sp-mode=stw",
-			  priority);
+	snprintf (cpu_cause, sizeof cpu_cause, "threads above the SP task's priority (%s) on its CPU left it almost none: "
+		  "a program that runs there without a pause, or whose stores while a cycle runs take more than its period has "
+		  "spare (a store into a persistent object not written yet writes it then), starves it; leave it time in each "
+		  "period (a longer --sp-period, a larger --sp-pause, the program on another CPU) or use --sp-mode=stw",
+		  priority);
+	gboolean waits_for_writer = c->increments && c->writer_waits * 2 > c->increments;
+	uint64_t periods = running / period;
 	fprintf (stderr, "spmono: warning: the snapshot SendPData started %.1f ms ago cannot finish: in those %llu periods "
 		 "of --sp-period=%u its increments and the writer had %.3f ms of the CPU, where --sp-pause=%u gave them %.3f ms; %s. "
 		 "Until it ends, SendPData calls %s (said once; SPStats.UnschedulableSends counts them)\n",
-		 (now - c->started_ns) / 1e6, (unsigned long long)periods, sp_options.period_us, c->work_cpu_ns / 1e6,
-		 sp_options.pause_us, periods * pause / 1e6, cause, sp_options.busy_wait ? "wait for it" : "take no snapshot");
+		 running / 1e6, (unsigned long long)periods, sp_options.period_us, c->work_cpu_ns / 1e6,
+		 sp_options.pause_us, periods * pause / 1e6,
+		 waits_for_writer ? "the SP task waited for the writer, whose buffers the store drains slower than the snapshot "
+			"fills them: give the writer time (--sp-writer=budget, a faster store) or call SendPData less often" : cpu_cause,
+		 sp_options.busy_wait ? "wait for it" : "take no snapshot");
 	return TRUE;
 }
 

@@ -367,7 +367,6 @@ test_verdict_needs_a_quarter_of_a_block (void **state)
 	assert_int_equal (said, 0);
 }
 
-/* Releases (times in us for reading; ns in the calls): period 1000, target 200, window 250. */
 /* Starved: a cycle long enough to judge that had less than an eighth of its periods' budget. */
 static void
 test_starved_cycle (void **state)
@@ -388,6 +387,7 @@ test_starved_cycle (void **state)
 	assert_false (sp_model_starved (running, 0, 0, pause));
 }
 
+/* Releases (times in us for reading; ns in the calls): period 1000, target 200, window 250. */
 static void
 test_next_release_skips_after_an_overrun (void **state)
 {
