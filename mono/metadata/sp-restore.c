@@ -9,7 +9,7 @@
  *
  * Objects of plain classes skip the runtime's per-object allocation path: in
  * the nursery they are bumped inline in the thread's allocation buffer, in
- * the old generation (a state the nursery cannot hold) they come in batches
+ * the old generation (a state the nursery cannot hold) in a whole block taken
  * under one GC lock (sp_mono_restore_new_object).
  */
 #include <mono/metadata/gc-internals.h>
@@ -20,20 +20,28 @@
 
 
 /*
- * Objects allocated in the old generation a batch at a time, per class: one
- * GC lock for SP_MATURE_BATCH objects instead of one each.  The pools live
- * in SpRestore, on the restoring thread's stack, which SGen scans
- * conservatively: an object allocated and not handed out yet is pinned
- * there, never collected nor moved.  What a restore leaves in its pools is
- * garbage at the next major collection (at most a batch a class).
+ * Objects allocated in the old generation a whole block at a time, per
+ * class: the restore takes a new major block under the GC lock
+ * (sgen_major_alloc_bulk_block, runtime patch 0014) and bumps through its
+ * slots inline, as in the nursery (sp_mono_restore_alloc_mature).  SGen's own
+ * path (alloc_degraded: a free-list slot under the GC lock, which a batch of
+ * 32 only amortised) was about 150 instructions an object, a quarter of a
+ * 1,000,000-node restore's.  A block is given back to SGen by a major
+ * collection: its count read in the critical region, where no collection
+ * can start, tells the restore to take a new one; the unused slots are zero,
+ * free at the block's next sweep.  When SGen refuses a block (a concurrent
+ * collection under way, no room), the next SP_MATURE_REFUSED_RUN objects of
+ * the class go through the runtime one by one before asking again.
  */
-#define SP_MATURE_BATCH 32
-#define SP_MATURE_POOLS 8
-typedef struct SpMaturePool {
+#define SP_MATURE_BLOCKS 8
+#define SP_MATURE_REFUSED_RUN 256
+typedef struct SpMatureBlock {
 	MonoVTable *vtable;
-	uint32_t next, count;
-	MonoObject *objects [SP_MATURE_BATCH];
-} SpMaturePool;
+	char *next, *end;            /* its slots not handed out yet */
+	size_t stride;
+	gint32 major_count;          /* major collections when it was taken: one more and it is the GC's again */
+	uint32_t refused;            /* objects left to allocate through the runtime after a refusal */
+} SpMatureBlock;
 
 typedef struct SpRestore {
 	SpObjects objects;           /* LID -> restored object: a GC root while `rooted` (sp_mono_restore_begin) */
@@ -52,8 +60,10 @@ typedef struct SpRestore {
 	MonoVTable *inline_vtable;   /* the last class allocated, and its size inline (0: through the runtime) */
 	size_t inline_size;
 	MonoVTable *nursery_vtable;  /* inline_vtable where its objects are allocated in the nursery inline, else NULL */
-	SpMaturePool mature_pools [SP_MATURE_POOLS];
-	uint32_t mature_evict;       /* the pool a new class takes next */
+	SpMatureBlock mature_blocks [SP_MATURE_BLOCKS];
+	uint32_t mature_evict;       /* the block a new class takes next */
+	MonoVTable *mature_vtable;   /* inline_vtable where its objects are allocated in the old generation inline, else NULL */
+	SpMatureBlock *mature_block; /* mature_vtable's */
 } SpRestore;
 
 /*
@@ -279,41 +289,78 @@ sp_mono_restore_alloc_inline (SpRestore *r, MonoVTable *vtable, size_t size)
 	return obj;
 }
 
-/* The old generation's objects of `vtable`, SP_MATURE_BATCH under one GC lock (above); NULL when none can be had. */
-static MonoObject *
-sp_mono_restore_alloc_mature (SpRestore *r, MonoVTable *vtable, size_t size)
+/* The slot block b hands out next, its vtable stored, or NULL when it has none (or a major collection took it back). */
+static inline MonoObject *
+sp_mono_restore_bump_mature (SpRestore *r, SpMatureBlock *b)
 {
-	SpMaturePool *pool = NULL;
-	for (int i = 0; i < SP_MATURE_POOLS && !pool; i++)
-		if (r->mature_pools [i].vtable == vtable)
-			pool = &r->mature_pools [i];
-	if (!pool) {
-		pool = &r->mature_pools [r->mature_evict++ % SP_MATURE_POOLS];
-		memset (pool, 0, sizeof *pool);   /* what it held is let go */
-		pool->vtable = vtable;
+	SgenThreadInfo *__thread_info__ = r->gc_thread;
+	MonoObject *obj = NULL;
+	SP_ENTER_ALLOC_REGION;
+	char *p = b->next;
+	if (G_LIKELY (p < b->end && *(volatile gint32 *)&mono_gc_stats.major_gc_count == b->major_count)) {
+		b->next = p + b->stride;
+		*(MonoVTable **)p = b->vtable;
+		obj = (MonoObject *)p;
 	}
-	if (pool->next == pool->count) {
-		pool->next = pool->count = 0;
-		sgen_gc_lock ();
-		while (pool->count < SP_MATURE_BATCH) {
-			GCObject *obj = sgen_major_collector.alloc_degraded ((GCVTable)vtable, size);
-			if (!obj)
-				break;
-			pool->objects [pool->count++] = (MonoObject *)obj;
-		}
-		sgen_gc_unlock ();
-		r->gc_thread->total_bytes_allocated += (gint64)(pool->count * size);
-	}
-	if (pool->next == pool->count)
-		return NULL;
-	MonoObject *obj = pool->objects [pool->next];
-	pool->objects [pool->next++] = NULL;
+	SP_EXIT_ALLOC_REGION;
 	return obj;
+}
+
+/* The block of `vtable`'s objects: the one it had, else the least recently taken one is let go. */
+static SpMatureBlock *
+sp_mono_restore_mature_block (SpRestore *r, MonoVTable *vtable)
+{
+	for (int i = 0; i < SP_MATURE_BLOCKS; i++)
+		if (r->mature_blocks [i].vtable == vtable)
+			return &r->mature_blocks [i];
+	SpMatureBlock *b = &r->mature_blocks [r->mature_evict++ % SP_MATURE_BLOCKS];
+	memset (b, 0, sizeof *b);   /* its unused slots are free at the block's next sweep */
+	b->vtable = vtable;
+	return b;
+}
+
+/* A new block for b from SGen (above); FALSE when it refuses one. */
+static gboolean
+sp_mono_restore_take_block (SpRestore *r, SpMatureBlock *b)
+{
+	if (b->refused) {
+		b->refused--;
+		return FALSE;
+	}
+	char *end = NULL;
+	size_t stride = 0;
+	sgen_gc_lock ();
+	char *start = sgen_major_alloc_bulk_block ((GCVTable)b->vtable, r->inline_size, &stride, &end);
+	b->major_count = mono_gc_stats.major_gc_count;   /* no collection starts under the GC lock */
+	sgen_gc_unlock ();
+	if (!start) {
+		b->next = b->end = NULL;
+		b->refused = SP_MATURE_REFUSED_RUN;
+		return FALSE;
+	}
+	b->next = start;
+	b->end = end;
+	b->stride = stride;
+	/* Counted whole, as the nursery's buffers are: what is left unused is garbage at the next major collection. */
+	r->gc_thread->total_bytes_allocated += (gint64)(end - start);
+	return TRUE;
+}
+
+/* An object of the old generation from the class's block (above); NULL when SGen will not give one. */
+static MonoObject *
+sp_mono_restore_alloc_mature (SpRestore *r)
+{
+	SpMatureBlock *b = r->mature_block;
+	MonoObject *obj = sp_mono_restore_bump_mature (r, b);
+	if (G_LIKELY (obj))
+		return obj;
+	/* A block taken just now may be lost to a collection before its first slot: then the runtime's path. */
+	return sp_mono_restore_take_block (r, b) ? sp_mono_restore_bump_mature (r, b) : NULL;
 }
 
 /*
  * The size objects of `vtable` are allocated at without the runtime's
- * per-object path (inline in the nursery, or batched in the old generation),
+ * per-object path (inline in the nursery, or in a block of the old generation),
  * 0 when they must go through it: a finalizer or weak fields to register, an
  * allocation the profiler or SGen's debugging options watch, an object too
  * large for the buffer.
@@ -330,7 +377,7 @@ sp_mono_restore_inline_size (SpRestore *r, MonoVTable *vtable)
 	return size;
 }
 
-/* An object of a class: inline or batched where it can be (above), else through the runtime. */
+/* An object of a class: inline where it can be (above), else through the runtime. */
 static MonoObject *
 sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 {
@@ -338,11 +385,12 @@ sp_mono_restore_new_object (SpRestore *r, MonoVTable *vtable, MonoError *error)
 		r->inline_vtable = vtable;
 		r->inline_size = sp_mono_restore_inline_size (r, vtable);
 		r->nursery_vtable = r->inline_size && !r->mature ? vtable : NULL;
+		r->mature_vtable = r->inline_size && r->mature ? vtable : NULL;
+		r->mature_block = r->mature_vtable ? sp_mono_restore_mature_block (r, vtable) : NULL;
 	}
 	MonoObject *obj = NULL;
 	if (r->inline_size)
-		obj = r->mature ? sp_mono_restore_alloc_mature (r, vtable, r->inline_size)
-				: sp_mono_restore_alloc_inline (r, vtable, r->inline_size);
+		obj = r->mature ? sp_mono_restore_alloc_mature (r) : sp_mono_restore_alloc_inline (r, vtable, r->inline_size);
 	if (G_LIKELY (obj))
 		return obj;
 	/*
@@ -401,13 +449,15 @@ static inline __attribute__ ((always_inline)) void *
 sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	/* Only an object class's vtable is ever nursery_vtable. */
-	if (G_LIKELY (sc && sc->restorer_data == r->nursery_vtable)) {
-		MonoObject *obj = sp_mono_restore_alloc_inline (r, r->inline_vtable, r->inline_size);
-		if (G_LIKELY (obj)) {
-			sp_mono_restore_bind (r, lid, obj);
-			return obj;
-		}
+	/* Only an object class's vtable is ever nursery_vtable or mature_vtable. */
+	MonoObject *obj = NULL;
+	if (G_LIKELY (sc && sc->restorer_data == r->nursery_vtable))
+		obj = sp_mono_restore_alloc_inline (r, r->inline_vtable, r->inline_size);
+	else if (sc && sc->restorer_data == r->mature_vtable)
+		obj = sp_mono_restore_bump_mature (r, r->mature_block);
+	if (G_LIKELY (obj)) {
+		sp_mono_restore_bind (r, lid, obj);
+		return obj;
 	}
 	return sp_mono_restore_create_any (r, lid, sc, length, err);
 }

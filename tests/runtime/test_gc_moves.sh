@@ -26,3 +26,9 @@ unset MONO_GC_PARAMS MONO_THREADS_SUSPEND
 rm -rf store
 spm --sp-store=store gc.exe bulk-write 1000000 || fail "bulk write"
 spm --sp-store=store gc.exe bulk-check 1000000 || fail "a large restore ran a major collection, or restored another graph"
+# The same restore with major collections forced from another thread while it fills its
+# blocks of the old generation (runtime patch 0014): each one takes the blocks back.
+for suspend in preemptive hybrid; do
+	MONO_THREADS_SUSPEND=$suspend spm --sp-store=store gc.exe bulk-collected 1000000 \
+		|| fail "a restore under major collections (MONO_THREADS_SUSPEND=$suspend) restored another graph"
+done
