@@ -64,6 +64,9 @@ typedef struct SpRestore {
 	uint32_t mature_evict;       /* the block a new class takes next */
 	MonoVTable *mature_vtable;   /* inline_vtable where its objects are allocated in the old generation inline, else NULL */
 	SpMatureBlock *mature_block; /* mature_vtable's */
+	uint32_t blocks_taken, blocks_refused; /* of the old generation, for --sp-verbose */
+	gboolean test_refuse_blocks; /* SPMONO_TEST_REFUSE_BLOCKS: every other block refused (sp_mono_restore_take_block) */
+	uint32_t test_block_requests;
 } SpRestore;
 
 /*
@@ -329,15 +332,19 @@ sp_mono_restore_take_block (SpRestore *r, SpMatureBlock *b)
 	}
 	char *end = NULL;
 	size_t stride = 0;
+	/* Tests: a refusal, as during a concurrent collection, every other time (both paths, and the way between them). */
+	gboolean refused = r->test_refuse_blocks && (r->test_block_requests++ & 1) == 0;
 	sgen_gc_lock ();
-	char *start = sgen_major_alloc_bulk_block ((GCVTable)b->vtable, r->inline_size, &stride, &end);
+	char *start = refused ? NULL : sgen_major_alloc_bulk_block ((GCVTable)b->vtable, r->inline_size, &stride, &end);
 	b->major_count = mono_gc_stats.major_gc_count;   /* no collection starts under the GC lock */
 	sgen_gc_unlock ();
 	if (!start) {
 		b->next = b->end = NULL;
 		b->refused = SP_MATURE_REFUSED_RUN;
+		r->blocks_refused++;
 		return FALSE;
 	}
+	r->blocks_taken++;
 	b->next = start;
 	b->end = end;
 	b->stride = stride;
@@ -602,13 +609,17 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 		getrusage (RUSAGE_SELF, &ru0);
 	sp_mono_restore_expect (size);
 	r.mature = sp_mono_restore_outgrows_nursery (size);
+	r.test_refuse_blocks = r.mature && g_getenv ("SPMONO_TEST_REFUSE_BLOCKS") != NULL;
 	int rc = sp_chain_decode (parts, n, &sp_mono_restore_ops, &r, &snap, failed, err);
 	sgen_memgov_expect_bulk_load (0);     /* over: SGen's trigger counts every byte again */
 	if (sp_options.verbose) {
 		getrusage (RUSAGE_SELF, &ru1);
-		fprintf (stderr, "spmono: decoded %zu bytes in %zu part%s, %u objects, in %.3f ms (%ld page faults)\n", size,
-			 n, n == 1 ? "" : "s", snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6,
+		fprintf (stderr, "spmono: decoded %zu bytes in %zu part%s, %u objects, in %.3f ms (%ld page faults",
+			 size, n, n == 1 ? "" : "s", snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6,
 			 ru1.ru_minflt - ru0.ru_minflt);
+		if (r.mature)
+			fprintf (stderr, "; old generation: %u blocks taken, %u refused", r.blocks_taken, r.blocks_refused);
+		fprintf (stderr, ")\n");
 	}
 	/*
 	 * A delta chain goes on from what was restored: its objects keep their

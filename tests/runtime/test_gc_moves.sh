@@ -26,6 +26,13 @@ unset MONO_GC_PARAMS MONO_THREADS_SUSPEND
 rm -rf store
 spm --sp-store=store gc.exe bulk-write 1000000 || fail "bulk write"
 spm --sp-store=store gc.exe bulk-check 1000000 || fail "a large restore ran a major collection, or restored another graph"
+# When SGen refuses a block (a concurrent collection under way, or no room), the next
+# objects of the class go through the runtime's path until the restore asks again;
+# SPMONO_TEST_REFUSE_BLOCKS refuses every other request, and the graph is the same.
+SPMONO_TEST_REFUSE_BLOCKS=1 spm --sp-store=store --sp-verbose gc.exe bulk-check 1000000 > refused.txt 2>&1 \
+	|| fail "a restore with blocks refused: $(cat refused.txt)"
+grep -Eq "old generation: [1-9][0-9]* blocks taken, [1-9][0-9]* refused" refused.txt \
+	|| fail "the restore took no blocks, or none was refused: $(cat refused.txt)"
 # The same restore with major collections forced from another thread while it fills its
 # blocks of the old generation (runtime patch 0014): each one takes the blocks back.
 for suspend in preemptive hybrid; do
