@@ -465,8 +465,8 @@ typedef struct SpObjectRun {
 /*
  * The common case of an OBJECT record (p after its tag), read without a
  * bounds check a byte: a new object (not a delta's prior one) whose LID,
- * class id and references take three bytes or fewer each (a state of fewer
- * than 2,097,152 objects), with room left for the longest such record.  It
+ * class id and references take four bytes or fewer each (a state of fewer
+ * than 268,435,456 objects), with room left for the longest such record.  It
  * checks all the checked path checks, and claims the LID as it does.
  * Anything it does not take, or finds wrong, it leaves untouched to that
  * path, which reads the record again and says what is wrong.  Returns the
@@ -478,7 +478,7 @@ sp_walk_object_fast (SpObjectRun *run, const uint8_t *p, uint32_t *lid, const ui
 {
 	uint32_t id, ref;
 	unsigned n;
-	if (run->end - p < 6 || !(n = sp_varint_short (p, lid)))
+	if (run->end - p < 2 * SP_VARINT_SHORT_MAX || !(n = sp_varint_short (p, lid)))
 		return NULL;
 	p += n;
 	if (!(n = sp_varint_short (p, &id)))
@@ -494,7 +494,7 @@ sp_walk_object_fast (SpObjectRun *run, const uint8_t *p, uint32_t *lid, const ui
 		run->nrefs = run->classes [id].wire_refs;
 		run->prim_bytes = run->classes [id].prim_bytes;
 	}
-	if ((size_t)(run->end - p) < run->prim_bytes + 3 * (size_t)run->nrefs)
+	if ((size_t)(run->end - p) < run->prim_bytes + SP_VARINT_SHORT_MAX * (size_t)run->nrefs)
 		return NULL;
 	*values = p;
 	p += run->prim_bytes;

@@ -10,7 +10,9 @@
 #include "sp-buf.h"
 
 static const uint64_t edge_values [] = {
-	0, 1, 127, 128, 255, 16383, 16384, 0xffffffffull, 0x100000000ull,
+	0, 1, 127, 128, 255, 16383, 16384,
+	0x1fffff, 0x200000, 0xfffffff, 0x10000000,   /* the short path's last three- and four-byte values, and past it */
+	0xffffffffull, 0x100000000ull,
 	0x7fffffffffffffffull, 0x8000000000000000ull, 0xfffffffffffffffeull, UINT64_MAX,
 };
 #define NEDGE (sizeof edge_values / sizeof edge_values [0])
