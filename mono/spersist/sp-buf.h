@@ -169,7 +169,6 @@ sp_reader_u8 (SpReader *r)
 
 uint64_t sp_reader_varint_slow (SpReader *r);
 
-/* Most varints (LIDs below 16384, counts) take one or two bytes: decode those inline. */
 /*
  * A varint of at most four bytes at p: its length, and its value in *v; 0
  * when it is longer (the caller's general path reads it).  Reads a byte only
