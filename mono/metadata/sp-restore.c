@@ -65,6 +65,8 @@ typedef struct SpRestore {
 	MonoVTable *mature_vtable;   /* inline_vtable where its objects are allocated in the old generation inline, else NULL */
 	SpMatureBlock *mature_block; /* mature_vtable's */
 	uint32_t blocks_taken, blocks_refused; /* of the old generation, for --sp-verbose */
+	gboolean early_missed;       /* an object made early (sp_mono_restore_link) was not of its record's class */
+	guint32 linked, fixed;       /* references stored as the walk met them, and by the fix-up (--sp-verbose) */
 	gboolean test_refuse_blocks; /* SPMONO_TEST_REFUSE_BLOCKS: every other block refused (sp_mono_restore_take_block) */
 	uint32_t test_block_requests;
 } SpRestore;
@@ -425,6 +427,21 @@ sp_mono_restore_store (SpRestore *r, void *slot, MonoObject *value)
 	sgen_dummy_use (value);
 }
 
+/* An object of an object class through sp_mono_restore_new_object, bound to lid; NULL with err set when it cannot be. */
+static __attribute__ ((noinline)) MonoObject *
+sp_mono_restore_new_bound (SpRestore *r, uint32_t lid, MonoVTable *vtable, SpError *err)
+{
+	ERROR_DECL (error);
+	MonoObject *obj = sp_mono_restore_new_object (r, vtable, error);
+	if (!is_ok (error)) {
+		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
+		mono_error_cleanup (error);
+		return NULL;
+	}
+	sp_mono_restore_bind (r, lid, obj);
+	return obj;
+}
+
 /* sp_mono_restore_create's whole path: strings, arrays, and objects its fast path does not make. */
 static __attribute__ ((noinline)) void *
 sp_mono_restore_create_any (SpRestore *r, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
@@ -432,37 +449,50 @@ sp_mono_restore_create_any (SpRestore *r, uint32_t lid, const SpSnapClass *sc, u
 	ERROR_DECL (error);
 	MonoObject *obj;
 	uint8_t kind = sc ? sc->kind : SP_CLASS_STRING;
+	if (kind == SP_CLASS_OBJECT)
+		return sp_mono_restore_new_bound (r, lid, (MonoVTable *)sc->restorer_data, err);
 	if (kind == SP_CLASS_STRING)
 		obj = (MonoObject *)mono_string_new_size_checked (mono_domain_get (), (gint32)length, error);
-	else if (kind == SP_CLASS_ARRAY)
-		obj = (MonoObject *)mono_array_new_specific_checked ((MonoVTable *)sc->restorer_data, (uintptr_t)length, error);
 	else
-		obj = sp_mono_restore_new_object (r, (MonoVTable *)sc->restorer_data, error);
+		obj = (MonoObject *)mono_array_new_specific_checked ((MonoVTable *)sc->restorer_data, (uintptr_t)length, error);
 	if (!is_ok (error)) {
 		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
 		mono_error_cleanup (error);
 		return NULL;
 	}
 	sp_mono_restore_bind (r, lid, obj);
-	return kind == SP_CLASS_OBJECT ? (void *)obj : sp_mono_restore_base (r, lid, kind);
+	return sp_mono_restore_base (r, lid, kind);
+}
+
+/* An object of `vtable` allocated inline (the class of the last one made), or NULL. */
+static inline __attribute__ ((always_inline)) MonoObject *
+sp_mono_restore_alloc_fast (SpRestore *r, MonoVTable *vtable)
+{
+	/* Only an object class's vtable is ever nursery_vtable or mature_vtable. */
+	if (G_LIKELY (vtable == r->nursery_vtable))
+		return sp_mono_restore_alloc_inline (r, vtable, r->inline_size);
+	if (vtable == r->mature_vtable)
+		return sp_mono_restore_bump_mature (r, r->mature_block);
+	return NULL;
 }
 
 /*
- * A new object: zeroed, no constructor runs.  Inline in the decoder's loop
- * (sp-runtime.c), the usual case: an object of the class the last one had,
- * in the nursery's allocation buffer.
+ * A new object: zeroed, no constructor runs; or the one a link made early,
+ * when its record says its class (sp-decode.c, "links").  Inline in the
+ * decoder's loop (sp-runtime.c), the usual case: an object of the class the
+ * last one had, in the nursery's allocation buffer or an old block.
  */
 static inline __attribute__ ((always_inline)) void *
 sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	/* Only an object class's vtable is ever nursery_vtable or mature_vtable. */
-	MonoObject *obj = NULL;
-	if (G_LIKELY (sc && sc->restorer_data == r->nursery_vtable))
-		obj = sp_mono_restore_alloc_inline (r, r->inline_vtable, r->inline_size);
-	else if (sc && sc->restorer_data == r->mature_vtable)
-		obj = sp_mono_restore_bump_mature (r, r->mature_block);
-	if (G_LIKELY (obj)) {
+	MonoObject *obj = sp_objects_get (&r->objects, lid);
+	if (obj) {
+		if (sc && obj->vtable == (MonoVTable *)sc->restorer_data)
+			return obj;   /* made early of an object class, which is the record's */
+		r->early_missed = TRUE;
+	}
+	if (G_LIKELY (sc) && (obj = sp_mono_restore_alloc_fast (r, (MonoVTable *)sc->restorer_data))) {
 		sp_mono_restore_bind (r, lid, obj);
 		return obj;
 	}
@@ -491,10 +521,76 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
 {
 	SpRestore *r = (SpRestore *)ctx;
 	MonoObject *target = sp_objects_get (&r->objects, lid);
+	r->fixed++;
 	if (target && mono_object_class (target) != (MonoClass *)field->type_client)
 		return sp_mono_store_ref_checked (slot, field, lid, target, err);
 	sp_mono_restore_store (r, slot, target);
 	return 0;
+}
+
+/*
+ * The class of objects made early for a field (SpDecodeOps.early_class): the
+ * field's declared class, when it is a persistent object class that has
+ * instances and no finalizer (an object made early and left unused is
+ * garbage: its finalizer would run on zeros).  Its vtable, whose class is
+ * the declared one: sp_mono_restore_link checks a target with one load.
+ */
+static void *
+sp_mono_restore_early_class (void *ctx, const SpField *field)
+{
+	(void)ctx;
+	MonoClass *klass = (MonoClass *)field->type_client;
+	SpError ignored = { 0 };
+	if (!klass || mono_class_is_abstract (klass) || mono_class_is_interface (klass))
+		return NULL;
+	SpClass *live = sp_mono_class_map (klass, &ignored);
+	if (!live || live->kind != SP_CLASS_OBJECT)
+		return NULL;
+	ERROR_DECL (error);
+	MonoVTable *vtable = mono_class_vtable_checked (mono_domain_get (), klass, error);
+	if (!is_ok (error)) {
+		mono_error_cleanup (error);
+		return NULL;
+	}
+	return m_class_has_finalize (klass) ? NULL : vtable;
+}
+
+/*
+ * A link (SpDecodeOps.link): new object owner's field refers to object lid,
+ * stored when that object is of the declared class itself: an object made
+ * before, or one made now of the declared class (`early`; NULL: none can be).
+ * After an early object turned out to be of another class the fix-up stores
+ * every reference: nothing more is made.  Inline in the decoder's loop
+ * (sp-runtime.c).
+ */
+static inline __attribute__ ((always_inline)) int
+sp_mono_restore_link (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_t lid, SpError *err)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	if (r->early_missed)
+		return 1;
+	MonoObject *target = sp_objects_get (&r->objects, lid);
+	if (!target) {
+		if (!early)
+			return 1;
+		target = sp_mono_restore_alloc_fast (r, (MonoVTable *)early);
+		if (G_LIKELY (target))
+			sp_mono_restore_bind (r, lid, target);
+		else if (!(target = sp_mono_restore_new_bound (r, lid, (MonoVTable *)early, err)))
+			return -1;
+	} else if (early ? target->vtable != (MonoVTable *)early : mono_object_class (target) != (MonoClass *)field->type_client) {
+		return 1;   /* early is the declared class's vtable (sp_mono_restore_early_class): one load checks the class */
+	}
+	/* The owner asked for again: making the target may have moved it. */
+	sp_mono_restore_store (r, (char *)sp_objects_get (&r->objects, owner) + field->offset, target);
+	r->linked++;
+	return 0;
+}
+
+static bool
+sp_mono_restore_early_missed (void *ctx)
+{
+	return ((SpRestore *)ctx)->early_missed;
 }
 
 /* A delta's record of an object an earlier part made: it must be of the class (and length) the delta says. */
@@ -560,6 +656,9 @@ static const SpDecodeOps sp_mono_restore_ops = {
 	.reuse = sp_mono_restore_reuse,
 	.evolved = sp_mono_restore_evolved,
 	.old_values = sp_mono_restore_old_values,
+	.early_class = sp_mono_restore_early_class,
+	.link = sp_mono_restore_link,
+	.early_missed = sp_mono_restore_early_missed,
 };
 
 static int
@@ -617,6 +716,7 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 		fprintf (stderr, "spmono: decoded %zu bytes in %zu part%s, %u objects, in %.3f ms (%ld page faults",
 			 size, n, n == 1 ? "" : "s", snap.trailer.nobjects, (sp_mono_monotonic_ns () - t0) / 1e6,
 			 ru1.ru_minflt - ru0.ru_minflt);
+		fprintf (stderr, "; references: %u linked, %u by the fix-up", r.linked, r.fixed);
 		if (r.mature)
 			fprintf (stderr, "; old generation: %u blocks taken, %u refused", r.blocks_taken, r.blocks_refused);
 		fprintf (stderr, ")\n");

@@ -28,9 +28,11 @@
 #include "../spersist/sp-cards.c"
 #include "../spersist/sp-serialize.c"
 /* The decoder's OBJECT sink inlines into the validating walk (sp-walk.h). */
-static inline __attribute__ ((always_inline)) int sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id,
-								     const uint8_t *values, SpError *err);
+static int sp_decode_object (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err);
+static inline __attribute__ ((always_inline)) int sp_decode_object_refs (void *ctx, uint32_t lid, uint32_t class_id,
+									  const uint8_t *values, const uint32_t *refs, SpError *err);
 #define SP_WALK_DECODER_OBJECT sp_decode_object
+#define SP_WALK_DECODER_OBJECT_REFS sp_decode_object_refs
 #include "../spersist/sp-snapshot.c"
 #include "../spersist/sp-cattr.c"
 #include "../spersist/sp-evolve.c"
@@ -41,9 +43,12 @@ static inline __attribute__ ((always_inline)) void *sp_mono_restore_create (void
 static inline __attribute__ ((always_inline)) void *sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind);
 static inline __attribute__ ((always_inline)) int sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid,
 								    SpError *err);
+static inline __attribute__ ((always_inline)) int sp_mono_restore_link (void *ctx, uint32_t owner, const SpField *field,
+									   void *early, uint32_t lid, SpError *err);
 #define SP_RESTORER_CREATE sp_mono_restore_create
 #define SP_RESTORER_BASE sp_mono_restore_base
 #define SP_RESTORER_STORE_REF sp_mono_store_ref
+#define SP_RESTORER_LINK sp_mono_restore_link
 #include "../spersist/sp-decode.c"
 #include "../spersist/sp-options.c"
 #include "../spersist/sp-store.c"

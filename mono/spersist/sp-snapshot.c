@@ -460,6 +460,7 @@ typedef struct SpObjectRun {
 	uint32_t class_id;       /* the class of the last record taken, an OBJECT class; SP_NO_CLASS before the first */
 	uint32_t nrefs;          /* its wire_refs */
 	uint32_t prim_bytes;
+	uint32_t refs [SP_WALK_REFS]; /* the last record's references, decoded (the first SP_WALK_REFS) */
 } SpObjectRun;
 
 /*
@@ -498,21 +499,28 @@ sp_walk_object_fast (SpObjectRun *run, const uint8_t *p, uint32_t *lid, const ui
 		return NULL;
 	*values = p;
 	p += run->prim_bytes;
-	for (uint32_t i = 0; i < run->nrefs; i++, p += n)
+	for (uint32_t i = 0; i < run->nrefs; i++, p += n) {
 		if (!(n = sp_varint_short (p, &ref)) || ref > run->nobjects)
 			return NULL;
+		run->refs [i % SP_WALK_REFS] = ref;   /* beyond SP_WALK_REFS, overwritten: not handed over then */
+	}
 	run->kinds [*lid - run->prior] = SP_CLASS_OBJECT;
 	return p;
 }
 
-/* The sink's object call; the decoder's, called directly where the build names it (sp-walk.h), inlines into the walk. */
-static inline int
-sp_walk_sink_object (const SpWalk *w, uint32_t lid, uint32_t class_id, const uint8_t *values)
+/*
+ * The sink's object call; the decoder's, called directly where the build
+ * names it (sp-walk.h), inlines into the walk and takes the references
+ * decoded (`refs`, or NULL).
+ */
+static inline __attribute__ ((always_inline)) int
+sp_walk_sink_object (const SpWalk *w, uint32_t lid, uint32_t class_id, const uint8_t *values, const uint32_t *refs)
 {
 #ifdef SP_WALK_DECODER_OBJECT
 	if (w->sink->object == SP_WALK_DECODER_OBJECT)
-		return SP_WALK_DECODER_OBJECT (w->ctx, lid, class_id, values, w->err);
+		return SP_WALK_DECODER_OBJECT_REFS (w->ctx, lid, class_id, values, refs, w->err);
 #endif
+	(void)refs;
 	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
 }
 
@@ -526,7 +534,7 @@ sp_walk_object_checked (SpWalk *w)
 	const uint8_t *values = w->r.pos;
 	if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
 		return sp_walk_values_fail (w);
-	return sp_walk_sink_object (w, lid, class_id, values);
+	return sp_walk_sink_object (w, lid, class_id, values, NULL);
 }
 
 /*
@@ -547,7 +555,7 @@ sp_walk_objects (SpWalk *w)
 		const uint8_t *values, *next = sp_walk_object_fast (&run, p, &lid, &values);
 		if (next) {
 			w->objects_seen++;
-			if (sp_walk_sink_object (w, lid, run.class_id, values) < 0)
+			if (sp_walk_sink_object (w, lid, run.class_id, values, run.nrefs <= SP_WALK_REFS ? run.refs : NULL) < 0)
 				return -1;
 			p = next;
 		} else {
@@ -862,6 +870,7 @@ sp_snapshot_free (SpSnapshot *snap)
 			free (c->prim_kinds);
 			free (c->prim_offsets);
 			free (c->ref_fields);
+			free (c->ref_early);
 			free (c->prim_live_kinds);
 			free (c->evolution);
 			free (c->leaf_changed);

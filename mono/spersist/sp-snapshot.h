@@ -54,6 +54,8 @@ typedef struct SpSnapClass {
 	uint32_t nprims;
 	const SpField **ref_fields; /* decode: the live reference leaves, in wire order (fix-up skips the rest; NULL: dropped) */
 	uint32_t nrefs;
+	void **ref_early;        /* decode: per reference leaf, the class of an object made where a reference meets it first (SpDecodeOps.early_class) */
+	bool links;              /* decode: a new object's references are stored as the walk meets them (sp-decode.c, "links") */
 	uint8_t *prim_live_kinds; /* decode, a class that changed (sp-evolve.h): each primitive's live kind, 0 = dropped; NULL: exact */
 	char *evolution;         /* what changed against the live class, for the log; NULL: nothing */
 	uint8_t *leaf_changed;   /* [nfields], with evolution: 1 for a leaf renamed or widened, SP_LEAF_DROPPED for one no live leaf takes */
@@ -140,9 +142,9 @@ void sp_snapshot_free (SpSnapshot *snap);
 typedef int (*SpStoreRefFn) (void *ctx, void *slot, const SpField *field, uint32_t lid, SpError *err);
 
 /*
- * What sp_snapshot_decode asks of the restorer (the client).  Objects are
- * created in record order, so the client may move earlier ones (a moving GC)
- * between calls: the decoder keeps no addresses, it asks `base` again.
+ * What sp_snapshot_decode asks of the restorer (the client).  The client may
+ * move objects it made (a moving GC) between calls: the decoder keeps no
+ * addresses, it asks `base` again.
  */
 typedef struct SpDecodeOps {
 	/* Once, after the checks: room for objects 1..t->nobjects. */
@@ -163,7 +165,9 @@ typedef struct SpDecodeOps {
 	/*
 	 * Object `lid`, zeroed, of class c (NULL: a string of `length` UTF-16
 	 * units; for arrays `length` elements); returns base(lid), or NULL with
-	 * err set.
+	 * err set.  When `link` made the object already, create returns it if
+	 * it is of c's live class (an object class), else makes it anew and
+	 * early_missed says so from then on.
 	 */
 	void *(*create) (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t length, SpError *err);
 	/* Where the values of created object lid go: the object, its first element, its first unit. */
@@ -183,16 +187,34 @@ typedef struct SpDecodeOps {
 	 * chain then contradicts itself and counts as damaged.
 	 */
 	void *(*reuse) (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t end, SpError *err);
+	/*
+	 * Links (optional, all three or none; sp-decode.c says when the decoder
+	 * uses them).  early_class: the class the restorer makes an object of
+	 * when a reference stored in `field` meets it before its record (the
+	 * field's declared class itself), or NULL when there is none it may
+	 * make so (abstract, an array, a string, a finalizer).
+	 */
+	void *(*early_class) (void *ctx, const SpField *field);
+	/*
+	 * Store the reference of new object `owner`'s `field` to object `lid`
+	 * as the walk meets it, making that object of class `early` first when
+	 * it does not exist yet.  Returns 0 when stored; 1 when not, the target
+	 * not being of the field's declared class itself (whether it fits,
+	 * the fix-up decides); -1 with err set when it could not be made.
+	 */
+	int (*link) (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_t lid, SpError *err);
+	/* Whether create met an object made early of another class than its record's. */
+	bool (*early_missed) (void *ctx);
 } SpDecodeOps;
 
 /*
  * A build with one restorer may bind the decoder's per-object calls to it at
  * compile time, as sp-client.h's SP_CLIENT_HOT does for the serializer: it
- * defines SP_RESTORER_CREATE, SP_RESTORER_BASE and SP_RESTORER_STORE_REF to
- * its create, base and store_ref, declared before sp-decode.c, and the
- * decoder calls them directly, where they inline into its loops (the
- * runtime's unity build does: sp-runtime.c).  Its ops must then name the
- * same three functions; the decoders refuse other ops.  The other calls
+ * defines SP_RESTORER_CREATE, SP_RESTORER_BASE, SP_RESTORER_STORE_REF and
+ * SP_RESTORER_LINK to its create, base, store_ref and link, declared before
+ * sp-decode.c, and the decoder calls them directly, where they inline into
+ * its loops (the runtime's unity build does: sp-runtime.c).  Its ops must
+ * then name the same four functions; the decoders refuse other ops.  The other calls
  * (once a class, once a decode, a delta's) always go through ops.
  */
 

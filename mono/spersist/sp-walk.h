@@ -18,12 +18,16 @@
 
 /*
  * A build may name the decoder's OBJECT sink (sp-decode.c's
- * sp_decode_object) as SP_WALK_DECODER_OBJECT, declared before
- * sp-snapshot.c: the walk then calls it directly when its sink's object is
- * that function, and the compiler inlines it into the walk's loop (the
- * runtime's unity build does: sp-runtime.c), as SP_RESTORER_* binds the
- * decoder's calls to the restorer (sp-snapshot.h).
+ * sp_decode_object) as SP_WALK_DECODER_OBJECT, and its body that takes the
+ * record's references as the walk decoded them (sp_decode_object_refs) as
+ * SP_WALK_DECODER_OBJECT_REFS, both declared before sp-snapshot.c: the walk
+ * then calls the latter directly when its sink's object is the former, and
+ * the compiler inlines it into the walk's loop (the runtime's unity build
+ * does: sp-runtime.c), as SP_RESTORER_* binds the decoder's calls to the
+ * restorer (sp-snapshot.h).  The references come as SP_WALK_REFS LIDs or
+ * fewer; NULL when the record has more, or was read by the checked path.
  */
+#define SP_WALK_REFS 8
 typedef struct SpWalkSink {
 	/* Once, after the checks and the walk's own allocations (the counts are bounded by then). */
 	int (*begin) (void *ctx, SpSnapshot *snap, SpError *err);

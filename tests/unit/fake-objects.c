@@ -512,6 +512,9 @@ sp_client_unknown_values (void *obj, const SpClass *c, const uint8_t **prims, vo
 }
 
 bool fake_keep_unknown;
+FakeLinkMode fake_link_mode = FAKE_LINKS;
+FakeClass *fake_links_guess;
+FakeDecodeCounts fake_decode_counts;
 
 void
 fake_set_unseen_log (const SpStoreLog *log)
@@ -655,6 +658,8 @@ fake_reset (void)
 	fake_unseen_log = NULL;
 	fake_nunknown = 0;
 	fake_keep_unknown = false;
+	fake_link_mode = FAKE_LINKS;
+	fake_links_guess = NULL;
 }
 
 /* ---- graph equality ------------------------------------------------------- */
@@ -826,7 +831,9 @@ fake_serialize (const uint32_t *ids, void **roots, size_t nroots, size_t step, u
 typedef struct FakeDecode {
 	void **objects;          /* [1..nobjects] */
 	uint32_t nobjects;
+	bool early_missed;
 } FakeDecode;
+
 
 static int
 fake_decode_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
@@ -846,6 +853,10 @@ fake_decode_resolve (void *ctx, SpSnapClass *c, SpError *err)
 		return sp_error_set (err, "class %s cannot be found", c->name);
 	c->resolved = &live->sp;
 	c->keep_unknown = fake_keep_unknown && c->kind == SP_CLASS_OBJECT;
+	/* A reference leaf's declared class, where the model has it (else untyped, as `object`): checked by store_ref and link. */
+	for (uint32_t i = 0; i < live->sp.nfields; i++)
+		if (live->sp.fields [i].kind == SP_KIND_REF && live->sp.fields [i].type_name)
+			live->sp.fields [i].type_client = fake_class_find (live->sp.fields [i].type_name);
 	return 0;
 }
 
@@ -864,6 +875,12 @@ fake_decode_create (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t leng
 	FakeDecode *d = ctx;
 	FakeClass *live = c ? (FakeClass *)((char *)c->resolved - offsetof (FakeClass, sp)) : NULL;
 	uint8_t kind = c ? c->kind : SP_CLASS_STRING;
+	if (d->objects [lid]) {                 /* made early by a link */
+		if (fake_class_of (d->objects [lid]) == live && kind == SP_CLASS_OBJECT)
+			return d->objects [lid];
+		d->early_missed = true;
+		fake_decode_counts.early_unused++;
+	}
 	if (!c)
 		d->objects [lid] = fake_new_string_utf16 (NULL, (uint32_t)length);
 	else
@@ -880,7 +897,41 @@ fake_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpErr
 		return sp_error_set (err, "object %u has type %s, which cannot be stored in '%s' of type %s",
 				     lid, fake_class_of (target)->sp.name, field->name, field->type_name);
 	memcpy (slot, &target, sizeof target);
+	fake_decode_counts.fixed++;
 	return 0;
+}
+
+/* The declared class of a typed reference field, when it is an object class (or the test's guess). */
+static void *
+fake_early_class (void *ctx, const SpField *field)
+{
+	(void)ctx;
+	FakeClass *declared = field->type_client;
+	if (!declared || declared->sp.kind != SP_CLASS_OBJECT)
+		return NULL;
+	return fake_link_mode == FAKE_LINKS_GUESS ? fake_links_guess : declared;
+}
+
+static int
+fake_link (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_t lid, SpError *err)
+{
+	(void)err;
+	FakeDecode *d = ctx;
+	if (d->early_missed || (!d->objects [lid] && !early))
+		return 1;
+	if (!d->objects [lid])
+		d->objects [lid] = fake_new_object (early);
+	if (!field->type_client || fake_class_of (d->objects [lid]) != field->type_client)
+		return 1;
+	memcpy ((uint8_t *)d->objects [owner] + field->offset, &d->objects [lid], sizeof (void *));
+	fake_decode_counts.linked++;
+	return 0;
+}
+
+static bool
+fake_early_missed (void *ctx)
+{
+	return ((FakeDecode *)ctx)->early_missed;
 }
 
 /* A delta's record of an object the chain made: it must be of that class (and, patched, that long). */
@@ -905,13 +956,32 @@ static const SpDecodeOps fake_decode_ops = {
 	.base = fake_decode_base,
 	.store_ref = fake_store_ref,
 	.reuse = fake_decode_reuse,
+	.early_class = fake_early_class,
+	.link = fake_link,
+	.early_missed = fake_early_missed,
 };
+
+static const SpDecodeOps fake_decode_ops_no_links = {
+	.begin = fake_decode_begin,
+	.resolve = fake_decode_resolve,
+	.create = fake_decode_create,
+	.base = fake_decode_base,
+	.store_ref = fake_store_ref,
+	.reuse = fake_decode_reuse,
+};
+
+static const SpDecodeOps *
+fake_decode_ops_now (void)
+{
+	memset (&fake_decode_counts, 0, sizeof fake_decode_counts);
+	return fake_link_mode == FAKE_NO_LINKS ? &fake_decode_ops_no_links : &fake_decode_ops;
+}
 
 int
 fake_decode_chain (const SpChainPart *parts, size_t n, SpSnapshot *last, void ***objects_out, size_t *failed, SpError *err)
 {
 	FakeDecode d = { 0 };
-	int rc = sp_chain_decode (parts, n, &fake_decode_ops, &d, last, failed, err);
+	int rc = sp_chain_decode (parts, n, fake_decode_ops_now (), &d, last, failed, err);
 	*objects_out = d.objects;
 	return rc;
 }
@@ -920,7 +990,7 @@ int
 fake_decode (const uint8_t *data, size_t size, SpSnapshot *snap, void ***objects_out, SpError *err)
 {
 	FakeDecode d = { 0 };
-	int rc = sp_snapshot_decode (data, size, &fake_decode_ops, &d, snap, err);
+	int rc = sp_snapshot_decode (data, size, fake_decode_ops_now (), &d, snap, err);
 	*objects_out = d.objects;
 	return rc;
 }

@@ -177,6 +177,20 @@ int fake_serialize (const uint32_t *ids, void **roots, size_t nroots, size_t ste
  * Returns sp_snapshot_decode's result; `snap` gets the classes and roots.
  */
 int fake_decode (const uint8_t *data, size_t size, SpSnapshot *snap, void ***objects, SpError *err);
+/*
+ * How fake_decode* link references as the walk meets them (SpDecodeOps.link,
+ * sp-decode.c): FAKE_LINKS (the default), FAKE_NO_LINKS (a restorer without
+ * them: every reference by the fix-up), FAKE_LINKS_GUESS (objects made early
+ * are of fake_links_guess, whatever the declared class).
+ */
+typedef enum { FAKE_LINKS, FAKE_NO_LINKS, FAKE_LINKS_GUESS } FakeLinkMode;
+extern FakeLinkMode fake_link_mode;
+extern FakeClass *fake_links_guess;
+/* What the last fake_decode* did: references linked, stored by the fix-up; objects made early and not used. */
+typedef struct FakeDecodeCounts {
+	uint32_t linked, fixed, early_unused;
+} FakeDecodeCounts;
+extern FakeDecodeCounts fake_decode_counts;
 /* The same for a chain (sp_chain_decode): a full snapshot and the deltas on it. */
 int fake_decode_chain (const SpChainPart *parts, size_t n, SpSnapshot *last, void ***objects, size_t *failed, SpError *err);
 /* The same for the bytes of a parsed snapshot. */

@@ -756,6 +756,36 @@ fuzz_one (const SpBuf *orig, uint8_t *buf, unsigned *parsed)
 	sp_snapshot_free (&snap);
 }
 
+/* 60 nodes of a binary tree with parent links, every reference typed: a restore links them all. */
+static void
+linked_tree_snapshot (SpBuf *b)
+{
+	FakeClass *c = fake_class_object ("App", "App.Tree");
+	fake_class_add_field (c, "key", SP_KIND_I4, NULL);
+	fake_class_add_field (c, "left", SP_KIND_REF, "App.Tree");
+	fake_class_add_field (c, "right", SP_KIND_REF, "App.Tree");
+	fake_class_add_field (c, "parent", SP_KIND_REF, "App.Tree");
+	void *nodes [60];
+	for (int i = 0; i < 60; i++) {
+		nodes [i] = fake_new_object (c);
+		FAKE_SET (nodes [i], "key", int32_t, i);
+		if (i > 0) {
+			fake_set_ref (nodes [(i - 1) / 2], i % 2 ? "left" : "right", nodes [i]);
+			fake_set_ref (nodes [i], "parent", nodes [(i - 1) / 2]);
+		}
+	}
+	SpError err = { 0 };
+	uint32_t id = 1;
+	sp_buf_init (b);
+	assert_ok (fake_serialize (&id, nodes, 1, SIZE_MAX, 1, b, &err), &err);
+	void **objects;
+	SpSnapshot snap;
+	assert_ok (fake_decode (b->data, b->len, &snap, &objects, &err), &err);
+	assert_int_equal (fake_decode_counts.linked, 2 * 59);   /* the path the damage is to meet */
+	sp_snapshot_free (&snap);
+	free (objects);
+}
+
 static void
 test_random_damage_with_valid_crc (void **state)
 {
@@ -778,8 +808,19 @@ test_random_damage_with_valid_crc (void **state)
 		fuzz_one (&sample, buf, &parsed);
 	assert_true (parsed > 0);
 	free (buf);
+	/* A tree, whose restore links its references as it meets them (sp-decode.c): damage meets that path. */
+	fake_reset ();
+	SpBuf tree;
+	linked_tree_snapshot (&tree);
+	buf = malloc (tree.len);
+	parsed = 0;
+	for (int i = 0; i < 3000; i++)
+		fuzz_one (&tree, buf, &parsed);
+	assert_true (parsed > 0);
+	free (buf);
 	sp_buf_free (&base);
 	sp_buf_free (&sample);
+	sp_buf_free (&tree);
 }
 
 /* ---- cost ---------------------------------------------------------------------- */

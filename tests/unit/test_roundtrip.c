@@ -1545,7 +1545,7 @@ interleaved_class (const char *name, uint32_t nleaves)
 		char leaf [16];
 		snprintf (leaf, sizeof leaf, "f%u", i);
 		SpKind k = kinds [i % G_N_ELEMENTS (kinds)];
-		fake_class_add_field (c, leaf, k, k == SP_KIND_REF ? "App.Node" : NULL);
+		fake_class_add_field (c, leaf, k, k == SP_KIND_REF ? "System.Object" : NULL);
 	}
 	return c;
 }
