@@ -7,9 +7,8 @@
  *                 while the record's bytes are in cache, and so, in a full
  *                 snapshot, are its references (links, below);
  *   fix-up        once the walk has succeeded, every byte is known valid and
- *                 every object exists: a second, unchecked pass over the
- *                 records stores the references.  It runs only when some
- *                 were not linked.
+ *                 every object exists: an unchecked pass over the records
+ *                 whose references were not all linked stores them.
  *
  * Links.  A reference in a full snapshot is stored as the walk meets it: to
  * an object made already (a tree node's parent), or to one the restorer makes
@@ -17,18 +16,21 @@
  * children: their records come later, and create finds them made).  The
  * object is the right one only when its record says the same class, which is
  * what a declared class that is not abstract holds for nearly every state.
- * Whenever that fails, the fix-up runs over all records as if nothing had
- * been linked, and checks and stores every reference again: a guess made
- * early is never trusted.  A reference is left to the fix-up also when its
- * target is not of the declared class itself (a subclass: the fix-up checks
- * the assignment), when the declared class has no early class (abstract, an
- * interface, an array, a string, a finalizer), for arrays of references, for
- * classes that changed, and in deltas.  The second pass had been a third of
- * a 1,000,000-node restore's instructions (186 of 439 a node): it read each
+ * Whenever that fails, the fix-up goes over all records as if nothing had been
+ * linked, and checks and stores every reference again: a guess made early is
+ * never trusted.  A reference is not linked when its target is not of the
+ * declared class itself (a subclass: the fix-up checks the assignment), or
+ * does not exist yet and cannot be made early (a string, an array, an
+ * abstract class, a finalizer: sp_mono_restore_early_class); nor are those of
+ * arrays of references, of classes that changed, or of deltas.  Their records
+ * are listed (SpPending), and the fix-up reads only those, storing the slots
+ * no link set.  The second pass over every record had been a third of a
+ * 1,000,000-node restore's instructions (186 of 439 a node): it read each
  * record's LID, class and references again, and, beyond the cache, its bytes.
  *
  * Nothing is indexed per object: memory beyond the snapshot and the new objects
- * is the walk's byte per LID.  The client may move objects between calls
+ * is the walk's byte per LID and the list of records left to the fix-up (at
+ * most the input's size: beyond it, the fix-up reads every record).  The client may move objects between calls
  * (SGen's nursery collections), so no address is kept here, only asked for
  * again through the restorer's base.
  */
@@ -38,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A record some of whose references were not linked: the fix-up stores them all (sp_decode_fixup_pending). */
+/* A record some of whose references were not linked: the fix-up stores those (sp_decode_fixup_pending). */
 typedef struct SpPending {
 	uint32_t lid, class_id;
 	uint64_t start;          /* a piece of an array of references: its first element */
@@ -194,8 +196,8 @@ sp_decode_pend (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 
 /*
  * The references of new object `owner` of class c, linked: as the walk
- * decoded them (`refs`), else read after its primitives.  The first one the
- * restorer does not store leaves the record's references to the fix-up.
+ * decoded them (`refs`), else read after its primitives.  Those the restorer
+ * does not store are left to the fix-up, which stores the slots still null.
  */
 static inline __attribute__ ((always_inline)) int
 sp_decode_links (SpDecode *d, uint32_t owner, uint32_t class_id, const SpSnapClass *c, const uint32_t *refs,
@@ -206,6 +208,7 @@ sp_decode_links (SpDecode *d, uint32_t owner, uint32_t class_id, const SpSnapCla
 	void **early = c->ref_early;
 	uint32_t n = c->nrefs;
 	const uint8_t *p = values + c->prim_bytes;
+	bool pend = false;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t lid = refs ? refs [i] : (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
 		if (!lid)
@@ -216,10 +219,11 @@ sp_decode_links (SpDecode *d, uint32_t owner, uint32_t class_id, const SpSnapCla
 				d->unfit = true;
 				return -1;
 			}
-			sp_decode_pend (d, owner, class_id, 0, values);
-			break;
+			pend = true;
 		}
 	}
+	if (pend)
+		sp_decode_pend (d, owner, class_id, 0, values);
 	return 0;
 }
 
@@ -384,7 +388,7 @@ sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 	uint8_t *dst = (uint8_t *)sp_decode_base (d, lid, SP_CLASS_ARRAY) + start * live->elem_size;
 	bool zeroed = lid > d->snap->header.prior_objects;   /* not a delta's PATCH of an array the chain made */
 	for (uint64_t i = 0; i < count && *rc == 0; i++, dst += live->elem_size)
-		p = sp_planned_references (c, p + c->prim_bytes, dst, zeroed, sp_decode_store_ref (d), d->ctx, rc, err);
+		p = sp_planned_references (c, p + c->prim_bytes, dst, zeroed, false, sp_decode_store_ref (d), d->ctx, rc, err);
 	return p;
 }
 
@@ -414,7 +418,7 @@ sp_fixup_objects (SpDecode *d, const uint8_t *p, const uint8_t *end, int *rc, Sp
 		} else {
 			uint8_t *base = sp_decode_base (d, lid, SP_CLASS_OBJECT);
 			bool zeroed = lid > prior;   /* not a delta's record of an object the chain made */
-			p = sp_planned_references (c, p + prim_bytes, base, zeroed, sp_decode_store_ref (d), d->ctx, rc, err);
+			p = sp_planned_references (c, p + prim_bytes, base, zeroed, false, sp_decode_store_ref (d), d->ctx, rc, err);
 			if (*rc)
 				return p;
 		}
@@ -493,7 +497,7 @@ sp_decode_fixup_pending (SpDecode *d, SpError *err)
 			sp_fixup_piece (d, e->lid, e->class_id, e->start, e->at, &rc, err);
 		} else {
 			uint8_t *base = sp_decode_base (d, e->lid, SP_CLASS_OBJECT);
-			sp_planned_references (c, e->at + c->prim_bytes, base, true, sp_decode_store_ref (d), d->ctx, &rc, err);
+			sp_planned_references (c, e->at + c->prim_bytes, base, true, true, sp_decode_store_ref (d), d->ctx, &rc, err);
 		}
 	}
 	return rc;

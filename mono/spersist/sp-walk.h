@@ -164,16 +164,26 @@ sp_trusted_references (const SpClass *live, const uint8_t *p, uint8_t *dst,
 	return p;
 }
 
+/* Whether the reference slot at p holds an object. */
+static inline bool
+sp_slot_is_set (const uint8_t *p)
+{
+	void *v;
+	memcpy (&v, p, sizeof v);
+	return v != NULL;
+}
+
 /*
  * sp_trusted_references by the class's plan (sp_snapshot_plan): each handed
  * to store_ref with its live slot (by the class's plan: a leaf the
  * program no longer has is skipped); stops at the first failure (*rc, which
  * the caller set to 0).
  * In a `zeroed` object (new, its slots null) a null reference needs no store
- * and is skipped.  Returns the position after them.
+ * and is skipped; with `linked` too, a slot already set (a link stored it,
+ * sp-decode.c) is left as it is.  Returns the position after them.
  */
 static inline const uint8_t *
-sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst, bool zeroed,
+sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst, bool zeroed, bool linked,
 		       SpStoreRefFn store_ref, void *ctx, int *rc, SpError *err)
 {
 	/* In locals: the stores through slots may alias c for all the compiler knows, and would make it load them again. */
@@ -182,7 +192,7 @@ sp_planned_references (const SpSnapClass *c, const uint8_t *p, uint8_t *dst, boo
 	for (uint32_t i = 0; i < n; i++) {
 		const SpField *f = fields [i];
 		uint32_t lid = (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
-		if (__builtin_expect (f != NULL, 1) && (lid || !zeroed)) {
+		if (__builtin_expect (f != NULL, 1) && (lid || !zeroed) && !(linked && sp_slot_is_set (dst + f->offset))) {
 			int failed = store_ref (ctx, dst + f->offset, f, lid, err);
 			if (failed) {   /* *rc is written on failure only: a store to the stack a reference less */
 				*rc = failed;
