@@ -461,6 +461,8 @@ typedef struct SpObjectRun {
 	uint32_t nrefs;          /* its wire_refs */
 	uint32_t prim_bytes;
 	uint32_t refs [SP_WALK_REFS]; /* the last record's references, decoded (the first SP_WALK_REFS) */
+	uint32_t taken;          /* records taken by the fast path, not yet counted in the walk's objects_seen */
+	bool to_decoder;         /* the sink's object is the decoder's, called directly (sp-walk.h) */
 } SpObjectRun;
 
 /*
@@ -508,19 +510,32 @@ sp_walk_object_fast (SpObjectRun *run, const uint8_t *p, uint32_t *lid, const ui
 	return p;
 }
 
-/*
- * The sink's object call; the decoder's, called directly where the build
- * names it (sp-walk.h), inlines into the walk and takes the references
- * decoded (`refs`, or NULL).
- */
-static inline __attribute__ ((always_inline)) int
-sp_walk_sink_object (const SpWalk *w, uint32_t lid, uint32_t class_id, const uint8_t *values, const uint32_t *refs)
+/* Whether the walk's sink takes objects by the decoder's own function, which it then calls directly (sp-walk.h). */
+static inline bool
+sp_walk_to_decoder (const SpWalk *w)
 {
 #ifdef SP_WALK_DECODER_OBJECT
-	if (w->sink->object == SP_WALK_DECODER_OBJECT)
+	return w->sink->object == SP_WALK_DECODER_OBJECT;
+#else
+	(void)w;
+	return false;
+#endif
+}
+
+/*
+ * The sink's object call; the decoder's, called directly where the build
+ * names it (`to_decoder`: sp_walk_to_decoder), inlines into the walk and
+ * takes the references decoded (`refs`, or NULL).
+ */
+static inline __attribute__ ((always_inline)) int
+sp_walk_sink_object (const SpWalk *w, bool to_decoder, uint32_t lid, uint32_t class_id, const uint8_t *values,
+		     const uint32_t *refs)
+{
+#ifdef SP_WALK_DECODER_OBJECT
+	if (to_decoder)
 		return SP_WALK_DECODER_OBJECT_REFS (w->ctx, lid, class_id, values, refs, w->err);
 #endif
-	(void)refs;
+	(void)refs, (void)to_decoder;
 	return w->sink->object ? w->sink->object (w->ctx, lid, class_id, values, w->err) : 0;
 }
 
@@ -534,7 +549,7 @@ sp_walk_object_checked (SpWalk *w)
 	const uint8_t *values = w->r.pos;
 	if (!sp_walk_instance (&w->r, &w->snap->classes [class_id], w->snap->trailer.nobjects))
 		return sp_walk_values_fail (w);
-	return sp_walk_sink_object (w, lid, class_id, values, NULL);
+	return sp_walk_sink_object (w, sp_walk_to_decoder (w), lid, class_id, values, NULL);
 }
 
 /*
@@ -548,14 +563,15 @@ sp_walk_objects (SpWalk *w)
 {
 	SpObjectRun run = { .end = w->r.end, .classes = w->snap->classes, .kinds = w->kinds,
 			    .nobjects = w->snap->trailer.nobjects, .prior = w->prior, .classes_seen = w->classes_seen,
-			    .class_id = SP_NO_CLASS };
+			    .class_id = SP_NO_CLASS, .to_decoder = sp_walk_to_decoder (w) };
 	const uint8_t *p = w->r.pos;
 	for (;;) {
 		uint32_t lid;
 		const uint8_t *values, *next = sp_walk_object_fast (&run, p, &lid, &values);
 		if (next) {
-			w->objects_seen++;
-			if (sp_walk_sink_object (w, lid, run.class_id, values, run.nrefs <= SP_WALK_REFS ? run.refs : NULL) < 0)
+			run.taken++;
+			if (sp_walk_sink_object (w, run.to_decoder, lid, run.class_id, values,
+						 run.nrefs <= SP_WALK_REFS ? run.refs : NULL) < 0)
 				return -1;
 			p = next;
 		} else {
@@ -570,6 +586,7 @@ sp_walk_objects (SpWalk *w)
 			break;
 		p++;
 	}
+	w->objects_seen += run.taken;
 	w->r.pos = p;
 	return 0;
 }
