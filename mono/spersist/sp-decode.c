@@ -30,7 +30,8 @@
  *
  * Nothing is indexed per object: memory beyond the snapshot and the new objects
  * is the walk's byte per LID and the list of records left to the fix-up (at
- * most the input's size: beyond it, the fix-up reads every record).  The client may move objects between calls
+ * most eight times the input's size: beyond it, the fix-up reads every
+ * record).  The client may move objects between calls
  * (SGen's nursery collections), so no address is kept here, only asked for
  * again through the restorer's base.
  */
@@ -173,8 +174,10 @@ sp_decode_evolved (SpDecode *d, uint32_t lid, const SpSnapClass *c, const uint8_
 /*
  * Record the references of object lid (class_id; `at`: its values) or of a
  * piece of an array of references (`at`: its count; `start`: its first
- * element) for the fix-up.  The list is bounded by the input's size: beyond
- * that, the fix-up goes over every record instead.
+ * element) for the fix-up.  An entry a record of at least three bytes: the
+ * list is bounded by eight times the input's size (a hostile input's
+ * allocations stay within a small multiple of it); beyond that, the fix-up
+ * goes over every record instead.
  */
 static void
 sp_decode_pend (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, const uint8_t *at)
@@ -183,7 +186,7 @@ sp_decode_pend (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 		return;
 	if (d->npending == d->pending_cap) {
 		uint32_t cap = d->pending_cap ? 2 * d->pending_cap : 64;
-		SpPending *grown = (uint64_t)cap * sizeof *grown <= d->snap->size ? realloc (d->pending, cap * sizeof *grown) : NULL;
+		SpPending *grown = (uint64_t)cap * sizeof *grown <= 8 * (uint64_t)d->snap->size ? realloc (d->pending, cap * sizeof *grown) : NULL;
 		if (!grown) {
 			d->pending_full = true;
 			return;

@@ -18,6 +18,13 @@ using SPersistence;
 	[SPersistentField] public Tree Left, Right, Parent;
 }
 
+// Each node's name is met before its string's record: the node's record alone goes to the fix-up.
+[SPersistent] class Named
+{
+	[SPersistentField] public Named Left, Right, Parent;
+	[SPersistentField] public string Name;
+}
+
 [SPersistent] class Shape { [SPersistentField] public int Id; }
 [SPersistent] class Circle : Shape { [SPersistentField] public double R; }
 [SPersistent] abstract class Animal { [SPersistentField] public string Name; }
@@ -58,6 +65,20 @@ static class Program
 			nodes [i] = new Tree { Key = i * 7 + 1 };
 			if (i > 0) {
 				Tree parent = nodes [(i - 1) / 2];
+				if (i % 2 == 1) parent.Left = nodes [i]; else parent.Right = nodes [i];
+				nodes [i].Parent = parent;
+			}
+		}
+		return nodes [0];
+	}
+
+	static Named BuildNamed (int n)
+	{
+		var nodes = new Named [n];
+		for (int i = 0; i < n; i++) {
+			nodes [i] = new Named { Name = "n" + i };
+			if (i > 0) {
+				Named parent = nodes [(i - 1) / 2];
 				if (i % 2 == 1) parent.Left = nodes [i]; else parent.Right = nodes [i];
 				nodes [i].Parent = parent;
 			}
@@ -107,6 +128,7 @@ static class Program
 	{
 		switch (which) {
 		case "tree": return new object [] { BuildTree (1000) };
+		case "named": return new object [] { BuildNamed (500) };
 		case "mixed": return new object [] { BuildMixed (300) };
 		case "backward": return BuildBackward (50);
 		case "closing": return new object [] { new Shelf { First = BuildClosing (100) } };

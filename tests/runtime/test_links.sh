@@ -15,6 +15,10 @@ restore_case () {   # restore_case CASE: write, restore with --sp-verbose into v
 # A tree of one class: 999 children made early, 999 parents made before; no fix-up.
 out=$(restore_case tree); echo "tree: $out"
 [ "$out" = "references: 1998 linked, 0 by the fix-up" ] || fail "tree: $out"
+# Each node's name met before its string: its record is listed, and the fix-up stores the
+# names alone (records of about 12 bytes: the list is not bounded by the input's size).
+out=$(restore_case named); echo "named: $out"
+[ "$out" = "references: 998 linked, 500 by the fix-up" ] || fail "named: $out"
 # Circles in Shape fields, made early as Shapes: the first record contradicts the guess,
 # and the fix-up stores every reference again (also Animal, ITagged, object, string, array).
 out=$(restore_case mixed); echo "mixed: $out"
