@@ -13,7 +13,11 @@
  * own leaves, 8 bytes a leaf, as a client that knows every class would.
  * Properties checked besides memory safety: parse and decode agree on
  * whether the input is valid, and decode never creates more objects than the
- * trailer counts.
+ * trailer counts.  It restores twice: linking references as it meets them
+ * (sp-decode.c; the object a field declares made early, by name) and with
+ * every reference left to the fix-up; both must succeed or fail alike and
+ * make the same objects byte for byte.  Seed links-miss.spm has a reference
+ * whose record is not of its declared class (test_links.c's late miss).
  *
  * A delta input (version 2) is also read as the second part of a chain
  * (sp_chain_decode) on a built-in full snapshot: its header's links are
@@ -68,6 +72,8 @@ typedef struct Restore {
 	void **objects;          /* [1..nobjects] */
 	SpClass **classes;       /* [1..nobjects]: each object's live class (NULL: a string) */
 	uint64_t *lengths;       /* [1..nobjects] */
+	bool *early;             /* [1..nobjects]: made by a link, before its record (sp-decode.c, "links") */
+	bool missed;             /* a record's class was not that of the object made early for it */
 	uint32_t nobjects;
 	uint32_t created;
 	SpClass *live [FUZZ_MAX_CLASSES]; /* made from the snapshots' classes, one per name and layout */
@@ -82,7 +88,8 @@ fuzz_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
 	r->objects = calloc ((size_t)t->nobjects + 1, sizeof *r->objects);
 	r->classes = calloc ((size_t)t->nobjects + 1, sizeof *r->classes);
 	r->lengths = calloc ((size_t)t->nobjects + 1, sizeof *r->lengths);
-	if (!r->objects || !r->classes || !r->lengths)
+	r->early = calloc ((size_t)t->nobjects + 1, sizeof *r->early);
+	if (!r->objects || !r->classes || !r->lengths || !r->early)
 		return sp_error_set (err, "out of memory");
 	r->nobjects = t->nobjects;
 	return 0;
@@ -176,8 +183,18 @@ static void *
 fuzz_create (void *ctx, uint32_t lid, const SpSnapClass *c, uint64_t length, SpError *err)
 {
 	Restore *r = ctx;
-	if (lid == 0 || lid > r->nobjects || r->objects [lid])
+	if (lid == 0 || lid > r->nobjects || (r->objects [lid] && !r->early [lid]))
 		return sp_error_set (err, "object %u created twice or out of range", lid), NULL;
+	if (r->objects [lid]) {   /* made early: kept when its record says its class, else made anew */
+		r->early [lid] = false;
+		if (c && c->kind == SP_CLASS_OBJECT && r->classes [lid] == c->resolved) {
+			r->created++;
+			return r->objects [lid];
+		}
+		r->missed = true;
+		free (r->objects [lid]);
+		r->objects [lid] = NULL;
+	}
 	size_t unit = c ? ((SpClass *)c->resolved)->elem_size : 2;
 	size_t n = c && c->kind == SP_CLASS_OBJECT ? 1 : (size_t)length;
 	if (n > (64u << 20) / unit)                     /* the walk bounds lengths by the input: a big one is a finding */
@@ -222,6 +239,48 @@ fuzz_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpErr
 	return 0;
 }
 
+/* The live object class named as a field's declared type, if one was made from the snapshot's classes. */
+static void *
+fuzz_early_class (void *ctx, const SpField *field)
+{
+	Restore *r = ctx;
+	for (uint32_t i = 0; field->type_name && i < r->nlive; i++)
+		if (r->live [i]->kind == SP_CLASS_OBJECT && strcmp (r->live [i]->name, field->type_name) == 0)
+			return r->live [i];
+	return NULL;
+}
+
+/* A link stores the target's LID, as fuzz_store_ref does, when the target is of the declared class itself. */
+static int
+fuzz_link (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_t lid, SpError *err)
+{
+	Restore *r = ctx;
+	if (lid == 0 || lid > r->nobjects || owner == 0 || owner > r->nobjects || !r->objects [owner])
+		abort ();                                   /* the walk validated both */
+	if (r->missed)
+		return 1;
+	if (!r->objects [lid]) {
+		if (!early)
+			return 1;
+		if (!(r->objects [lid] = calloc (1, ((SpClass *)early)->elem_size)))
+			return sp_error_set (err, "out of memory");
+		r->classes [lid] = early;
+		r->early [lid] = true;
+	}
+	const SpClass *target = r->classes [lid];
+	if (!target || !field->type_name || strcmp (target->name, field->type_name) != 0)
+		return 1;
+	uint64_t stored = lid;
+	memcpy ((uint8_t *)r->objects [owner] + field->offset, &stored, sizeof stored);
+	return 0;
+}
+
+static bool
+fuzz_early_missed (void *ctx)
+{
+	return ((Restore *)ctx)->missed;
+}
+
 static void
 fuzz_old_leaf (void *ctx, const SpField *leaf, const uint8_t *value, uint32_t lid)
 {
@@ -257,6 +316,20 @@ static const SpDecodeOps fuzz_ops = {
 	.base = fuzz_base,
 	.store_ref = fuzz_store_ref,
 	.reuse = fuzz_reuse,
+	.early_class = fuzz_early_class,
+	.link = fuzz_link,
+	.early_missed = fuzz_early_missed,
+};
+
+/* The same restorer without links: every reference by the fix-up (read_twice compares the two). */
+static const SpDecodeOps fuzz_ops_no_links = {
+	.old_values = fuzz_old_values,
+	.begin = fuzz_begin,
+	.resolve = fuzz_resolve,
+	.create = fuzz_create,
+	.base = fuzz_base,
+	.store_ref = fuzz_store_ref,
+	.reuse = fuzz_reuse,
 };
 
 static void
@@ -278,7 +351,10 @@ restore_free (Restore *r)
 	free (r->objects);
 	free (r->classes);
 	free (r->lengths);
+	free (r->early);
 }
+
+static bool restores_equal (const Restore *a, const Restore *b);
 
 static void
 read_twice (const uint8_t *data, size_t size)
@@ -301,6 +377,13 @@ read_twice (const uint8_t *data, size_t size)
 		abort ();
 	if (decoded == 0 && r.created != r.nobjects)
 		abort ();
+	/* Without links, every reference by the fix-up: the same outcome, the same objects byte for byte. */
+	Restore u = { 0 };
+	int unlinked = sp_snapshot_decode (data, size, &fuzz_ops_no_links, &u, &dsnap, &err);
+	sp_snapshot_free (&dsnap);
+	if ((unlinked == 0) != (decoded == 0) || (decoded == 0 && !restores_equal (&r, &u)))
+		abort ();
+	restore_free (&u);
 	restore_free (&r);
 }
 
