@@ -43,6 +43,14 @@ typedef struct SpMatureBlock {
 	uint32_t refused;            /* objects left to allocate through the runtime after a refusal */
 } SpMatureBlock;
 
+/* A field, a class of target, and whether the class is assignable to the field's declared type. */
+#define SP_FITS_CACHE 16
+typedef struct SpFits {
+	const SpField *field;
+	MonoClass *klass;
+	gboolean fits;
+} SpFits;
+
 typedef struct SpRestore {
 	SpObjects objects;           /* LID -> restored object: a GC root while `rooted` (sp_mono_restore_begin) */
 	gboolean rooted;
@@ -67,6 +75,7 @@ typedef struct SpRestore {
 	uint32_t blocks_taken, blocks_refused; /* of the old generation, for --sp-verbose */
 	gboolean early_missed;       /* an object made early (sp_mono_restore_link) was not of its record's class */
 	guint32 linked, fixed;       /* references stored as the walk met them, and by the fix-up (--sp-verbose) */
+	SpFits fits [SP_FITS_CACHE]; /* whether a class fits a field's declared type, for links (sp_mono_restore_fits) */
 	gboolean test_refuse_blocks; /* SPMONO_TEST_REFUSE_BLOCKS: every other block refused (sp_mono_restore_take_block) */
 	uint32_t test_block_requests;
 } SpRestore;
@@ -556,8 +565,27 @@ sp_mono_restore_early_class (void *ctx, const SpField *field)
 }
 
 /*
+ * Whether an object of klass may be stored in `field`: the fix-up's check
+ * (sp_mono_store_ref), remembered for the last field and class met in each
+ * of a few slots, as a link to an object of a subclass, or in a field
+ * declared `object` or an interface, asks it once a reference.
+ */
+static gboolean
+sp_mono_restore_fits (SpRestore *r, const SpField *field, MonoClass *klass)
+{
+	SpFits *f = &r->fits [(((uintptr_t)field >> 4) ^ ((uintptr_t)klass >> 4)) % SP_FITS_CACHE];
+	if (f->field != field || f->klass != klass) {
+		MonoClass *declared = (MonoClass *)field->type_client;
+		f->field = field;
+		f->klass = klass;
+		f->fits = klass == declared || mono_class_is_assignable_from_internal (declared, klass);
+	}
+	return f->fits;
+}
+
+/*
  * A link (SpDecodeOps.link): new object owner's field refers to object lid,
- * stored when that object is of the declared class itself: an object made
+ * stored when that object fits the field's declared type: an object made
  * before, or one made now of the declared class (`early`; NULL: none can be).
  * After an early object turned out to be of another class the fix-up stores
  * every reference: nothing more is made.  Inline in the decoder's loop
@@ -578,7 +606,7 @@ sp_mono_restore_link (void *ctx, uint32_t owner, const SpField *field, void *ear
 			sp_mono_restore_bind (r, lid, target);
 		else if (!(target = sp_mono_restore_new_bound (r, lid, (MonoVTable *)early, err)))
 			return -1;
-	} else if (early ? target->vtable != (MonoVTable *)early : mono_object_class (target) != (MonoClass *)field->type_client) {
+	} else if (target->vtable != (MonoVTable *)early && !sp_mono_restore_fits (r, field, mono_object_class (target))) {
 		return 1;   /* early is the declared class's vtable (sp_mono_restore_early_class): one load checks the class */
 	}
 	/* The owner asked for again: making the target may have moved it. */

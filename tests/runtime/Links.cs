@@ -26,7 +26,12 @@ using SPersistence;
 }
 
 [SPersistent] class Shape { [SPersistentField] public int Id; }
+#if CIRCLE_NOT_A_SHAPE
+// The program of a test that restores with Circle no longer a Shape (the same leaves): a Circle in a Shape field is refused.
+[SPersistent] class Circle { [SPersistentField] public int Id; [SPersistentField] public double R; }
+#else
 [SPersistent] class Circle : Shape { [SPersistentField] public double R; }
+#endif
 [SPersistent] abstract class Animal { [SPersistentField] public string Name; }
 [SPersistent] class Dog : Animal { [SPersistentField] public int Legs; }
 interface ITagged { }
@@ -92,7 +97,7 @@ static class Program
 		Holder first = null;
 		var names = new [] { "alpha", "beta", "gamma" };
 		for (int i = n - 1; i >= 0; i--) {
-			var h = new Holder { Key = i, Next = first, Shape = new Circle { Id = i, R = i / 4.0 },
+			var h = new Holder { Key = i, Next = first, Shape = NewCircle (i, i / 4.0),
 					     Pet = i % 3 == 0 ? new Dog { Name = names [i % 3], Legs = 4 } : null,
 					     Tag = new Tag { Value = -i }, Name = names [i % 3] };
 			h.Any = i % 2 == 0 ? (object)h.Shape : names [i % 3];
@@ -108,12 +113,21 @@ static class Program
 		var roots = new object [n + 1];
 		Holder chain = null;
 		for (int i = 0; i < n; i++) {
-			var c = new Circle { Id = i, R = 0.5 * i };
+			Shape c = NewCircle (i, 0.5 * i);
 			roots [i] = c;
 			chain = new Holder { Key = i, Next = chain, Shape = c };
 		}
 		roots [n] = chain;
 		return roots;
+	}
+
+	static Shape NewCircle (int id, double r)
+	{
+#if CIRCLE_NOT_A_SHAPE
+		return new Shape { Id = id };   // never written: this program only restores
+#else
+		return new Circle { Id = id, R = r };
+#endif
 	}
 
 	static Closing BuildClosing (int n)
