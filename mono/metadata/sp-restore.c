@@ -584,15 +584,17 @@ sp_mono_restore_fits (SpRestore *r, const SpField *field, MonoClass *klass)
 }
 
 /*
- * A link (SpDecodeOps.link): new object owner's field refers to object lid,
- * stored when that object fits the field's declared type: an object made
- * before, or one made now of the declared class (`early`; NULL: none can be).
+ * A link (SpDecodeOps.link): new object owner's field (an element's, at
+ * `offset` in an array) refers to object lid, stored when that object fits
+ * the field's declared type: an object made before, or one made now of the
+ * declared class (`early`; NULL: none can be).
  * After an early object turned out to be of another class the fix-up stores
  * every reference: nothing more is made.  Inline in the decoder's loop
  * (sp-runtime.c).
  */
 static inline __attribute__ ((always_inline)) int
-sp_mono_restore_link (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_t lid, SpError *err)
+sp_mono_restore_link (void *ctx, uint32_t owner, uint8_t kind, size_t offset, const SpField *field, void *early, uint32_t lid,
+		      SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
 	if (r->early_missed)
@@ -610,7 +612,7 @@ sp_mono_restore_link (void *ctx, uint32_t owner, const SpField *field, void *ear
 		return 1;   /* early is the declared class's vtable (sp_mono_restore_early_class): one load checks the class */
 	}
 	/* The owner asked for again: making the target may have moved it. */
-	sp_mono_restore_store (r, (char *)sp_objects_get (&r->objects, owner) + field->offset, target);
+	sp_mono_restore_store (r, (char *)sp_mono_restore_base (r, owner, kind) + offset, target);
 	r->linked++;
 	return 0;
 }

@@ -43,8 +43,8 @@ static inline __attribute__ ((always_inline)) void *sp_mono_restore_create (void
 static inline __attribute__ ((always_inline)) void *sp_mono_restore_base (void *ctx, uint32_t lid, uint8_t kind);
 static inline __attribute__ ((always_inline)) int sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid,
 								    SpError *err);
-static inline __attribute__ ((always_inline)) int sp_mono_restore_link (void *ctx, uint32_t owner, const SpField *field,
-									   void *early, uint32_t lid, SpError *err);
+static inline __attribute__ ((always_inline)) int sp_mono_restore_link (void *ctx, uint32_t owner, uint8_t kind, size_t offset,
+									   const SpField *field, void *early, uint32_t lid, SpError *err);
 #define SP_RESTORER_CREATE sp_mono_restore_create
 #define SP_RESTORER_BASE sp_mono_restore_base
 #define SP_RESTORER_STORE_REF sp_mono_store_ref

@@ -10,19 +10,20 @@
  *                 every object exists: an unchecked pass over the records
  *                 whose references were not all linked stores them.
  *
- * Links.  A reference in a full snapshot is stored as the walk meets it: to
- * an object made already (a tree node's parent), or to one the restorer makes
- * there and then, before its record, of the field's declared class (a node's
- * children: their records come later, and create finds them made).  The
- * object is the right one only when its record says the same class, which is
- * what a declared class that is not abstract holds for nearly every state.
- * Whenever that fails, the fix-up goes over all records as if nothing had been
- * linked, and checks and stores every reference again: a guess made early is
- * never trusted.  A reference is not linked when its target is not of the
- * declared class itself (a subclass: the fix-up checks the assignment), or
- * does not exist yet and cannot be made early (a string, an array, an
- * abstract class, a finalizer: sp_mono_restore_early_class); nor are those of
- * arrays of references, of classes that changed, or of deltas.  Their records
+ * Links.  A reference in a full snapshot, an object's or an array
+ * element's, is stored as the walk meets it: to an object made already (a
+ * tree node's parent) when it fits the declared type (the fix-up's check),
+ * or to one the restorer makes there and then, before its record, of the
+ * field's declared class (a node's children: their records come later, and
+ * create finds them made).  That object is the right one only when its
+ * record says the same class, which is what a declared class that is not
+ * abstract holds for most states.  Whenever that fails, the fix-up goes
+ * over all records as if nothing had been linked, and checks and stores
+ * every reference again: a guess made early is never trusted.  A reference
+ * is not linked when its target does not fit (the fix-up says why), or does
+ * not exist yet and cannot be made early (a string, an array, an abstract
+ * class, a finalizer: sp_mono_restore_early_class); nor are those of
+ * classes that changed, or of deltas.  Their records (an array's: its piece)
  * are listed (SpPending), and the fix-up reads only those, storing the slots
  * no link set.  The second pass over every record had been a third of a
  * 1,000,000-node restore's instructions (186 of 439 a node): it read each
@@ -69,12 +70,12 @@ typedef struct SpDecode {
 #define sp_decode_create(d, lid, c, length, err) SP_RESTORER_CREATE ((d)->ctx, lid, c, length, err)
 #define sp_decode_base(d, lid, kind)             SP_RESTORER_BASE ((d)->ctx, lid, kind)
 #define sp_decode_store_ref(d)                   SP_RESTORER_STORE_REF
-#define sp_decode_link(d, owner, f, early, lid, err) SP_RESTORER_LINK ((d)->ctx, owner, f, early, lid, err)
+#define sp_decode_link(d, owner, kind, offset, f, early, lid, err) SP_RESTORER_LINK ((d)->ctx, owner, kind, offset, f, early, lid, err)
 #else
 #define sp_decode_create(d, lid, c, length, err) (d)->ops->create ((d)->ctx, lid, c, length, err)
 #define sp_decode_base(d, lid, kind)             (d)->ops->base ((d)->ctx, lid, kind)
 #define sp_decode_store_ref(d)                   (d)->ops->store_ref
-#define sp_decode_link(d, owner, f, early, lid, err) (d)->ops->link ((d)->ctx, owner, f, early, lid, err)
+#define sp_decode_link(d, owner, kind, offset, f, early, lid, err) (d)->ops->link ((d)->ctx, owner, kind, offset, f, early, lid, err)
 #endif
 
 /* Are these ops the ones the decoder was built to call (sp-snapshot.h)? */
@@ -140,7 +141,7 @@ sp_decode_class (void *ctx, SpSnapClass *c, SpError *err)
 		d->ops->evolved (d->ctx, c);
 	if (c->wire_size == 0)
 		d->any_references = true;
-	if (d->linking && c->wire_size == 0 && c->kind == SP_CLASS_OBJECT && !c->evolution && sp_decode_plan_links (d, c) < 0)
+	if (d->linking && c->wire_size == 0 && !c->evolution && sp_decode_plan_links (d, c) < 0)
 		return sp_error_set (err, "out of memory planning class %s", c->name);
 	d->unfit = false;
 	return 0;
@@ -216,7 +217,7 @@ sp_decode_links (SpDecode *d, uint32_t owner, uint32_t class_id, const SpSnapCla
 		uint32_t lid = refs ? refs [i] : (uint32_t)sp_trusted_varint (&p);    /* validated: at most nobjects */
 		if (!lid)
 			continue;
-		int linked = sp_decode_link (d, owner, fields [i], early [i], lid, err);
+		int linked = sp_decode_link (d, owner, SP_CLASS_OBJECT, fields [i]->offset, fields [i], early [i], lid, err);
 		if (__builtin_expect (linked != 0, 0)) {
 			if (linked < 0) {
 				d->unfit = true;
@@ -306,6 +307,38 @@ sp_decode_elements (const SpSnapClass *c, uint8_t *base, uint64_t start, uint64_
 	}
 }
 
+/*
+ * The references of `count` elements from `start` of new array lid (elems
+ * at the first), linked as an object's are (sp_decode_links); when some are
+ * not, the piece (`at`: its count) is listed for the fix-up.
+ */
+static int
+sp_decode_link_elements (SpDecode *d, uint32_t lid, uint32_t class_id, const SpSnapClass *c, uint64_t start, uint64_t count,
+			 const uint8_t *elems, const uint8_t *at, SpError *err)
+{
+	const SpField **fields = c->ref_fields;
+	void **early = c->ref_early;
+	size_t elem_size = ((const SpClass *)c->resolved)->elem_size, where = (size_t)start * elem_size;
+	bool pend = false;
+	for (uint64_t e = 0; e < count; e++, where += elem_size) {
+		elems += c->prim_bytes;
+		for (uint32_t i = 0; i < c->nrefs; i++) {
+			uint32_t target = (uint32_t)sp_trusted_varint (&elems);   /* validated: at most nobjects */
+			if (!target)
+				continue;
+			int linked = sp_decode_link (d, lid, SP_CLASS_ARRAY, where + fields [i]->offset, fields [i], early [i], target, err);
+			if (linked < 0) {
+				d->unfit = true;
+				return -1;
+			}
+			pend |= linked != 0;
+		}
+	}
+	if (pend)
+		sp_decode_pend (d, lid, class_id, start, at);
+	return 0;
+}
+
 /* The primitives of a piece; the references wait for fix-up. */
 static int
 sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
@@ -320,6 +353,8 @@ sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint6
 	}
 	const SpSnapClass *c = &d->snap->classes [class_id];
 	sp_decode_elements (c, base, start, count, elems);
+	if (c->links)
+		return sp_decode_link_elements (d, lid, class_id, c, start, count, elems, d->snap->data + piece, err);
 	if (c->wire_size == 0 && d->linking && count)
 		sp_decode_pend (d, lid, class_id, start, d->snap->data + piece);
 	return 0;
@@ -381,7 +416,8 @@ sp_skip_string_piece (const uint8_t *p)
 
 /* The references of one array piece (from element `start`). */
 static const uint8_t *
-sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, const uint8_t *p, int *rc, SpError *err)
+sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, const uint8_t *p, bool linked, int *rc,
+		SpError *err)
 {
 	const SpSnapClass *c = &d->snap->classes [class_id];
 	uint64_t count = sp_trusted_varint (&p);
@@ -391,7 +427,7 @@ sp_fixup_piece (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 	uint8_t *dst = (uint8_t *)sp_decode_base (d, lid, SP_CLASS_ARRAY) + start * live->elem_size;
 	bool zeroed = lid > d->snap->header.prior_objects;   /* not a delta's PATCH of an array the chain made */
 	for (uint64_t i = 0; i < count && *rc == 0; i++, dst += live->elem_size)
-		p = sp_planned_references (c, p + c->prim_bytes, dst, zeroed, false, sp_decode_store_ref (d), d->ctx, rc, err);
+		p = sp_planned_references (c, p + c->prim_bytes, dst, zeroed, linked, sp_decode_store_ref (d), d->ctx, rc, err);
 	return p;
 }
 
@@ -447,20 +483,20 @@ sp_fixup_record (SpDecode *d, const SpWalk *w, uint8_t tag, const uint8_t *p, in
 		lid = (uint32_t)sp_trusted_varint (&p);
 		uint32_t class_id = (uint32_t)sp_trusted_varint (&p);
 		sp_trusted_varint (&p);
-		return sp_fixup_piece (d, lid, class_id, 0, p, rc, err);
+		return sp_fixup_piece (d, lid, class_id, 0, p, false, rc, err);
 	}
 	case SP_REC_ELEMS: {
 		lid = (uint32_t)sp_trusted_varint (&p);
 		uint64_t start = sp_trusted_varint (&p);
 		if (sp_walk_kind (w, lid) == SP_CLASS_STRING)
 			return sp_skip_string_piece (p);
-		return sp_fixup_piece (d, lid, sp_walk_open_class (w, lid), start, p, rc, err);
+		return sp_fixup_piece (d, lid, sp_walk_open_class (w, lid), start, p, false, rc, err);
 	}
 	case SP_REC_PATCH: {
 		lid = (uint32_t)sp_trusted_varint (&p);
 		uint32_t class_id = (uint32_t)sp_trusted_varint (&p);
 		uint64_t start = sp_trusted_varint (&p);
-		return sp_fixup_piece (d, lid, class_id, start, p, rc, err);
+		return sp_fixup_piece (d, lid, class_id, start, p, false, rc, err);
 	}
 	case SP_REC_ROOT:
 		sp_trusted_varint (&p);
@@ -497,7 +533,7 @@ sp_decode_fixup_pending (SpDecode *d, SpError *err)
 		const SpPending *e = &d->pending [i];
 		const SpSnapClass *c = &d->snap->classes [e->class_id];
 		if (c->kind == SP_CLASS_ARRAY) {
-			sp_fixup_piece (d, e->lid, e->class_id, e->start, e->at, &rc, err);
+			sp_fixup_piece (d, e->lid, e->class_id, e->start, e->at, true, &rc, err);
 		} else {
 			uint8_t *base = sp_decode_base (d, e->lid, SP_CLASS_OBJECT);
 			sp_planned_references (c, e->at + c->prim_bytes, base, true, true, sp_decode_store_ref (d), d->ctx, &rc, err);

@@ -196,13 +196,16 @@ typedef struct SpDecodeOps {
 	 */
 	void *(*early_class) (void *ctx, const SpField *field);
 	/*
-	 * Store the reference of new object `owner`'s `field` to object `lid`
-	 * as the walk meets it, making that object of class `early` first when
-	 * it does not exist yet.  Returns 0 when stored; 1 when not, the target
-	 * not being of the field's declared class itself (whether it fits,
-	 * the fix-up decides); -1 with err set when it could not be made.
+	 * Store a reference of new object `owner` (`kind`: an object, or an
+	 * array whose element's leaf it is) to object `lid` as the walk meets
+	 * it: at `offset` from base(owner, kind), the slot of leaf `field`.
+	 * The object is made first, of class `early`, when it does not exist
+	 * yet.  Returns 0 when stored; 1 when not (no early class, or the
+	 * target does not fit the field's declared type: the fix-up decides);
+	 * -1 with err set when it could not be made.
 	 */
-	int (*link) (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_t lid, SpError *err);
+	int (*link) (void *ctx, uint32_t owner, uint8_t kind, size_t offset, const SpField *field, void *early, uint32_t lid,
+		     SpError *err);
 	/* Whether create met an object made early of another class than its record's. */
 	bool (*early_missed) (void *ctx);
 } SpDecodeOps;

@@ -252,11 +252,15 @@ fuzz_early_class (void *ctx, const SpField *field)
 
 /* A link stores the target's LID, as fuzz_store_ref does, when the target is of the declared class itself. */
 static int
-fuzz_link (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_t lid, SpError *err)
+fuzz_link (void *ctx, uint32_t owner, uint8_t kind, size_t offset, const SpField *field, void *early, uint32_t lid, SpError *err)
 {
 	Restore *r = ctx;
-	if (lid == 0 || lid > r->nobjects || owner == 0 || owner > r->nobjects || !r->objects [owner])
+	if (lid == 0 || lid > r->nobjects || owner == 0 || owner > r->nobjects || !r->objects [owner] || kind == SP_CLASS_STRING)
 		abort ();                                   /* the walk validated both */
+	const SpClass *holder = r->classes [owner];
+	size_t room = kind == SP_CLASS_ARRAY ? (size_t)r->lengths [owner] * holder->elem_size : holder->elem_size;
+	if (offset + sizeof (uint64_t) > room)
+		abort ();                                   /* a slot outside its object: the decoder's arithmetic is wrong */
 	if (r->missed)
 		return 1;
 	if (!r->objects [lid]) {
@@ -271,7 +275,7 @@ fuzz_link (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_
 	if (!target || !field->type_name || strcmp (target->name, field->type_name) != 0)
 		return 1;
 	uint64_t stored = lid;
-	memcpy ((uint8_t *)r->objects [owner] + field->offset, &stored, sizeof stored);
+	memcpy ((uint8_t *)r->objects [owner] + offset, &stored, sizeof stored);
 	return 0;
 }
 

@@ -913,7 +913,7 @@ fake_early_class (void *ctx, const SpField *field)
 }
 
 static int
-fake_link (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_t lid, SpError *err)
+fake_link (void *ctx, uint32_t owner, uint8_t kind, size_t offset, const SpField *field, void *early, uint32_t lid, SpError *err)
 {
 	(void)err;
 	FakeDecode *d = ctx;
@@ -923,7 +923,7 @@ fake_link (void *ctx, uint32_t owner, const SpField *field, void *early, uint32_
 		d->objects [lid] = fake_new_object (early);
 	if (!field->type_client || fake_class_of (d->objects [lid]) != field->type_client)
 		return 1;
-	memcpy ((uint8_t *)d->objects [owner] + field->offset, &d->objects [lid], sizeof (void *));
+	memcpy ((uint8_t *)fake_decode_base (d, owner, kind) + offset, &d->objects [lid], sizeof (void *));
 	fake_decode_counts.linked++;
 	return 0;
 }

@@ -248,6 +248,41 @@ test_unlinked_records_alone_go_to_the_fixup (void **state)
 	sp_buf_free (&b);
 }
 
+/*
+ * An array's elements are linked as an object's references are: a forest of
+ * trees; only the forest's reference to its array, met before the array's
+ * record (an array is not made early), goes to the fix-up.
+ */
+static void
+test_array_elements_are_linked (void **state)
+{
+	(void)state;
+	FakeClass *c = tree_class ();
+	FakeClass *forest_class = fake_class_object ("App", "App.Forest");
+	fake_class_add_field (forest_class, "trees", SP_KIND_REF, "App.Tree[]");
+	FakeClass *trees_class = fake_class_ref_array ("App.Tree[]", "App.Tree");
+	void *forest = fake_new_object (forest_class), *trees = fake_new_array (trees_class, 6);
+	fake_set_ref (forest, "trees", trees);
+	uint32_t refs = 1;
+	for (int k = 0; k < 6; k++) {
+		if (k == 4)
+			continue;                                 /* a null element stays null */
+		uint32_t n;
+		fake_elem_set_ref (trees, k, build_tree (c, 7, &n));
+		refs += 1 + n;
+	}
+	SpBuf b;
+	serialize (forest, &b);
+
+	restore_equal (&b, forest);
+	assert_int_equal (fake_decode_counts.linked, refs - 1);
+	assert_int_equal (fake_decode_counts.fixed, 1);
+	fake_link_mode = FAKE_NO_LINKS;
+	restore_equal (&b, forest);
+	assert_int_equal (fake_decode_counts.fixed, refs);
+	sp_buf_free (&b);
+}
+
 int
 main (void)
 {
@@ -258,6 +293,7 @@ main (void)
 		cmocka_unit_test_teardown (test_backward_reference_of_another_class, fake_teardown),
 		cmocka_unit_test_teardown (test_forward_reference_to_a_string, fake_teardown),
 		cmocka_unit_test_teardown (test_unlinked_records_alone_go_to_the_fixup, fake_teardown),
+		cmocka_unit_test_teardown (test_array_elements_are_linked, fake_teardown),
 	};
 	return cmocka_run_group_tests_name ("links", tests, NULL, NULL);
 }
