@@ -961,20 +961,19 @@ static const SpDecodeOps fake_decode_ops = {
 	.early_missed = fake_early_missed,
 };
 
-static const SpDecodeOps fake_decode_ops_no_links = {
-	.begin = fake_decode_begin,
-	.resolve = fake_decode_resolve,
-	.create = fake_decode_create,
-	.base = fake_decode_base,
-	.store_ref = fake_store_ref,
-	.reuse = fake_decode_reuse,
-};
-
+/* The ops of the current mode (FAKE_NO_LINKS: without the three links take), the counts reset. */
 static const SpDecodeOps *
 fake_decode_ops_now (void)
 {
+	static SpDecodeOps no_links;
 	memset (&fake_decode_counts, 0, sizeof fake_decode_counts);
-	return fake_link_mode == FAKE_NO_LINKS ? &fake_decode_ops_no_links : &fake_decode_ops;
+	if (fake_link_mode != FAKE_NO_LINKS)
+		return &fake_decode_ops;
+	no_links = fake_decode_ops;
+	no_links.early_class = NULL;
+	no_links.link = NULL;
+	no_links.early_missed = NULL;
+	return &no_links;
 }
 
 int
