@@ -538,11 +538,33 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
 }
 
 /*
+ * Whether a class of klass's own assembly names klass as its base: a field
+ * declared klass may then hold objects of a subclass, and an object made
+ * early of klass would be replaced by its record, sending the restore to the
+ * fix-up's pass over every record.  The type definitions' "extends" column,
+ * read without loading a class.  A subclass in another assembly is not seen
+ * (its record replaces the early object: correct, and slower).
+ */
+static gboolean
+sp_mono_class_has_subclasses (MonoClass *klass)
+{
+	guint32 token = m_class_get_type_token (klass);
+	if (mono_metadata_token_table (token) != MONO_TABLE_TYPEDEF)
+		return FALSE;
+	const MonoTableInfo *types = &m_class_get_image (klass)->tables [MONO_TABLE_TYPEDEF];
+	for (int i = 0; i < (int)types->rows; i++)
+		if (mono_metadata_token_from_dor (mono_metadata_decode_row_col (types, i, MONO_TYPEDEF_EXTENDS)) == token)
+			return TRUE;
+	return FALSE;
+}
+
+/*
  * The class of objects made early for a field (SpDecodeOps.early_class): the
  * field's declared class, when it is a persistent object class that has
- * instances and no finalizer (an object made early and left unused is
- * garbage: its finalizer would run on zeros).  Its vtable, whose class is
- * the declared one: sp_mono_restore_link checks a target with one load.
+ * instances, no subclass in its assembly (above) and no finalizer (an object
+ * made early and left unused is garbage: its finalizer would run on zeros).
+ * Its vtable, whose class is the declared one: sp_mono_restore_link checks
+ * a target with one load.
  */
 static void *
 sp_mono_restore_early_class (void *ctx, const SpField *field)
@@ -550,7 +572,7 @@ sp_mono_restore_early_class (void *ctx, const SpField *field)
 	(void)ctx;
 	MonoClass *klass = (MonoClass *)field->type_client;
 	SpError ignored = { 0 };
-	if (!klass || mono_class_is_abstract (klass) || mono_class_is_interface (klass))
+	if (!klass || mono_class_is_abstract (klass) || mono_class_is_interface (klass) || sp_mono_class_has_subclasses (klass))
 		return NULL;
 	SpClass *live = sp_mono_class_map (klass, &ignored);
 	if (!live || live->kind != SP_CLASS_OBJECT)

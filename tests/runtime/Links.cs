@@ -1,7 +1,8 @@
 // Links: a restore stores a reference as it meets it, making the object of the
 // field's declared class when its record comes later (sp-decode.c, "links"); a
-// guess its record contradicts (a subclass), references to subclasses, abstract and
-// interface types, strings, arrays and classes with finalizers go to the fix-up.
+// guess its record contradicts (a subclass in another assembly), references to
+// subclasses, abstract and interface types, strings, arrays and classes with
+// finalizers go to the fix-up.
 // Every case must restore exactly the graph written.
 //   Links.exe write CASE   build the case's graph, persist it, print its dump
 //   Links.exe check CASE   warm restart: restore, print the dump (finalizers: counted)
@@ -48,6 +49,14 @@ interface ITagged { }
 	[SPersistentField] public object Any;
 	[SPersistentField] public string Name;
 	[SPersistentField] public Holder [] Kids;
+}
+
+// Part's subclass lives here, not in Part's assembly (LinksBase.cs): made early as Parts, replaced by their records.
+[SPersistent] class Gear : Part { [SPersistentField] public double Teeth; }
+[SPersistent] class Machine
+{
+	[SPersistentField] public Part Part;
+	[SPersistentField] public Machine Next;
 }
 
 // No object is made early of a class with a finalizer: one left unused would be finalized.
@@ -130,6 +139,14 @@ static class Program
 #endif
 	}
 
+	static Machine BuildMachines (int n)
+	{
+		Machine first = null;
+		for (int i = n - 1; i >= 0; i--)
+			first = new Machine { Part = new Gear { Id = i, Teeth = 12 + i }, Next = first };
+		return first;
+	}
+
 	static Closing BuildClosing (int n)
 	{
 		Closing first = null;
@@ -145,6 +162,7 @@ static class Program
 		case "named": return new object [] { BuildNamed (500) };
 		case "mixed": return new object [] { BuildMixed (300) };
 		case "backward": return BuildBackward (50);
+		case "foreign": return new object [] { BuildMachines (100) };
 		case "closing": return new object [] { new Shelf { First = BuildClosing (100) } };
 		}
 		throw new ArgumentException ("no case " + which);

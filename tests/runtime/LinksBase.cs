@@ -1,0 +1,6 @@
+// LinksBase: a persistent class whose subclasses live in another assembly (Links.cs):
+// a restore cannot see them from here, makes objects of this class early, and its
+// records replace them (sp-restore.c, sp_mono_class_has_subclasses).
+using SPersistence;
+
+[SPersistent] public class Part { [SPersistentField] public int Id; }
