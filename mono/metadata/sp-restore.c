@@ -76,6 +76,7 @@ typedef struct SpRestore {
 	gboolean early_missed;       /* an object made early (sp_mono_restore_link) was not of its record's class */
 	guint32 linked, fixed;       /* references stored as the walk met them, and by the fix-up (--sp-verbose) */
 	SpFits fits [SP_FITS_CACHE]; /* whether a class fits a field's declared type, for links (sp_mono_restore_fits) */
+	GHashTable *extended;        /* image -> the set of its type definitions' tokens another one extends (sp_mono_class_has_subclasses) */
 	gboolean test_refuse_blocks; /* SPMONO_TEST_REFUSE_BLOCKS: every other block refused (sp_mono_restore_take_block) */
 	uint32_t test_block_requests;
 } SpRestore;
@@ -542,20 +543,31 @@ sp_mono_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, Sp
  * declared klass may then hold objects of a subclass, and an object made
  * early of klass would be replaced by its record, sending the restore to the
  * fix-up's pass over every record.  The type definitions' "extends" column,
- * read without loading a class.  A subclass in another assembly is not seen
- * (its record replaces the early object: correct, and slower).
+ * read without loading a class, once an image a restore.  A subclass in
+ * another assembly is not seen (its record replaces the early object:
+ * correct, and slower).
  */
 static gboolean
-sp_mono_class_has_subclasses (MonoClass *klass)
+sp_mono_class_has_subclasses (SpRestore *r, MonoClass *klass)
 {
 	guint32 token = m_class_get_type_token (klass);
+	MonoImage *image = m_class_get_image (klass);
 	if (mono_metadata_token_table (token) != MONO_TABLE_TYPEDEF)
 		return FALSE;
-	const MonoTableInfo *types = &m_class_get_image (klass)->tables [MONO_TABLE_TYPEDEF];
-	for (int i = 0; i < (int)types->rows; i++)
-		if (mono_metadata_token_from_dor (mono_metadata_decode_row_col (types, i, MONO_TYPEDEF_EXTENDS)) == token)
-			return TRUE;
-	return FALSE;
+	if (!r->extended)
+		r->extended = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify)g_hash_table_destroy);
+	GHashTable *bases = (GHashTable *)g_hash_table_lookup (r->extended, image);
+	if (!bases) {
+		bases = g_hash_table_new (NULL, NULL);
+		const MonoTableInfo *types = &image->tables [MONO_TABLE_TYPEDEF];
+		for (int i = 0; i < (int)types->rows; i++) {
+			guint32 base = mono_metadata_token_from_dor (mono_metadata_decode_row_col (types, i, MONO_TYPEDEF_EXTENDS));
+			if (mono_metadata_token_table (base) == MONO_TABLE_TYPEDEF)
+				g_hash_table_insert (bases, GUINT_TO_POINTER (base), GUINT_TO_POINTER (1));
+		}
+		g_hash_table_insert (r->extended, image, bases);
+	}
+	return g_hash_table_lookup (bases, GUINT_TO_POINTER (token)) != NULL;
 }
 
 /*
@@ -569,10 +581,10 @@ sp_mono_class_has_subclasses (MonoClass *klass)
 static void *
 sp_mono_restore_early_class (void *ctx, const SpField *field)
 {
-	(void)ctx;
+	SpRestore *r = (SpRestore *)ctx;
 	MonoClass *klass = (MonoClass *)field->type_client;
 	SpError ignored = { 0 };
-	if (!klass || mono_class_is_abstract (klass) || mono_class_is_interface (klass) || sp_mono_class_has_subclasses (klass))
+	if (!klass || mono_class_is_abstract (klass) || mono_class_is_interface (klass) || sp_mono_class_has_subclasses (r, klass))
 		return NULL;
 	SpClass *live = sp_mono_class_map (klass, &ignored);
 	if (!live || live->kind != SP_CLASS_OBJECT)
@@ -786,6 +798,8 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 		rc = SP_DECODE_UNFIT;
 	sp_unknown_pending_free (&r.unknown);
 	sp_upgrades_free (&r.upgrades);
+	if (r.extended)
+		g_hash_table_destroy (r.extended);
 	if (rc == 0) {
 		if (restore_roots)
 			sp_mono_restore_roots (&r, &snap);
