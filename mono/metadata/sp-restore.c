@@ -5,7 +5,9 @@
  * the class cache to a live class by name (the core matches their fields, or
  * plans the change: sp-evolve.h), allocate every object
  * without running a constructor (construction), store references checked for
- * type (fix-up), and make the snapshot's roots the registered ones.
+ * type as the walk meets them (links: an object made early of the declared
+ * class where its record comes later, sp_mono_restore_link) or after it
+ * (fix-up), and make the snapshot's roots the registered ones.
  *
  * Objects of plain classes skip the runtime's per-object allocation path: in
  * the nursery they are bumped inline in the thread's allocation buffer, in

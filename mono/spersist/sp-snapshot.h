@@ -55,7 +55,7 @@ typedef struct SpSnapClass {
 	const SpField **ref_fields; /* decode: the live reference leaves, in wire order (fix-up skips the rest; NULL: dropped) */
 	uint32_t nrefs;
 	void **ref_early;        /* decode: per reference leaf, the class of an object made where a reference meets it first (SpDecodeOps.early_class) */
-	bool links;              /* decode: a new object's references are stored as the walk meets them (sp-decode.c, "links") */
+	bool links;              /* decode: the references of its new objects (elements) are stored as the walk meets them (sp-decode.c) */
 	uint8_t *prim_live_kinds; /* decode, a class that changed (sp-evolve.h): each primitive's live kind, 0 = dropped; NULL: exact */
 	char *evolution;         /* what changed against the live class, for the log; NULL: nothing */
 	uint8_t *leaf_changed;   /* [nfields], with evolution: 1 for a leaf renamed or widened, SP_LEAF_DROPPED for one no live leaf takes */
