@@ -173,12 +173,12 @@ sp_decode_evolved (SpDecode *d, uint32_t lid, const SpSnapClass *c, const uint8_
 }
 
 /*
- * Record the references of object lid (class_id; `at`: its values) or of a
+ * List the references of object lid (class_id; `at`: its values) or of a
  * piece of an array of references (`at`: its count; `start`: its first
- * element) for the fix-up.  An entry a record of at least three bytes: the
- * list is bounded by eight times the input's size (a hostile input's
- * allocations stay within a small multiple of it); beyond that, the fix-up
- * goes over every record instead.
+ * element) for the fix-up.  One entry of 24 bytes a record, and a record
+ * takes at least four: the list stays under eight times the input's size,
+ * the bound that keeps a hostile input's allocations within a small multiple
+ * of it.  Beyond it, or out of memory, the fix-up goes over every record.
  */
 static void
 sp_decode_pend (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, const uint8_t *at)
@@ -187,7 +187,8 @@ sp_decode_pend (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 		return;
 	if (d->npending == d->pending_cap) {
 		uint32_t cap = d->pending_cap ? 2 * d->pending_cap : 64;
-		SpPending *grown = (uint64_t)cap * sizeof *grown <= 8 * (uint64_t)d->snap->size ? realloc (d->pending, cap * sizeof *grown) : NULL;
+		bool within = (uint64_t)cap * sizeof (SpPending) <= 8 * (uint64_t)d->snap->size;
+		SpPending *grown = within ? realloc (d->pending, cap * sizeof *grown) : NULL;
 		if (!grown) {
 			d->pending_full = true;
 			return;
@@ -339,12 +340,11 @@ sp_decode_link_elements (SpDecode *d, uint32_t lid, uint32_t class_id, const SpS
 	return 0;
 }
 
-/* The primitives of a piece; the references wait for fix-up. */
+/* The primitives of a piece, and its references linked or listed for the fix-up. */
 static int
 sp_decode_piece (void *ctx, uint8_t kind, uint32_t lid, uint32_t class_id, uint64_t start, uint64_t count,
 		 uint8_t enc, const uint8_t *elems, size_t piece, SpError *err)
 {
-	(void)err;
 	SpDecode *d = ctx;
 	uint8_t *base = sp_decode_base (d, lid, kind);
 	if (kind == SP_CLASS_STRING) {
