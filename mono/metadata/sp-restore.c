@@ -586,7 +586,9 @@ sp_mono_restore_early_class (void *ctx, const SpField *field)
 	SpRestore *r = (SpRestore *)ctx;
 	MonoClass *klass = (MonoClass *)field->type_client;
 	SpError ignored = { 0 };
-	if (!klass || mono_class_is_abstract (klass) || mono_class_is_interface (klass) || sp_mono_class_has_subclasses (r, klass))
+	/* `object` as sp_mono_class_map_prepare_fields leaves it: no map is asked for. */
+	if (!klass || klass == mono_defaults.object_class || mono_class_is_abstract (klass) || mono_class_is_interface (klass) ||
+	    sp_mono_class_has_subclasses (r, klass))
 		return NULL;
 	SpClass *live = sp_mono_class_map (klass, &ignored);
 	if (!live || live->kind != SP_CLASS_OBJECT)

@@ -186,6 +186,11 @@ sp_decode_pend (SpDecode *d, uint32_t lid, uint32_t class_id, uint64_t start, co
 	if (d->pending_full)
 		return;
 	if (d->npending == d->pending_cap) {
+		/* After an early object was replaced, every record will be read again: no need to list them. */
+		if (d->ops->early_missed (d->ctx)) {
+			d->pending_full = true;
+			return;
+		}
 		uint32_t cap = d->pending_cap ? 2 * d->pending_cap : 64;
 		bool within = (uint64_t)cap * sizeof (SpPending) <= 8 * (uint64_t)d->snap->size;
 		SpPending *grown = within ? realloc (d->pending, cap * sizeof *grown) : NULL;
