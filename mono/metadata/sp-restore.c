@@ -439,12 +439,10 @@ sp_mono_restore_store (SpRestore *r, void *slot, MonoObject *value)
 	sgen_dummy_use (value);
 }
 
-/* An object of an object class through sp_mono_restore_new_object, bound to lid; NULL with err set when it cannot be. */
-static __attribute__ ((noinline)) MonoObject *
-sp_mono_restore_new_bound (SpRestore *r, uint32_t lid, MonoVTable *vtable, SpError *err)
+/* Object lid is obj, as the runtime made it (error set: it could not, and err says so). */
+static MonoObject *
+sp_mono_restore_bind_made (SpRestore *r, uint32_t lid, MonoObject *obj, MonoError *error, SpError *err)
 {
-	ERROR_DECL (error);
-	MonoObject *obj = sp_mono_restore_new_object (r, vtable, error);
 	if (!is_ok (error)) {
 		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
 		mono_error_cleanup (error);
@@ -454,26 +452,25 @@ sp_mono_restore_new_bound (SpRestore *r, uint32_t lid, MonoVTable *vtable, SpErr
 	return obj;
 }
 
-/* sp_mono_restore_create's whole path: strings, arrays, and objects its fast path does not make. */
+/* A string or an array through the runtime (objects: sp_mono_restore_make). */
 static __attribute__ ((noinline)) void *
-sp_mono_restore_create_any (SpRestore *r, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
+sp_mono_restore_create_sized (SpRestore *r, uint32_t lid, const SpSnapClass *sc, uint64_t length, SpError *err)
 {
 	ERROR_DECL (error);
-	MonoObject *obj;
 	uint8_t kind = sc ? sc->kind : SP_CLASS_STRING;
-	if (kind == SP_CLASS_OBJECT)
-		return sp_mono_restore_new_bound (r, lid, (MonoVTable *)sc->restorer_data, err);
-	if (kind == SP_CLASS_STRING)
-		obj = (MonoObject *)mono_string_new_size_checked (mono_domain_get (), (gint32)length, error);
-	else
-		obj = (MonoObject *)mono_array_new_specific_checked ((MonoVTable *)sc->restorer_data, (uintptr_t)length, error);
-	if (!is_ok (error)) {
-		sp_error_set (err, "cannot allocate object %u: %s", lid, mono_error_get_message (error));
-		mono_error_cleanup (error);
-		return NULL;
-	}
-	sp_mono_restore_bind (r, lid, obj);
-	return sp_mono_restore_base (r, lid, kind);
+	MonoObject *obj = kind == SP_CLASS_STRING
+		? (MonoObject *)mono_string_new_size_checked (mono_domain_get (), (gint32)length, error)
+		: (MonoObject *)mono_array_new_specific_checked ((MonoVTable *)sc->restorer_data, (uintptr_t)length, error);
+	return sp_mono_restore_bind_made (r, lid, obj, error, err) ? sp_mono_restore_base (r, lid, kind) : NULL;
+}
+
+/* An object of `vtable` through the runtime (sp_mono_restore_new_object), bound to lid. */
+static __attribute__ ((noinline)) MonoObject *
+sp_mono_restore_make_slow (SpRestore *r, uint32_t lid, MonoVTable *vtable, SpError *err)
+{
+	ERROR_DECL (error);
+	MonoObject *obj = sp_mono_restore_new_object (r, vtable, error);
+	return sp_mono_restore_bind_made (r, lid, obj, error, err);
 }
 
 /* An object of `vtable` allocated inline (the class of the last one made), or NULL. */
@@ -486,6 +483,17 @@ sp_mono_restore_alloc_fast (SpRestore *r, MonoVTable *vtable)
 	if (vtable == r->mature_vtable)
 		return sp_mono_restore_bump_mature (r, r->mature_block);
 	return NULL;
+}
+
+/* A new object of an object class (`vtable`), bound to lid: inline where it can be, else through the runtime. */
+static inline __attribute__ ((always_inline)) MonoObject *
+sp_mono_restore_make (SpRestore *r, uint32_t lid, MonoVTable *vtable, SpError *err)
+{
+	MonoObject *obj = sp_mono_restore_alloc_fast (r, vtable);
+	if (G_UNLIKELY (!obj))
+		return sp_mono_restore_make_slow (r, lid, vtable, err);
+	sp_mono_restore_bind (r, lid, obj);
+	return obj;
 }
 
 /*
@@ -504,11 +512,9 @@ sp_mono_restore_create (void *ctx, uint32_t lid, const SpSnapClass *sc, uint64_t
 			return obj;   /* made early of an object class, which is the record's */
 		r->early_missed = TRUE;
 	}
-	if (G_LIKELY (sc) && (obj = sp_mono_restore_alloc_fast (r, (MonoVTable *)sc->restorer_data))) {
-		sp_mono_restore_bind (r, lid, obj);
-		return obj;
-	}
-	return sp_mono_restore_create_any (r, lid, sc, length, err);
+	if (G_LIKELY (sc && sc->kind == SP_CLASS_OBJECT))
+		return sp_mono_restore_make (r, lid, (MonoVTable *)sc->restorer_data, err);
+	return sp_mono_restore_create_sized (r, lid, sc, length, err);
 }
 
 /* sp_mono_store_ref's check of a target not of the declared class itself: a subclass, or an error. */
@@ -641,10 +647,7 @@ sp_mono_restore_link (void *ctx, uint32_t owner, uint8_t kind, size_t offset, co
 	if (!target) {
 		if (!early)
 			return 1;
-		target = sp_mono_restore_alloc_fast (r, (MonoVTable *)early);
-		if (G_LIKELY (target))
-			sp_mono_restore_bind (r, lid, target);
-		else if (!(target = sp_mono_restore_new_bound (r, lid, (MonoVTable *)early, err)))
+		if (!(target = sp_mono_restore_make (r, lid, (MonoVTable *)early, err)))
 			return -1;
 	} else if (target->vtable != (MonoVTable *)early && !sp_mono_restore_fits (r, field, mono_object_class (target))) {
 		return 1;   /* early is the declared class's vtable (sp_mono_restore_early_class): one load checks the class */

@@ -756,6 +756,19 @@ fuzz_one (const SpBuf *orig, uint8_t *buf, unsigned *parsed)
 	sp_snapshot_free (&snap);
 }
 
+/* n mutations of orig (fuzz_one); some must be benign (values), so that the restore path ran. */
+static void
+fuzz_many (const SpBuf *orig, int n)
+{
+	uint8_t *buf = malloc (orig->len);
+	assert_non_null (buf);
+	unsigned parsed = 0;
+	for (int i = 0; i < n; i++)
+		fuzz_one (orig, buf, &parsed);
+	assert_true (parsed > 0);
+	free (buf);
+}
+
 /* 60 nodes of a binary tree with parent links, every reference typed: a restore links them all. */
 static void
 linked_tree_snapshot (SpBuf *b)
@@ -790,34 +803,18 @@ static void
 test_random_damage_with_valid_crc (void **state)
 {
 	(void)state;
-	SpBuf base, sample;
+	SpBuf base, sample, tree;
 	craft (&base, OK);
 	craft_register_classes ();
-	uint8_t *buf = malloc (base.len);
-	unsigned parsed = 0;
-	for (int i = 0; i < 20000; i++)
-		fuzz_one (&base, buf, &parsed);
-	assert_true (parsed > 0);   /* some mutations are benign (values): the restore path ran */
-	free (buf);
+	fuzz_many (&base, 20000);
 	/* The sample is mostly array data; mutations there parse, the structure around is checked. */
 	fake_reset ();
 	sample_snapshot (&sample);
-	buf = malloc (sample.len);
-	parsed = 0;
-	for (int i = 0; i < 3000; i++)
-		fuzz_one (&sample, buf, &parsed);
-	assert_true (parsed > 0);
-	free (buf);
+	fuzz_many (&sample, 3000);
 	/* A tree, whose restore links its references as it meets them (sp-decode.c): damage meets that path. */
 	fake_reset ();
-	SpBuf tree;
 	linked_tree_snapshot (&tree);
-	buf = malloc (tree.len);
-	parsed = 0;
-	for (int i = 0; i < 3000; i++)
-		fuzz_one (&tree, buf, &parsed);
-	assert_true (parsed > 0);
-	free (buf);
+	fuzz_many (&tree, 3000);
 	sp_buf_free (&base);
 	sp_buf_free (&sample);
 	sp_buf_free (&tree);
