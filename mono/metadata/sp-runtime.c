@@ -18,6 +18,7 @@
 
 #include "../spersist/sp-error.c"
 #include "../spersist/sp-buf.c"
+#include "../spersist/sp-table.c"
 #include "../spersist/sp-crc32c.c"
 #include "../spersist/sp-lidmap.c"
 #include "../spersist/sp-queue.c"
