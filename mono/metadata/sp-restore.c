@@ -782,7 +782,11 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 	sp_mono_restore_expect (size);
 	r.mature = sp_mono_restore_outgrows_nursery (size);
 	r.test_refuse_blocks = r.mature && g_getenv ("SPMONO_TEST_REFUSE_BLOCKS") != NULL;
+	SpAhead ahead = { 0 };
+	if (r.mature)
+		sp_restore_ahead_start (&ahead);
 	int rc = sp_chain_decode (parts, n, &sp_mono_restore_ops, &r, &snap, failed, err);
+	guint32 sections_ahead = sp_restore_ahead_stop (&ahead);
 	sgen_memgov_expect_bulk_load (0);     /* over: SGen's trigger counts every byte again */
 	if (sp_options.verbose) {
 		getrusage (RUSAGE_SELF, &ru1);
@@ -791,7 +795,8 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 			 ru1.ru_minflt - ru0.ru_minflt);
 		fprintf (stderr, "; references: %u linked, %u by the fix-up", r.linked, r.fixed);
 		if (r.mature)
-			fprintf (stderr, "; old generation: %u blocks taken, %u refused", r.blocks_taken, r.blocks_refused);
+			fprintf (stderr, "; old generation: %u blocks taken, %u refused, %u of %u sections made ready ahead used",
+				 r.blocks_taken, r.blocks_refused, sections_ahead, ahead.prepared);
 		fprintf (stderr, ")\n");
 	}
 	/*

@@ -70,6 +70,7 @@ static inline __attribute__ ((always_inline)) int sp_mono_restore_link (void *ct
 #include "sp-renames.c"
 #include "sp-upgrade.c"
 #include "sp-unknown.c"
+#include "sp-restore-ahead.c"
 #include "sp-restore.c"
 #include "sp-unseen.c"
 #include "sp-cycle.c"
