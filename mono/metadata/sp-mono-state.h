@@ -16,8 +16,6 @@
  *   sp-upgrade.c    the upgrade hook: old values of changed fields, for ISPersistentUpgrade
  *   sp-unknown.c    unknown data: fields a restored snapshot had that the
  *                   program's classes lack, carried into its next snapshots
- *   sp-restore-ahead.c  a helper thread that makes the old generation's memory
- *                   ready ahead of a large restore
  *   sp-restore.c    a snapshot into live objects: construction, links, fix-up, roots
  *   sp-unseen.c     stores through pointers no barrier saw; native code in flight
  *   sp-cycle.c      incremental mode: the cycle, the SP and writer tasks, the

@@ -148,17 +148,15 @@ sp_mono_restore_objects_descr (void)
  * managed array.  Restored into a managed array (sessions before 41), a
  * 25,000-object table was a 200 KB large object that SGen mapped fresh for
  * every restore and unmapped as it died: 51 page faults, 150-190 us of a
- * 1.3-1.9 ms decode; and every store into it marked a card.  Small, it
- * comes from malloc (the pages the last restore freed); from 2 MB, in huge
- * pages populated at once (sp-table.h: 8 MB at 1,000,000 objects); a root
- * needs no card: SGen scans all of its slots at every collection (during a
- * restore only).
+ * 1.3-1.9 ms decode; and every store into it marked a card.  malloc gives
+ * a restore the pages the last one freed, and a root needs no card: SGen
+ * scans all of its slots at every collection (during a restore only).
  */
 static int
 sp_mono_restore_begin (void *ctx, const SpSnapTrailer *t, SpError *err)
 {
 	SpRestore *r = (SpRestore *)ctx;
-	r->objects.slots = sp_table_alloc (((size_t)t->nobjects + 1) * sizeof (MonoObject *));
+	r->objects.slots = calloc ((size_t)t->nobjects + 1, sizeof (MonoObject *));
 	if (!r->objects.slots)
 		return sp_error_set (err, "out of memory for %u objects", t->nobjects);
 	r->objects.count = t->nobjects + 1;
@@ -782,11 +780,7 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 	sp_mono_restore_expect (size);
 	r.mature = sp_mono_restore_outgrows_nursery (size);
 	r.test_refuse_blocks = r.mature && g_getenv ("SPMONO_TEST_REFUSE_BLOCKS") != NULL;
-	SpAhead ahead = { 0 };
-	if (r.mature)
-		sp_restore_ahead_start (&ahead);
 	int rc = sp_chain_decode (parts, n, &sp_mono_restore_ops, &r, &snap, failed, err);
-	guint32 sections_ahead = sp_restore_ahead_stop (&ahead);
 	sgen_memgov_expect_bulk_load (0);     /* over: SGen's trigger counts every byte again */
 	if (sp_options.verbose) {
 		getrusage (RUSAGE_SELF, &ru1);
@@ -795,8 +789,7 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 			 ru1.ru_minflt - ru0.ru_minflt);
 		fprintf (stderr, "; references: %u linked, %u by the fix-up", r.linked, r.fixed);
 		if (r.mature)
-			fprintf (stderr, "; old generation: %u blocks taken, %u refused, %u of %u sections made ready ahead used",
-				 r.blocks_taken, r.blocks_refused, sections_ahead, ahead.prepared);
+			fprintf (stderr, "; old generation: %u blocks taken, %u refused", r.blocks_taken, r.blocks_refused);
 		fprintf (stderr, ")\n");
 	}
 	/*
@@ -822,7 +815,7 @@ sp_mono_decode (const SpChainPart *parts, size_t n, gboolean restore_roots, FILE
 	}
 	if (r.rooted)
 		mono_gc_deregister_root ((char *)&r.objects);
-	sp_table_free (r.objects.slots, (size_t)r.objects.count * sizeof (MonoObject *));
+	free (r.objects.slots);
 	sp_snapshot_free (&snap);
 	return rc == 0 ? 0 : rc == SP_DECODE_UNFIT ? SP_ACCEPT_FATAL : SP_ACCEPT_SKIP;
 }

@@ -18,7 +18,6 @@
 
 #include "../spersist/sp-error.c"
 #include "../spersist/sp-buf.c"
-#include "../spersist/sp-table.c"
 #include "../spersist/sp-crc32c.c"
 #include "../spersist/sp-lidmap.c"
 #include "../spersist/sp-queue.c"
@@ -70,7 +69,6 @@ static inline __attribute__ ((always_inline)) int sp_mono_restore_link (void *ct
 #include "sp-renames.c"
 #include "sp-upgrade.c"
 #include "sp-unknown.c"
-#include "sp-restore-ahead.c"
 #include "sp-restore.c"
 #include "sp-unseen.c"
 #include "sp-cycle.c"

@@ -723,8 +723,7 @@ sp_walk_alloc (SpWalk *w)
 	if (sp_snapshot_counts_fit (&s->header, t, s->size, w->err) < 0)
 		return -1;
 	uint32_t fresh = t->nobjects - w->prior;
-	w->kinds_bytes = (size_t)fresh + 1;
-	w->kinds = sp_table_alloc (w->kinds_bytes);
+	w->kinds = calloc ((size_t)fresh + 1, 1);
 	s->classes = calloc ((size_t)t->nclasses + 1, sizeof *s->classes);
 	s->roots = calloc ((size_t)t->nroots + 1, sizeof *s->roots);
 	if (!w->kinds || !s->classes || !s->roots)
@@ -761,7 +760,7 @@ sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, bool crc_known, SpSnap
 void
 sp_walk_free (SpWalk *w)
 {
-	sp_table_free (w->kinds, w->kinds_bytes);
+	free (w->kinds);
 	free (w->open_of);
 	free (w->open);
 	free (w->redefined);

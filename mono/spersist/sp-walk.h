@@ -15,7 +15,6 @@
 #include "sp-buf.h"
 #include "sp-evolve.h"
 #include "sp-snapshot.h"
-#include "sp-table.h"
 
 /*
  * A build may name the decoder's OBJECT sink (sp-decode.c's
@@ -72,7 +71,6 @@ typedef struct SpWalk {
 	uint32_t objects_seen;   /* new objects defined (in a delta, beyond prior) */
 	uint32_t prior;          /* a delta's prior_objects: lids 1..prior are the chain's before it; 0 in a full snapshot */
 	uint8_t *kinds;          /* [lid - prior], for the new lids: SP_CLASS_* once defined, 0 before */
-	size_t kinds_bytes;      /* its size (sp-table.h) */
 	uint32_t *open_of;       /* [lid - prior], allocated with the first open object: 1 + index into open */
 	SpOpenObject *open;
 	uint32_t nopen;
