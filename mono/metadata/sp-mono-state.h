@@ -55,6 +55,7 @@
 #include <mono/utils/mono-threads-coop.h>
 #include <mono/sgen/sgen-gc.h>
 #include <mono/sgen/sgen-cardtable.h>
+#include <mono/sgen/sgen-memory-governor.h>
 
 #include "../spersist/sp-client.h"
 #include "../spersist/sp-options.h"

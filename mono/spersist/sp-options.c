@@ -204,6 +204,15 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 					     "before the next full one, 1 to 10000, not '%s'", value ? value : "");
 		return 0;
 	}
+	if (SP_IS ("--sp-heap")) {
+		static const char *const heap_names [] = { "return", "keep" };
+		int h = sp_parse_choice (value, heap_names, 2);
+		if (h < 0)
+			return sp_error_set (err, "--sp-heap takes keep (the heap's memory stays the process's once populated) "
+					     "or return (given back to the system after collections), not '%s'", value ? value : "");
+		o->heap_kept = h == 1;
+		return 0;
+	}
 #undef SP_IS
 	return sp_error_set (err, "unknown persistence option '%.*s' (spmono --help lists them)", (int)name_len, arg);
 }
@@ -297,6 +306,11 @@ sp_options_usage (FILE *out)
 		"                           restores into it (a new version of it: every class\n"
 		"                           change found, with the rule applied), exit 0 if it\n"
 		"                           does (or the store is empty), 1 if not.\n"
+		"    --sp-heap=WHAT         keep: memory the heap has populated stays the process's\n"
+		"                           after collections, so a later allocation or restore\n"
+		"                           does not wait on page faults (resident size stays at\n"
+		"                           its peak; for real-time programs); return (default):\n"
+		"                           empty heap memory goes back to the system.\n"
 		"    --sp-stats             One statistics line on stderr per cycle.\n"
 		"    --sp-verbose           Report each snapshot on stderr (objects, bytes, time).\n",
 		SP_DEFAULT_KEEP, SP_DEFAULT_PAUSE_US, SP_DEFAULT_PERIOD_US, SP_DEFAULT_DELTA_RATIO);

@@ -58,6 +58,7 @@ typedef struct SpOptions {
 	bool delta;             /* snapshots after the first are deltas on it (docs/FORMAT.md), while the chain is short */
 	unsigned delta_ratio;   /* percent: a new full snapshot once the chain's deltas pass this share of its base */
 	bool check;             /* --sp-check: say whether the newest snapshot restores into the program, and exit */
+	bool heap_kept;         /* --sp-heap=keep: heap memory, once populated, is not returned to the system */
 } SpOptions;
 
 /* Defaults, usable as a static initializer (options are parsed before any init runs). */

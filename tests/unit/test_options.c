@@ -174,6 +174,25 @@ test_delta_options (void **state)
 	sp_options_free (&o);
 }
 
+/* The heap: returned by default (upstream's behaviour); keep or return; anything else refused, the last value kept. */
+static void
+test_heap_option (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_false (o.heap_kept);
+	assert_ok (sp_options_parse (&o, "--sp-heap=keep", &err), &err);
+	assert_true (o.heap_kept);
+	const char *const bad [] = { "--sp-heap", "--sp-heap=", "--sp-heap=Keep", "--sp-heap=yes", "--sp-heap=keep,return" };
+	assert_all_refused (&o, bad, sizeof bad / sizeof bad [0]);
+	assert_true (o.heap_kept);
+	assert_ok (sp_options_parse (&o, "--sp-heap=return", &err), &err);
+	assert_false (o.heap_kept);
+	sp_options_free (&o);
+}
+
 /* An increment longer than its period cannot be scheduled: refused, naming both. */
 static void
 test_pause_must_fit_period (void **state)
@@ -359,6 +378,7 @@ test_usage_lists_every_option (void **state)
 	assert_contains (text, "--sp-buffer");
 	assert_contains (text, "--sp-writer");
 	assert_contains (text, "--sp-delta=");
+	assert_contains (text, "--sp-heap=");
 	assert_contains (text, "--sp-delta-ratio");
 	assert_contains (text, "SPMONO_STORE");
 	free (text);
@@ -372,6 +392,7 @@ main (void)
 		cmocka_unit_test_setup (test_cycle_options, setup),
 		cmocka_unit_test_setup (test_buffer_and_writer_options, setup),
 		cmocka_unit_test_setup (test_delta_options, setup),
+		cmocka_unit_test_setup (test_heap_option, setup),
 		cmocka_unit_test_setup (test_pause_must_fit_period, setup),
 		cmocka_unit_test_setup (test_store_option, setup),
 		cmocka_unit_test_setup (test_keep_option, setup),
