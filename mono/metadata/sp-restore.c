@@ -306,6 +306,16 @@ sp_mono_restore_alloc_inline (SpRestore *r, MonoVTable *vtable, size_t size)
 	return obj;
 }
 
+/*
+ * How far ahead of the slot it hands out a block's next lines are asked for,
+ * for writing: a restore writes each object's lines for the first time, and
+ * without the hint every object's first store waited for its line (the
+ * JVM's allocation prefetch does the same).  Warm decodes of 1,000,000 tree
+ * nodes, heap kept: medians 27.6-27.9 ms against 28.6-33.2 without; 1, 2 and
+ * 4 KB ahead measured alike, 256 bytes less well.
+ */
+#define SP_RESTORE_PREFETCH_AHEAD 2048
+
 /* The slot block b hands out next, its vtable stored, or NULL when it has none (or a major collection took it back). */
 static inline MonoObject *
 sp_mono_restore_bump_mature (SpRestore *r, SpMatureBlock *b)
@@ -316,6 +326,7 @@ sp_mono_restore_bump_mature (SpRestore *r, SpMatureBlock *b)
 	char *p = b->next;
 	if (G_LIKELY (p < b->end && *(volatile gint32 *)&mono_gc_stats.major_gc_count == b->major_count)) {
 		b->next = p + b->stride;
+		__builtin_prefetch (p + SP_RESTORE_PREFETCH_AHEAD, 1, 3);   /* no fault: a hint, past the block's end too */
 		*(MonoVTable **)p = b->vtable;
 		obj = (MonoObject *)p;
 	}
