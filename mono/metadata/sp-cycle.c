@@ -921,8 +921,14 @@ sp_cycle_check_schedule (void)
 	gboolean late = !first && p.cycle_ns && !sp_model_schedulable (&p, MAX (interval, typical)) && sp_task_has_own_work ();
 	if (late)
 		at_late = p;
-	/* A cycle that cannot finish makes every call late, learned or not (its own warning). */
-	if (late || sp_cycle_starved (now))
+	/*
+	 * A cycle that cannot finish makes every call late, learned or not (its
+	 * own warning), and is asked about at every call: a late call must not
+	 * skip it, as the starved cycle's calls are all late once a prediction
+	 * exists, and its warning would never be said.
+	 */
+	gboolean starved = sp_cycle_starved (now);
+	if (late || starved)
 		sp_stats [SP_STAT_UNSCHEDULABLE_SENDS]++;
 	uint32_t late_calls;
 	if (warned || sp_learned.cycles < SP_MODEL_CALIBRATION_CYCLES)

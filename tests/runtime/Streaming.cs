@@ -20,6 +20,8 @@
 //                                      every item and SendPData, run where the SP task cannot
 //                                      get the CPU (test_streaming.sh: one CPU, the program above
 //                                      the SP task's priority): counted as unschedulable
+//   streaming.exe starved-warm N       the same after two cycles waited for, so that the model
+//                                      predicts a cycle and calls the starved ones late as well
 //   streaming.exe cold-collections N  N small objects only, persisted once from a cold start
 //                                      (the LID table grows by chunks in the cycle's increments):
 //                                      prints the collections the cycle saw, the program
@@ -278,10 +280,14 @@ static class Program
 
 	// The SP task never gets the CPU while this loop runs (how the test runs it): its cycle
 	// cannot finish, no cycle is ever learned from, and the calls are counted all the same.
-	static int Starved (int n)
+	static int Starved (int n, bool warm)
 	{
 		Plant p = Build (n, 1);
 		SPC.AddRoot (p);
+		for (int i = 0; warm && i < 2; i++) {   // cycles the model learns from: then every call below is late too
+			SPC.SendPData ();
+			SPC.WaitPersisted ();
+		}
 		var sw = System.Diagnostics.Stopwatch.StartNew ();
 		int calls = 0;
 		while (sw.ElapsedMilliseconds < 1500) {
@@ -314,7 +320,9 @@ static class Program
 		case "rushed-cold":
 			return RushedCold (n);
 		case "starved":
-			return Starved (n);
+			return Starved (n, false);
+		case "starved-warm":
+			return Starved (n, true);
 		case "cold-collections":
 			return ColdCollections (n);
 		case "check":

@@ -88,6 +88,13 @@ if chrt -f 60 true 2> /dev/null; then
 	grep -q "threads above the SP task's priority (SCHED_FIFO 50) on its CPU left it almost none" starved.txt \
 		|| fail "the warning says why: $(cat starved.txt)"
 	expect_out "restored version 1" spm --sp-store=store streaming.exe check $N
+	# The same after two cycles the model learned from: every call is late then as well, which
+	# must not keep the starved cycle from being said (it did: the late test came first).
+	rm -rf store
+	taskset -c 0 chrt -f 60 "$SPMONO" --sp-store=store --sp-mode=incremental --sp-priority=50 --sp-pause=200 \
+		--sp-period=1000 streaming.exe starved-warm $N > starved-warm.txt 2>&1 || fail "starved-warm: $(cat starved-warm.txt)"
+	[ "$(grep -c "cannot finish" starved-warm.txt)" = 1 ] \
+		|| fail "the starved cycle's warning, once, with a prediction learned: $(cat starved-warm.txt)"
 else
 	echo "skipped the starved cycle: chrt -f refused (not root?)"
 fi
