@@ -19,7 +19,13 @@
 //   SerBench.exe sp-cycle STRUCT N REPS LABEL   (incremental mode) REPS cycles
 //       as mechanism LABEL: "serialize" (the increments' work, the start's
 //       instant included) and "cycle" (SendPData until durable, the periods
-//       between increments included)
+//       between increments included), and "increment" (ns: the increments'
+//       average length; bytes: how many)
+//   SerBench.exe floor-cycle rbtree N REPS PAUSE_US PERIOD_US   the machine's
+//       floor for an incremental cycle: REPS times, a breadth-first walk
+//       reading every field of every node and payload, whole ("Traversal")
+//       and then in increments of PAUSE_US released every PERIOD_US as the
+//       SP task's are ("Traversal in increments", bytes: how many)
 //
 // Prints CSV rows: structure,size,mechanism,operation,storage,rep,ns,bytes.
 // Rep 0 of everything warms the JIT up and is not printed.  Every timed rep
@@ -28,6 +34,7 @@
 using System;
 using System.Diagnostics;
 using System.IO;
+using System.Runtime.InteropServices;
 using System.Runtime.Serialization;
 using System.Runtime.Serialization.Formatters.Binary;
 using Newtonsoft.Json;
@@ -339,7 +346,105 @@ static class SerBench
 			if (r > 0) {
 				Row (label, "serialize", "null", r, st.LastSerializeNs, st.LastBytes);   // the increments' work
 				Row (label, "cycle", "null", r, Ns (sw), st.LastBytes);                   // SendPData to durable
+				Row (label, "increment", "null", r, st.CycleAvgPauseNs, st.CycleIncrements);
 			}
+		}
+	}
+
+	// ---- the machine's floor for an incremental cycle ---------------------------
+	//
+	// An incremental cycle's increments do more work than one stop-the-world pass
+	// over the same graph partly because of the machine: each starts after the
+	// task slept, and on a virtual machine a CPU that slept (halted) comes back
+	// with its caches and TLB cold or taken by other tenants.  This walk, with
+	// no runtime of ours in it, shows how much: the same graph, walked whole and
+	// then in increments of the SP task's length and period, side by side.
+
+	// A breadth-first walk of the tree that reads what the serializer reads.
+	sealed class Walk
+	{
+		readonly RBNode [] queue;
+		int head, tail;
+		public long Sum;
+
+		public Walk (RBTree tree)
+		{
+			queue = new RBNode [tree.Count];
+			if (tree.Root != null)
+				queue [tail++] = tree.Root;
+		}
+
+		public bool Done { get { return head == tail; } }
+
+		public void Step (int nodes)
+		{
+			for (int k = 0; k < nodes && head < tail; k++) {
+				RBNode x = queue [head++];
+				Payload v = x.Value;
+				Sum += x.Key + (x.Red ? 1 : 0) + v.Stamp + (long)v.Weight + v.Count + v.Flags;
+				if (x.Left != null) queue [tail++] = x.Left;
+				if (x.Right != null) queue [tail++] = x.Right;
+				if (x.Parent != null) Sum += x.Parent.Key;
+			}
+		}
+	}
+
+	[StructLayout (LayoutKind.Sequential)]
+	struct Timespec { public long Sec, Nsec; }
+
+	[DllImport ("libc", SetLastError = true)]
+	static extern int clock_gettime (int clock, out Timespec ts);
+
+	[DllImport ("libc")]
+	static extern int clock_nanosleep (int clock, int flags, ref Timespec request, IntPtr remain);
+
+	const int ClockMonotonic = 1, TimerAbstime = 1;
+
+	// The SP task's sleep: until the next release, an absolute time PERIOD_US after the last.
+	static void SleepUntil (ref Timespec release, long periodNs)
+	{
+		long ns = release.Nsec + periodNs;
+		release.Sec += ns / 1000000000;
+		release.Nsec = ns % 1000000000;
+		while (clock_nanosleep (ClockMonotonic, TimerAbstime, ref release, IntPtr.Zero) == 4) {   // EINTR
+		}
+	}
+
+	static void FloorCycle (int reps, long pauseUs, long periodUs)
+	{
+		if (structure != "rbtree")
+			Fail ("floor-cycle walks the rbtree");
+		var tree = (RBTree)Build ();
+		long expected = 0;
+		var sw = new Stopwatch ();
+		for (int r = 0; r <= reps; r++) {
+			var whole = new Walk (tree);
+			Settle ();
+			sw.Restart ();
+			while (!whole.Done)
+				whole.Step (int.MaxValue);
+			sw.Stop ();
+			if (r > 0) Row ("Traversal", "serialize", "null", r, Ns (sw), 0);
+			var pieces = new Walk (tree);
+			Settle ();
+			long work = 0, increments = 0, pauseTicks = pauseUs * Stopwatch.Frequency / 1000000;
+			Timespec release;
+			clock_gettime (ClockMonotonic, out release);
+			while (!pieces.Done) {
+				long t0 = Stopwatch.GetTimestamp (), t;
+				do {
+					pieces.Step (64);
+					t = Stopwatch.GetTimestamp ();
+				} while (!pieces.Done && t - t0 < pauseTicks);
+				work += t - t0;
+				increments++;
+				SleepUntil (ref release, periodUs * 1000);
+			}
+			if (r > 0) Row ("Traversal in increments", "serialize", "null", r, (long)(work * (1e9 / Stopwatch.Frequency)), increments);
+			if (r == 0)
+				expected = whole.Sum;
+			if (whole.Sum != expected || pieces.Sum != expected)
+				Fail ("a walk of the tree read other values than the first");
 		}
 	}
 
@@ -355,6 +460,7 @@ static class SerBench
 		case "sp": Sp (reps, args [4]); break;
 		case "sp-load": SpLoad (reps, args [4]); break;
 		case "sp-cycle": SpCycle (reps, args [4]); break;
+		case "floor-cycle": FloorCycle (reps, long.Parse (args [4]), long.Parse (args [5])); break;
 		default: Fail ("unknown command " + args [0]); break;
 		}
 		return 0;

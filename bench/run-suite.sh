@@ -10,7 +10,9 @@
 #                     composite objects and int[], SP (stop-the-world, to the
 #                     null store, tmpfs and disk; incremental in each barrier
 #                     mode) against BinaryFormatter, DataContractSerializer and
-#                     Newtonsoft.Json
+#                     Newtonsoft.Json; and the machine's floor for an
+#                     incremental cycle (the tree walked whole and in
+#                     increments as long and as far apart as the SP task's)
 #   tree-*.csv        issue 20's anchors (bench/run-tree.sh): SP beside a
 #                     hand-written BinaryWriter/BinaryReader, a traversal and
 #                     `new` (the floors), and the Java peers Apache Fory and
@@ -64,7 +66,7 @@ if [ $smoke = 1 ]; then
 else
 	tree_sizes="5000 10000 15000 20000 25000 100000 1000000"
 	int_sizes="5000 10000 15000 20000 25000 100000 1000000 10000000"; reps=5
-	peer_runs=("25000 9" "1000000 3" "10000000 2")
+	peer_runs=("25000 9" "1000000 3" "10000000 3")
 	table1_runs=40; pause_args=(10000 100000 10000000 50 100 500); barrier_args=(100000000 5)
 	control_args=(5000 3 1000 10000 100000 100000/1000); recovery_args=(3 10000 100000 1000000 10000000)
 	longstore_args=(10000000 100000 9); delta_args=(30 10000 100000 1000000 10000000)
@@ -107,6 +109,14 @@ serializers () {   # serializers STRUCTURE SIZE
 		"$sp" --sp-store=null: --sp-mode=incremental --sp-barrier=$barrier --sp-pause=500 --sp-period=3000 \
 			"$bench" sp-cycle "$s" "$n" "$reps" "SP incremental ($barrier)" >> "$csv"
 	done
+	# The machine's share of an incremental cycle's extra work: the same tree walked whole and
+	# in increments as long as the default barrier's were (their mean), 3 ms apart.
+	if [ "$s" = rbtree ]; then
+		local pause_us
+		pause_us=$(awk -F, -v s="$s" -v n="$n" '$1 == s && $2 == n && $3 == "SP incremental (marking)" && $4 == "increment" \
+			{ sum += $7; c++ } END { printf "%d", c ? sum / c / 1000 : 500 }' "$csv")
+		"$sp" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" 3000 >> "$csv"
+	fi
 }
 for n in $tree_sizes; do serializers rbtree "$n"; done
 for n in $int_sizes; do serializers ints "$n"; done
