@@ -136,7 +136,7 @@ def incremental_table(data, structure):
     if not sizes:
         return []
     head = ["size", "machine's factor: traversal in increments / whole"]
-    head += ["%s: work / stop-the-world (runtime's share)" % m.replace("SP incremental ", "") for m in SP_MODES]
+    head += ["%s: work / stop-the-world (runtime's share)" % m.replace("SP incremental (", "").rstrip(")") for m in SP_MODES]
     out = ["| " + " | ".join(head) + " |", "| ---: |" + " ---: |" * (len(head) - 1)]
     for n in sizes:
         factor = median_ns(pieces, n) / median_ns(whole, n)
