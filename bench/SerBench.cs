@@ -271,7 +271,9 @@ static class SerBench
 		GC.WaitForPendingFinalizers ();
 	}
 
-	static long Ns (Stopwatch sw) { return (long)(sw.ElapsedTicks * (1e9 / Stopwatch.Frequency)); }
+	static long Ns (Stopwatch sw) { return Ns (sw.ElapsedTicks); }
+
+	static long Ns (long ticks) { return (long)(ticks * (1e9 / Stopwatch.Frequency)); }
 
 	static void Fail (string what)
 	{
@@ -392,7 +394,7 @@ static class SerBench
 	[StructLayout (LayoutKind.Sequential)]
 	struct Timespec { public long Sec, Nsec; }
 
-	[DllImport ("libc", SetLastError = true)]
+	[DllImport ("libc")]
 	static extern int clock_gettime (int clock, out Timespec ts);
 
 	[DllImport ("libc")]
@@ -440,7 +442,7 @@ static class SerBench
 				increments++;
 				SleepUntil (ref release, periodUs * 1000);
 			}
-			if (r > 0) Row ("Traversal in increments", "serialize", "null", r, (long)(work * (1e9 / Stopwatch.Frequency)), increments);
+			if (r > 0) Row ("Traversal in increments", "serialize", "null", r, Ns (work), increments);
 			if (r == 0)
 				expected = whole.Sum;
 			if (whole.Sum != expected || pieces.Sum != expected)

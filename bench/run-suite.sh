@@ -105,17 +105,18 @@ serializers () {   # serializers STRUCTURE SIZE
 				| awk -F, -v r="$r" 'BEGIN { OFS = "," } $4 == "restore-cold" { $6 = r } { print }' >> "$csv"
 		done
 	done
+	local period_us=3000
 	for barrier in annotating marking-v2 marking; do
-		"$sp" --sp-store=null: --sp-mode=incremental --sp-barrier=$barrier --sp-pause=500 --sp-period=3000 \
+		"$sp" --sp-store=null: --sp-mode=incremental --sp-barrier=$barrier --sp-pause=500 --sp-period=$period_us \
 			"$bench" sp-cycle "$s" "$n" "$reps" "SP incremental ($barrier)" >> "$csv"
 	done
 	# The machine's share of an incremental cycle's extra work: the same tree walked whole and
-	# in increments as long as the default barrier's were (their mean), 3 ms apart.
+	# in increments as long as the default barrier's were (their mean), as far apart.
 	if [ "$s" = rbtree ]; then
 		local pause_us
 		pause_us=$(awk -F, -v s="$s" -v n="$n" '$1 == s && $2 == n && $3 == "SP incremental (marking)" && $4 == "increment" \
 			{ sum += $7; c++ } END { printf "%d", c ? sum / c / 1000 : 500 }' "$csv")
-		"$sp" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" 3000 >> "$csv"
+		"$sp" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" "$period_us" >> "$csv"
 	fi
 }
 for n in $tree_sizes; do serializers rbtree "$n"; done
