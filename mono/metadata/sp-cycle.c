@@ -774,6 +774,7 @@ sp_writer_take_chunk (gboolean last)
 	if (sp_writer.busy)
 		return FALSE;
 	SpBuf full = sp_out;
+	sp_ser_handed_on (&sp_ser, full.len);
 	sp_out = sp_writer.buf;
 	sp_buf_reset (&sp_out);
 	sp_writer.buf = full;

@@ -109,6 +109,7 @@ sp_mono_stream_all (uint64_t seq, gboolean delta, SpStream *st, uint64_t *ser_ns
 		if (rc >= 0 && (closed || sp_out.len >= sp_options.buffer)) {
 			uint64_t t0 = sp_mono_monotonic_ns ();
 			rc = sp_stream_write (st, sp_out.data, sp_out.len, closed, err);
+			sp_ser_handed_on (&sp_ser, sp_out.len);
 			sp_buf_reset (&sp_out);
 			store_ns += sp_mono_monotonic_ns () - t0;
 		} else if (rc == 1) {

@@ -589,27 +589,10 @@ sp_mono_class_has_subclasses (SpRestore *r, MonoClass *klass)
 	return g_hash_table_lookup (bases, GUINT_TO_POINTER (token)) != NULL;
 }
 
-/*
- * The class of objects made early for a field (SpDecodeOps.early_class): the
- * field's declared class, when it is a persistent object class that has
- * instances, no subclass in its assembly (above) and no finalizer (an object
- * made early and left unused is garbage: its finalizer would run on zeros).
- * Its vtable, whose class is the declared one: sp_mono_restore_link checks
- * a target with one load.
- */
+/* The vtable objects of klass are made early with; NULL for a class with a finalizer (one made and left unused would run it on zeros). */
 static void *
-sp_mono_restore_early_class (void *ctx, const SpField *field)
+sp_mono_restore_early_vtable (MonoClass *klass)
 {
-	SpRestore *r = (SpRestore *)ctx;
-	MonoClass *klass = (MonoClass *)field->type_client;
-	SpError ignored = { 0 };
-	/* `object` as sp_mono_class_map_prepare_fields leaves it: no map is asked for. */
-	if (!klass || klass == mono_defaults.object_class || mono_class_is_abstract (klass) || mono_class_is_interface (klass) ||
-	    sp_mono_class_has_subclasses (r, klass))
-		return NULL;
-	SpClass *live = sp_mono_class_map (klass, &ignored);
-	if (!live || live->kind != SP_CLASS_OBJECT)
-		return NULL;
 	ERROR_DECL (error);
 	MonoVTable *vtable = mono_class_vtable_checked (mono_domain_get (), klass, error);
 	if (!is_ok (error)) {
@@ -617,6 +600,62 @@ sp_mono_restore_early_class (void *ctx, const SpField *field)
 		return NULL;
 	}
 	return m_class_has_finalize (klass) ? NULL : vtable;
+}
+
+/*
+ * The early class among the snapshot's own (its class index: every class
+ * resolved before the first object): the one class of the snapshot that a
+ * field declared klass can hold, whatever klass is (abstract, an interface,
+ * a base whose subclasses live in any assembly), when that one is an object
+ * class.  None where a string could come: strings have no CLASS record.
+ */
+static void *
+sp_mono_restore_early_among (MonoClass *klass, const SpSnapClass *known, uint32_t nknown)
+{
+	if (mono_class_is_assignable_from_internal (klass, mono_defaults.string_class))
+		return NULL;
+	const SpSnapClass *only = NULL;
+	for (uint32_t i = 0; i < nknown; i++) {
+		MonoClass *k = (MonoClass *)((const SpClass *)known [i].resolved)->client;
+		if (!mono_class_is_assignable_from_internal (klass, k))
+			continue;
+		if (only && ((const SpClass *)only->resolved)->client != k)
+			return NULL;
+		only = &known [i];
+	}
+	if (!only || only->kind != SP_CLASS_OBJECT)
+		return NULL;
+	return sp_mono_restore_early_vtable ((MonoClass *)((const SpClass *)only->resolved)->client);
+}
+
+/*
+ * The class of objects made early for a field (SpDecodeOps.early_class).
+ * With the snapshot's classes known (its class index), the one it has that
+ * the field can hold (above).  Without (a snapshot written before the
+ * index), the field's declared class, when it is a persistent object class
+ * that has instances and no subclass in its assembly (a subclass elsewhere
+ * is not seen: its record replaces the early object, and the fix-up goes
+ * over every record).  Never a class with a finalizer.  Its vtable:
+ * sp_mono_restore_link checks a target with one load.
+ */
+static void *
+sp_mono_restore_early_class (void *ctx, const SpField *field, const SpSnapClass *known, uint32_t nknown)
+{
+	SpRestore *r = (SpRestore *)ctx;
+	MonoClass *klass = (MonoClass *)field->type_client;
+	if (!klass)
+		return NULL;
+	if (known)
+		return sp_mono_restore_early_among (klass, known, nknown);
+	SpError ignored = { 0 };
+	/* `object` as sp_mono_class_map_prepare_fields leaves it: no map is asked for. */
+	if (klass == mono_defaults.object_class || mono_class_is_abstract (klass) || mono_class_is_interface (klass) ||
+	    sp_mono_class_has_subclasses (r, klass))
+		return NULL;
+	SpClass *live = sp_mono_class_map (klass, &ignored);
+	if (!live || live->kind != SP_CLASS_OBJECT)
+		return NULL;
+	return sp_mono_restore_early_vtable (klass);
 }
 
 /*
@@ -661,7 +700,7 @@ sp_mono_restore_link (void *ctx, uint32_t owner, uint8_t kind, size_t offset, co
 		if (!(target = sp_mono_restore_make (r, lid, (MonoVTable *)early, err)))
 			return -1;
 	} else if (target->vtable != (MonoVTable *)early && !sp_mono_restore_fits (r, field, mono_object_class (target))) {
-		return 1;   /* early is the declared class's vtable (sp_mono_restore_early_class): one load checks the class */
+		return 1;   /* early is the vtable of a class the field holds (sp_mono_restore_early_class): one load checks the class */
 	}
 	/* The owner asked for again: making the target may have moved it. */
 	sp_mono_restore_store (r, (char *)sp_mono_restore_base (r, owner, kind) + offset, target);

@@ -13,17 +13,23 @@
  * Links.  A reference in a full snapshot, an object's or an array
  * element's, is stored as the walk meets it: to an object made already (a
  * tree node's parent) when it fits the declared type (the fix-up's check),
- * or to one the restorer makes there and then, before its record, of the
- * field's declared class (a node's children: their records come later, and
- * create finds them made).  That object is the right one only when its
- * record says the same class, which is what a declared class that is not
- * abstract holds for most states.  Whenever that fails, the fix-up goes
- * over all records as if nothing had been linked, and checks and stores
- * every reference again: a guess made early is never trusted.  A reference
- * is not linked when its target does not fit (the fix-up says why), or does
- * not exist yet and cannot be made early (a string, an array, an abstract
- * class, a finalizer: sp_mono_restore_early_class); nor are those of
- * classes that changed, or of deltas.  Their records (an array's: its piece)
+ * or to one the restorer makes there and then, before its record (a node's
+ * children: their records come later, and create finds them made), of the
+ * class it picks for the field (SpDecodeOps.early_class).  A snapshot with
+ * its class index (SP_OPT_CLASS_INDEX) has every class read before the
+ * first object and the links planned once all are resolved
+ * (sp_decode_classes): the pick is the one class of the snapshot the field
+ * can hold, if there is one, whatever the field's declared type.  An older
+ * snapshot's classes come as the walk meets them: the pick is the field's
+ * declared class, a guess.  The object made is the right one only when its
+ * record says the same class.  Whenever that fails, the fix-up goes over
+ * all records as if nothing had been linked, and checks and stores every
+ * reference again: a guess made early is never trusted.  A reference is not
+ * linked when its target does not fit (the fix-up says why), or does not
+ * exist yet and cannot be made early (a string or an array may come, the
+ * field holds more than one class, a finalizer:
+ * sp_mono_restore_early_class); nor are those of classes that changed, or
+ * of deltas.  Their records (an array's: its piece)
  * are listed (SpPending), and the fix-up reads only those, storing the slots
  * no link set.  The second pass over every record had been a third of a
  * 1,000,000-node restore's instructions (186 of 439 a node): it read each
@@ -118,9 +124,31 @@ sp_decode_plan_links (SpDecode *d, SpSnapClass *c)
 {
 	if (!(c->ref_early = calloc (c->nrefs + 1, sizeof *c->ref_early)))
 		return -1;
+	const SpSnapshot *snap = d->snap;
+	const SpSnapClass *known = snap->classes_ahead ? snap->classes + 1 : NULL;
 	for (uint32_t i = 0; i < c->nrefs; i++)
-		c->ref_early [i] = c->ref_fields [i] ? d->ops->early_class (d->ctx, c->ref_fields [i]) : NULL;
+		c->ref_early [i] = c->ref_fields [i] ? d->ops->early_class (d->ctx, c->ref_fields [i], known, snap->trailer.nclasses) : NULL;
 	c->links = true;
+	return 0;
+}
+
+/* Whether class c's new objects link their references: a full snapshot's, with the restorer's links, unchanged. */
+static bool
+sp_decode_links_class (const SpDecode *d, const SpSnapClass *c)
+{
+	return d->linking && c->wire_size == 0 && !c->evolution;
+}
+
+/* With a class index, once every class is known: their links planned, each early class chosen among them all. */
+static int
+sp_decode_classes (void *ctx, SpSnapshot *snap, SpError *err)
+{
+	SpDecode *d = ctx;
+	for (uint32_t id = 1; id <= snap->trailer.nclasses; id++) {
+		SpSnapClass *c = &snap->classes [id];
+		if (sp_decode_links_class (d, c) && sp_decode_plan_links (d, c) < 0)
+			return sp_error_set (err, "out of memory planning class %s", c->name);
+	}
 	return 0;
 }
 
@@ -141,7 +169,8 @@ sp_decode_class (void *ctx, SpSnapClass *c, SpError *err)
 		d->ops->evolved (d->ctx, c);
 	if (c->wire_size == 0)
 		d->any_references = true;
-	if (d->linking && c->wire_size == 0 && !c->evolution && sp_decode_plan_links (d, c) < 0)
+	/* With a class index the links wait for every class (sp_decode_classes). */
+	if (!d->snap->classes_ahead && sp_decode_links_class (d, c) && sp_decode_plan_links (d, c) < 0)
 		return sp_error_set (err, "out of memory planning class %s", c->name);
 	d->unfit = false;
 	return 0;
@@ -382,6 +411,7 @@ sp_decode_patch (void *ctx, uint32_t lid, uint32_t class_id, uint64_t start, uin
 static const SpWalkSink sp_decode_sink = {
 	.begin = sp_decode_begin,
 	.klass = sp_decode_class,
+	.classes = sp_decode_classes,
 	.object = sp_decode_object,
 	.sized = sp_decode_sized,
 	.piece = sp_decode_piece,

@@ -22,6 +22,7 @@ typedef struct SpFold {
 	uint32_t **ids;          /* [part][class id]: the folded file's id of that class */
 	const SpSnapClass **classes; /* [folded id]: its description (one of the parts') */
 	uint32_t nclasses;
+	uint64_t *class_at;      /* [folded id - 1]: where its CLASS record is in the file (the class index) */
 	SpError *err;
 	int rc;
 } SpFold;
@@ -90,8 +91,13 @@ sp_fold_map_classes (SpFold *f)
 static void
 sp_fold_put_classes (SpFold *f)
 {
+	if (!(f->class_at = calloc ((size_t)f->nclasses + 1, sizeof *f->class_at))) {
+		f->rc = sp_error_set (f->err, "out of memory folding a chain");
+		return;
+	}
 	for (uint32_t j = 1; j <= f->nclasses; j++) {
 		const SpSnapClass *k = f->classes [j];
+		f->class_at [j - 1] = f->bytes + f->out.len;
 		sp_format_put_class (&f->out, j, k->kind, k->assembly, k->name, k->nfields, k->fields);
 		sp_fold_flush (f, SP_FOLD_FLUSH_BYTES);
 	}
@@ -420,7 +426,7 @@ sp_fold_header (SpFold *f)
 {
 	const SpChainFile *last = sp_chain_last (f->c);
 	SpSnapHeader h = {
-		.optional_flags = SP_OPT_FOLDED,
+		.optional_flags = SP_OPT_FOLDED | SP_OPT_CLASS_INDEX,
 		.sequence = last->seq,
 		.time_ns = last->snap.header.time_ns,
 		.fold_base = last->snap.header.base_sequence,
@@ -443,6 +449,7 @@ sp_fold_trailer (SpFold *f, SpFoldResult *out)
 		sp_buf_put_varint (&f->out, last->roots [i].lid);
 		sp_fold_flush (f, SP_FOLD_FLUSH_BYTES);
 	}
+	sp_format_put_class_index (&f->out, f->class_at, f->nclasses);
 	SpSnapTrailer t = { .nclasses = f->nclasses, .nobjects = last->trailer.nobjects, .nroots = last->trailer.nroots };
 	uint8_t *p = sp_buf_reserve (&f->out, SP_FORMAT_TRAILER_SIZE);
 	if (!p || f->rc < 0)
@@ -486,6 +493,7 @@ sp_fold_write (const SpChain *c, SpWriteFn write, void *write_ctx, SpFoldResult 
 		free (f.ids [k]);
 	free (f.ids);
 	free (f.classes);
+	free (f.class_at);
 	sp_buf_free (&f.out);
 	return f.rc;
 }

@@ -24,13 +24,16 @@
  *   ROOT   0x06 root_id lid
  *   PATCH  0x07 lid class_id start piece       (deltas: elements of an array an earlier snapshot defined)
  *   0x80..0xFF: extension record, tag len:varint payload; readers skip unknown ones.
+ *   CLASS INDEX 0x80 len count first (gap)* record_size:u32   (an extension: SP_OPT_CLASS_INDEX)
  *
  * Invariants a valid snapshot satisfies (sp_snapshot_parse checks each):
  *   - class ids are 1..nclasses, defined once, in order, before use;
  *   - every lid in 1..nobjects is defined exactly once; references are 0 (null)
  *     or a lid in 1..nobjects;
  *   - the pieces of a string or array cover [0, length) in order, exactly;
- *   - root ids are unique; the counts in the trailer are the counts in the body.
+ *   - root ids are unique; the counts in the trailer are the counts in the body;
+ *   - with SP_OPT_CLASS_INDEX, the last record is the class index, and it
+ *     gives the offset of every CLASS record.
  * A delta (version 2, flag DELTA) applies to the snapshot `prev_sequence` of
  * the chain that starts at the full snapshot `base_sequence`; besides:
  *   - lids prior_objects+1..nobjects are new: each defined exactly once;
@@ -68,6 +71,16 @@
  * deltas after it still apply.  An older reader sees a full snapshot.
  */
 #define SP_OPT_FOLDED            0x0001u
+/*
+ * CLASS_INDEX: the last record before the trailer is the class index
+ * (SP_REC_CLASS_INDEX): the offset of each CLASS record in id order, so that
+ * a reader can read every class before the first object (sp-decode.c: the
+ * class of an object made before its record is then chosen among the
+ * snapshot's own).  Its last 4 bytes give its size, so a reader finds it
+ * from the trailer.  An older reader skips it, as any extension; a reader
+ * that reads it checks it against the records.  Full snapshots have it.
+ */
+#define SP_OPT_CLASS_INDEX       0x0002u
 
 enum {
 	SP_REC_CLASS = 0x01,
@@ -79,6 +92,7 @@ enum {
 	SP_REC_PATCH = 0x07,
 	SP_REC_END = 0x7F,
 	SP_REC_EXTENSION_FIRST = 0x80,
+	SP_REC_CLASS_INDEX = 0x80,   /* an extension: SP_OPT_CLASS_INDEX */
 };
 
 /* String piece encodings. */

@@ -93,6 +93,7 @@ sp_ser_free (SpSerializer *s)
 	sp_lidmap_free (&s->lids);
 	sp_queue_free (&s->queue);
 	sp_kids_free (&s->kids);
+	free (s->class_at);
 }
 
 static int
@@ -119,12 +120,18 @@ sp_ser_start (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	sp_ser_forget_preserved (s);
 	s->objects_written = s->unreached_written = s->unreached_aside = 0;
 	s->next_new = s->nobjects + 1;      /* after a delta's chain, or from 1 */
+	/* A full snapshot ends with its class index; a delta's readers link nothing, and need none. */
+	SpSnapHeader header = *h;
+	s->class_index = !sp_header_is_delta (h);
+	if (s->class_index)
+		header.optional_flags |= SP_OPT_CLASS_INDEX;
+	s->out_handed = 0;
 	sp_buf_reset (out);
-	size_t size = sp_format_header_size (h);
+	size_t size = sp_format_header_size (&header);
 	uint8_t *hdr = sp_buf_reserve (out, size);
 	if (!hdr)
 		return sp_ser_oom (err);
-	sp_format_write_header (hdr, h);
+	sp_format_write_header (hdr, &header);
 	out->len += size;
 	return 0;
 }
@@ -645,6 +652,23 @@ sp_ser_ref_scan_at (const SpClass *c, uint32_t i)
 	return c->plan.built ? c->plan.refs [i] : &c->fields [i];
 }
 
+/* For the class index: class id's CLASS record starts here (out of memory: out says so). */
+static void
+sp_ser_class_at (SpSerializer *s, uint32_t id)
+{
+	if (id > s->class_at_cap) {
+		uint32_t cap = s->class_at_cap ? s->class_at_cap * 2 : 64;
+		uint64_t *grown = realloc (s->class_at, (size_t)cap * sizeof *grown);
+		if (!grown) {
+			s->out->oom = true;
+			return;
+		}
+		s->class_at = grown;
+		s->class_at_cap = cap;
+	}
+	s->class_at [id - 1] = s->out_handed + s->out->len;
+}
+
 /* The class's id in this snapshot, writing its CLASS record the first time. */
 static uint32_t
 sp_ser_class_id (SpSerializer *s, SpClass *c)
@@ -653,6 +677,8 @@ sp_ser_class_id (SpSerializer *s, SpClass *c)
 		return c->snap_id;
 	c->snap_cycle = s->cycle;
 	c->snap_id = ++s->nclasses;
+	if (s->class_index)
+		sp_ser_class_at (s, c->snap_id);
 	/* A class carrying unknown data names those leaves too, after its own (sp-layout.h). */
 	uint32_t nleaves = c->unknown ? c->unknown->nleaves : c->nfields;
 	const SpField *leaves = c->unknown ? c->unknown->leaves : c->fields;
@@ -2275,6 +2301,11 @@ sp_ser_close (SpSerializer *s, SpError *err)
 		if (s->poison [i].lid > s->prior && !(s->state [s->poison [i].lid] & SP_SER_WRITTEN) &&
 		    sp_ser_placeholder (s, s->poison [i].lid, err) < 0)
 			return -1;
+	if (s->class_index) {
+		if (s->nclasses > s->class_at_cap)   /* an offset could not be kept (the record's writer saw out of memory) */
+			return sp_ser_oom (err);
+		sp_format_put_class_index (s->out, s->class_at, s->nclasses);
+	}
 	SpSnapTrailer t = { .nclasses = s->nclasses, .nobjects = s->nobjects, .nroots = s->nroots };
 	uint8_t *dst = sp_buf_reserve (s->out, SP_FORMAT_TRAILER_SIZE);
 	if (!dst)

@@ -88,7 +88,23 @@ typedef struct SpSerializer {
 	/* sp_ser_reset_step's progress: which structure, and how far into it. */
 	unsigned reset_phase;
 	size_t reset_at, reset_end;
+	/* A full snapshot's class index (SP_OPT_CLASS_INDEX): where each CLASS record is in the file. */
+	bool class_index;
+	uint64_t *class_at;      /* [0, nclasses) */
+	uint32_t class_at_cap;
+	uint64_t out_handed;     /* the snapshot's bytes before out->data [0] (sp_ser_handed_on) */
 } SpSerializer;
+
+/*
+ * A caller that streams the snapshot as it is written: the `bytes` of out
+ * so far went on to the store, and out is emptied (or swapped for an empty
+ * buffer).  The class index gives offsets in the file: they count these.
+ */
+static inline void
+sp_ser_handed_on (SpSerializer *s, size_t bytes)
+{
+	s->out_handed += bytes;
+}
 
 int sp_ser_init (SpSerializer *s);
 void sp_ser_free (SpSerializer *s);

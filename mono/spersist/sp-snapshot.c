@@ -56,6 +56,81 @@ sp_format_put_class (SpBuf *o, uint32_t id, uint8_t kind, const char *assembly, 
 }
 
 void
+sp_format_put_class_index (SpBuf *o, const uint64_t *offsets, uint32_t n)
+{
+	SpBuf body;
+	sp_buf_init (&body);
+	sp_buf_put_varint (&body, n);
+	for (uint32_t i = 0; i < n; i++)
+		sp_buf_put_varint (&body, i ? offsets [i] - offsets [i - 1] : offsets [0]);
+	if (body.oom) {
+		o->oom = true;
+		sp_buf_free (&body);
+		return;
+	}
+	uint64_t len = body.len + 4;
+	size_t start = o->len;
+	sp_buf_put_u8 (o, SP_REC_CLASS_INDEX);
+	sp_buf_put_varint (o, len);
+	sp_buf_put_bytes (o, body.data, body.len);
+	uint8_t *size = sp_buf_reserve (o, 4);
+	if (size) {
+		sp_put_le (size, o->len + 4 - start, 4);   /* the whole record's bytes, these four included */
+		o->len += 4;
+	}
+	sp_buf_free (&body);
+}
+
+/* Where the class index starts: from its size, the 4 bytes before the trailer; 0 when they cannot be one. */
+static size_t
+sp_class_index_start (const uint8_t *data, size_t size, const SpSnapHeader *h)
+{
+	size_t end = size - SP_FORMAT_TRAILER_SIZE;
+	if (end < (size_t)h->header_size + 7)     /* the smallest index: tag, len, count, 4 bytes of size */
+		return 0;
+	uint32_t record = (uint32_t)sp_get_le (data + end - 4, 4);
+	if (record < 7 || record > end - h->header_size)
+		return 0;
+	return end - record;
+}
+
+int
+sp_format_read_class_index (const uint8_t *data, size_t size, const SpSnapHeader *h, const SpSnapTrailer *t,
+			    uint64_t *offsets, size_t *index_at, SpError *err)
+{
+	size_t start = sp_class_index_start (data, size, h), end = size - SP_FORMAT_TRAILER_SIZE;
+	if (!start || data [start] != SP_REC_CLASS_INDEX)
+		return sp_error_set (err, "malformed snapshot: its header announces a class index that is not before the trailer");
+	SpReader r;
+	sp_reader_init (&r, data + start + 1, end - start - 1);
+	uint64_t len = sp_reader_varint (&r);
+	if (r.bad || len != sp_reader_left (&r) || len < 5)
+		return sp_error_set (err, "malformed snapshot: the class index's length disagrees with its size");
+	r.end -= 4;
+	uint64_t n = sp_reader_varint (&r), at = 0;
+	if (r.bad || n != t->nclasses)
+		return sp_error_set (err, "malformed snapshot: the class index has %llu classes, the trailer %u",
+				     (unsigned long long)n, t->nclasses);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t gap = sp_reader_varint (&r);
+		/* A CLASS record takes at least 6 bytes: each starts after the one before, all after the header. */
+		if (r.bad || gap > start || (i ? gap < 6 : gap < h->header_size) || (at += gap) > start - 6)
+			return sp_error_set (err, "malformed snapshot: the class index's offset %u is out of range", i + 1);
+		SpReader rec;
+		sp_reader_init (&rec, data + at, start - at);
+		uint8_t tag = sp_reader_u8 (&rec);
+		if (tag != SP_REC_CLASS || sp_reader_varint (&rec) != i + 1 || rec.bad)
+			return sp_error_set (err, "malformed snapshot: the class index gives byte %llu for class %u, where no such CLASS record starts",
+					     (unsigned long long)at, i + 1);
+		offsets [i] = at;
+	}
+	if (sp_reader_left (&r) != 0)
+		return sp_error_set (err, "malformed snapshot: the class index has bytes beyond its offsets");
+	*index_at = start;
+	return 0;
+}
+
+void
 sp_format_write_trailer (uint8_t out [SP_FORMAT_TRAILER_SIZE], const SpSnapTrailer *t)
 {
 	out [0] = SP_REC_END;
@@ -198,8 +273,9 @@ sp_walk_plan_steps (SpWalk *w, SpSnapClass *c)
 	return 0;
 }
 
+/* A CLASS record's body, checked into snap->classes [id] (the sink is not told). */
 static int
-sp_walk_class (SpWalk *w)
+sp_walk_class_read (SpWalk *w)
 {
 	SpSnapshot *s = w->snap;
 	uint64_t id = sp_reader_varint (&w->r);
@@ -239,9 +315,15 @@ sp_walk_class (SpWalk *w)
 		wire += sp_kind_size (f->kind);
 	}
 	c->wire_size = has_ref ? 0 : wire;
-	if (sp_walk_plan_steps (w, c) < 0)
+	return sp_walk_plan_steps (w, c);
+}
+
+static int
+sp_walk_class (SpWalk *w)
+{
+	if (sp_walk_class_read (w) < 0)
 		return -1;
-	return w->sink->klass ? w->sink->klass (w->ctx, c, w->err) : 0;
+	return w->sink->klass ? w->sink->klass (w->ctx, &w->snap->classes [w->classes_seen], w->err) : 0;
 }
 
 /* A delta gives a prior object's whole value again: at most once a delta (checked at the end). */
@@ -615,11 +697,71 @@ sp_walk_extension (SpWalk *w)
 	return 0;
 }
 
+/*
+ * A snapshot with a class index: every CLASS record read first, in id order,
+ * where the index says, so that the sink knows them all before the first
+ * object (sink->classes).  The walk then meets each in its place
+ * (sp_walk_class_again): the index is checked against the records.
+ */
+static int
+sp_walk_classes_ahead (SpWalk *w)
+{
+	SpSnapshot *s = w->snap;
+	uint32_t n = s->trailer.nclasses;
+	if (!(w->class_at = calloc ((size_t)n * 2 + 1, sizeof *w->class_at)))
+		return sp_error_set (w->err, "out of memory reading the class index");
+	if (sp_format_read_class_index (s->data, s->size, &s->header, &s->trailer, w->class_at, &w->index_at, w->err) < 0)
+		return -1;
+	s->classes_ahead = true;
+	uint64_t *ends = w->class_at + n;
+	for (uint32_t i = 0; i < n; i++) {
+		sp_reader_init (&w->r, s->data, w->index_at);
+		w->r.pos += w->class_at [i] + 1;   /* after the tag, checked */
+		if (sp_walk_class_read (w) < 0 || (w->r.bad && sp_walk_fail (w, "record runs past the end") < 0))
+			return sp_error_prefix (w->err, "class %u, where the class index puts it", i + 1);
+		ends [i] = sp_reader_offset (&w->r);
+		if (i + 1 < n && ends [i] > w->class_at [i + 1])
+			return sp_walk_fail (w, "the class index's records overlap");
+	}
+	/* Every class checked: the sink's, in id order, then all of them at once. */
+	for (uint32_t id = 1; id <= n && w->sink->klass; id++)
+		if (w->sink->klass (w->ctx, &s->classes [id], w->err) < 0)
+			return -1;
+	w->classes_seen = 0;   /* met again in order: each defined before its first use, as without an index */
+	return w->sink->classes ? w->sink->classes (w->ctx, s, w->err) : 0;
+}
+
+/* A CLASS record read ahead: it must be the next the index gives; stepped over. */
+static int
+sp_walk_class_again (SpWalk *w)
+{
+	size_t at = sp_reader_offset (&w->r) - 1;
+	uint32_t i = w->classes_seen, n = w->snap->trailer.nclasses;
+	if (i >= n || at != w->class_at [i])
+		return sp_walk_fail (w, "a CLASS record the class index does not give");
+	w->r.pos = w->r.start + w->class_at [n + i];
+	w->classes_seen++;
+	return 0;
+}
+
+/* The class index, when the header announces it: where its size says, the last record. */
+static int
+sp_walk_class_index (SpWalk *w)
+{
+	if (w->snap->classes_ahead) {
+		if (sp_reader_offset (&w->r) - 1 != w->index_at)
+			return sp_walk_fail (w, "a class index where its size does not put it");
+		w->index_met = true;
+	}
+	return sp_walk_extension (w);
+}
+
 static int
 sp_walk_record (SpWalk *w, uint8_t tag)
 {
 	switch (tag) {
-	case SP_REC_CLASS: return sp_walk_class (w);
+	case SP_REC_CLASS: return w->snap->classes_ahead ? sp_walk_class_again (w) : sp_walk_class (w);
+	case SP_REC_CLASS_INDEX: return sp_walk_class_index (w);
 	case SP_REC_OBJECT: return sp_walk_objects (w);
 	case SP_REC_STRING: return sp_walk_sized (w, SP_CLASS_STRING);
 	case SP_REC_ARRAY: return sp_walk_sized (w, SP_CLASS_ARRAY);
@@ -682,6 +824,8 @@ static int
 sp_walk_complete (SpWalk *w)
 {
 	SpSnapshot *s = w->snap;
+	if (s->classes_ahead && !w->index_met)
+		return sp_error_set (w->err, "malformed snapshot: its class index is not a record of its own");
 	if (w->classes_seen != s->trailer.nclasses || w->roots_seen != s->trailer.nroots)
 		return sp_error_set (w->err, "malformed snapshot: trailer counts %u classes and %u roots, body has %u and %u",
 				     s->trailer.nclasses, s->trailer.nroots, w->classes_seen, w->roots_seen);
@@ -746,6 +890,8 @@ sp_walk_run (SpWalk *w, const uint8_t *data, size_t size, bool crc_known, SpSnap
 		return -1;
 	if (sink->begin && sink->begin (ctx, snap, err) < 0)
 		return -1;
+	if ((snap->header.optional_flags & SP_OPT_CLASS_INDEX) && sp_walk_classes_ahead (w) < 0)
+		return -1;
 	sp_reader_init (&w->r, data, size - SP_FORMAT_TRAILER_SIZE);
 	sp_reader_take (&w->r, snap->header.header_size);
 	while (sp_reader_left (&w->r) > 0) {
@@ -764,6 +910,7 @@ sp_walk_free (SpWalk *w)
 	free (w->open_of);
 	free (w->open);
 	free (w->redefined);
+	free (w->class_at);
 	memset (w, 0, sizeof *w);
 }
 

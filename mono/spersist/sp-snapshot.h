@@ -108,6 +108,7 @@ typedef struct SpSnapshot {
 	SpSnapChunk *chunks;
 	uint32_t nchunks;
 	uint32_t chunk_cap;
+	bool classes_ahead;      /* every class was read before the first object, from the class index (SP_OPT_CLASS_INDEX) */
 } SpSnapshot;
 
 /* An object this file defines (a delta: one of its new lids, above header.prior_objects). */
@@ -126,6 +127,22 @@ sp_snapshot_object_const (const SpSnapshot *snap, uint32_t lid)
 /* A CLASS record (docs/FORMAT.md, "The class cache"): the serializer's, and the folder's. */
 void sp_format_put_class (SpBuf *o, uint32_t id, uint8_t kind, const char *assembly, const char *name, uint32_t nfields,
 			  const SpField *fields);
+
+/*
+ * The class index (SP_OPT_CLASS_INDEX), the record before the trailer:
+ * offsets [0..n), each CLASS record's from the start of the file, in id
+ * order (increasing).  The serializer's and the folder's.
+ */
+void sp_format_put_class_index (SpBuf *o, const uint64_t *offsets, uint32_t n);
+/*
+ * The class index of a checked snapshot with SP_OPT_CLASS_INDEX: the
+ * trailer's nclasses offsets into `offsets`, each checked to be where a CLASS
+ * record with that id starts (the walk checks that the records are those);
+ * *index_at: where the index's record starts.  -1 with err when it is missing
+ * or inconsistent (the snapshot is then invalid).
+ */
+int sp_format_read_class_index (const uint8_t *data, size_t size, const SpSnapHeader *h, const SpSnapTrailer *t,
+				uint64_t *offsets, size_t *index_at, SpError *err);
 
 /* Header, trailer and checksum; fills header/trailer (either may be NULL). */
 int sp_snapshot_check (const uint8_t *data, size_t size, SpSnapHeader *header, SpSnapTrailer *trailer, SpError *err);
@@ -190,11 +207,15 @@ typedef struct SpDecodeOps {
 	/*
 	 * Links (optional, all three or none; sp-decode.c says when the decoder
 	 * uses them).  early_class: the class the restorer makes an object of
-	 * when a reference stored in `field` meets it before its record (the
-	 * field's declared class itself), or NULL when there is none it may
-	 * make so (abstract, an array, a string, a finalizer).
+	 * when a reference stored in `field` meets it before its record, or
+	 * NULL when there is none it may make so (a string or an array may
+	 * come, the class has a finalizer).  `known`: the snapshot's classes,
+	 * [0, nknown), every one resolved, when the file has its class index:
+	 * the early class may then be the one class of the snapshot the field
+	 * can hold, whatever its declared type; NULL: only the classes before
+	 * are known, and the restorer guesses from the declared class.
 	 */
-	void *(*early_class) (void *ctx, const SpField *field);
+	void *(*early_class) (void *ctx, const SpField *field, const SpSnapClass *known, uint32_t nknown);
 	/*
 	 * Store a reference of new object `owner` (`kind`: an object, or an
 	 * array whose element's leaf it is) to object `lid` as the walk meets

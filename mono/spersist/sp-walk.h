@@ -31,8 +31,13 @@
 typedef struct SpWalkSink {
 	/* Once, after the checks and the walk's own allocations (the counts are bounded by then). */
 	int (*begin) (void *ctx, SpSnapshot *snap, SpError *err);
-	/* After a CLASS record (its fields, prim_bytes, wire_size and steps are set). */
+	/*
+	 * After a CLASS record (its fields, prim_bytes, wire_size and steps are
+	 * set); with a class index, all of them before the first object.
+	 */
 	int (*klass) (void *ctx, SpSnapClass *c, SpError *err);
+	/* Optional: with a class index (snap->classes_ahead), once every class is read, before any other record. */
+	int (*classes) (void *ctx, SpSnapshot *snap, SpError *err);
 	/* An OBJECT record; `values` is its validated value block. */
 	int (*object) (void *ctx, uint32_t lid, uint32_t class_id, const uint8_t *values, SpError *err);
 	/* A STRING (class_id 0) or ARRAY record, before its inline piece; `piece` is the offset of that piece. */
@@ -78,6 +83,9 @@ typedef struct SpWalk {
 	uint32_t *redefined;     /* a delta's OBJECT records of prior lids (each at most once) */
 	uint32_t nredefined;
 	uint32_t redefined_cap;
+	uint64_t *class_at;      /* a class index's (snap->classes_ahead): [0, n) each CLASS record's offset, [n, 2n) its end */
+	size_t index_at;         /* ... and where the index starts */
+	bool index_met;          /* the walk met it there, a record of its own */
 	SpError *err;
 } SpWalk;
 

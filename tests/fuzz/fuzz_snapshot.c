@@ -17,7 +17,9 @@
  * (sp-decode.c; the object a field declares made early, by name) and with
  * every reference left to the fix-up; both must succeed or fail alike and
  * make the same objects byte for byte.  Seed links-miss.spm has a reference
- * whose record is not of its declared class (test_links.c's late miss).
+ * whose record is not of its declared class (test_links.c's late miss);
+ * class-index.spm has a class index (two classes, read before the
+ * objects), the other seeds none (snapshots of before it).
  *
  * A delta input (version 2) is also read as the second part of a chain
  * (sp_chain_decode) on a built-in full snapshot: its header's links are
@@ -241,9 +243,12 @@ fuzz_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpErr
 
 /* The live object class named as a field's declared type, if one was made from the snapshot's classes. */
 static void *
-fuzz_early_class (void *ctx, const SpField *field)
+fuzz_early_class (void *ctx, const SpField *field, const SpSnapClass *known, uint32_t nknown)
 {
 	Restore *r = ctx;
+	for (uint32_t i = 0; known && i < nknown; i++)
+		if (!known [i].resolved)
+			abort ();                           /* the decoder promises every class resolved */
 	for (uint32_t i = 0; field->type_name && i < r->nlive; i++)
 		if (r->live [i]->kind == SP_CLASS_OBJECT && strcmp (r->live [i]->name, field->type_name) == 0)
 			return r->live [i];

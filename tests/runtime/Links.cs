@@ -1,8 +1,9 @@
-// Links: a restore stores a reference as it meets it, making the object of the
-// field's declared class when its record comes later (sp-decode.c, "links"); a
-// guess its record contradicts (a subclass in another assembly), references to
-// subclasses, abstract and interface types, strings, arrays and classes with
-// finalizers go to the fix-up.
+// Links: a restore stores a reference as it meets it, making the object when its
+// record comes later (sp-decode.c, "links"): of the one class of the snapshot the
+// field can hold (its class index), or, from an old snapshot, of the field's
+// declared class; a guess its record contradicts (a subclass in another assembly,
+// old snapshots), references to strings, arrays, fields more than one class
+// fills and classes with finalizers go to the fix-up.
 // Every case must restore exactly the graph written.
 //   Links.exe write CASE   build the case's graph, persist it, print its dump
 //   Links.exe check CASE   warm restart: restore, print the dump (finalizers: counted)
@@ -38,7 +39,8 @@ using SPersistence;
 interface ITagged { }
 [SPersistent] class Tag : ITagged { [SPersistentField] public int Value; }
 
-// Declared as Shape, Animal, ITagged, object: only Shape can be made early, and its records say Circle.
+// Declared as Shape, Animal, ITagged, object: with the class index, the one class of the snapshot each can hold is made
+// early (Circle, Dog, Tag; none for object, which a string may fill); without it (an old snapshot) none is.
 [SPersistent] class Holder
 {
 	[SPersistentField] public int Key;
@@ -51,7 +53,8 @@ interface ITagged { }
 	[SPersistentField] public Holder [] Kids;
 }
 
-// Part's subclass lives here, not in Part's assembly (LinksBase.cs): made early as Parts, replaced by their records.
+// Part's subclass lives here, not in Part's assembly (LinksBase.cs): made early as Gears with the class index; from an
+// old snapshot as Parts, replaced by their records.
 [SPersistent] class Gear : Part { [SPersistentField] public double Teeth; }
 [SPersistent] class Machine
 {

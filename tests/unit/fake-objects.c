@@ -903,9 +903,14 @@ fake_store_ref (void *ctx, void *slot, const SpField *field, uint32_t lid, SpErr
 
 /* The declared class of a typed reference field, when it is an object class (or the test's guess). */
 static void *
-fake_early_class (void *ctx, const SpField *field)
+fake_early_class (void *ctx, const SpField *field, const SpSnapClass *known, uint32_t nknown)
 {
 	(void)ctx;
+	fake_decode_counts.early_asked++;
+	bool all_resolved = known != NULL;
+	for (uint32_t i = 0; known && i < nknown; i++)
+		all_resolved = all_resolved && known [i].resolved;
+	fake_decode_counts.early_knowing += all_resolved;
 	FakeClass *declared = field->type_client;
 	if (!declared || declared->sp.kind != SP_CLASS_OBJECT)
 		return NULL;

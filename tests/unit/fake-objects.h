@@ -189,6 +189,8 @@ extern FakeClass *fake_links_guess;
 /* What the last fake_decode* did: references linked, stored by the fix-up; objects made early and not used. */
 typedef struct FakeDecodeCounts {
 	uint32_t linked, fixed, early_unused;
+	uint32_t early_asked;    /* early_class calls ... */
+	uint32_t early_knowing;  /* ... of which with every class of the snapshot known and resolved (its class index) */
 } FakeDecodeCounts;
 extern FakeDecodeCounts fake_decode_counts;
 /* The same for a chain (sp_chain_decode): a full snapshot and the deltas on it. */

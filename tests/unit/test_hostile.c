@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "class-index.h"
 #include "craft-chain.h"
 #include "fake-objects.h"
 #include "sample-graph.h"
@@ -820,6 +821,141 @@ test_random_damage_with_valid_crc (void **state)
 	sp_buf_free (&tree);
 }
 
+/* ---- the class index ------------------------------------------------------------ */
+
+typedef enum IndexCase {
+	IX_STRIPPED,             /* no index, no flag: a snapshot of before the index (parses) */
+	IX_FLAG_CLEARED,         /* the index kept, its flag cleared: an extension, skipped (parses) */
+	IX_MISSING,              /* the flag, no index */
+	IX_FEWER,                /* one class fewer than the trailer counts */
+	IX_OFFSET_OFF_BY_ONE,    /* the first offset one byte on */
+	IX_SIZE_WRONG,           /* the index's own size (its last 4 bytes) one more */
+	IX_WRAPPED,              /* a whole index, but inside another extension record */
+	IX_AT_A_COPY,            /* class 1 at a copy of its record inside an extension, not at the record the walk meets */
+	IX_CASES
+} IndexCase;
+
+static const char *const index_case_names [IX_CASES] = {
+	"stripped", "flag cleared", "missing", "fewer", "offset off by one", "size wrong", "wrapped", "at a copy",
+};
+
+/* b: the body (header and records), then the index of `at` [0, n) unless n is UINT32_MAX, the trailer t, sealed. */
+static void
+index_finish (SpBuf *b, const uint64_t *at, uint32_t n, const SpSnapTrailer *t)
+{
+	if (n != UINT32_MAX)
+		sp_format_put_class_index (b, at, n);
+	craft_trailer (b, t->nclasses, t->nobjects, t->nroots);
+}
+
+/* An extension record (tag 0x81, which no reader knows) around `bytes`. */
+static void
+put_wrapped (SpBuf *b, const uint8_t *bytes, size_t n)
+{
+	sp_buf_put_u8 (b, SP_REC_EXTENSION_FIRST + 1);
+	sp_buf_put_varint (b, n);
+	sp_buf_put_bytes (b, bytes, n);
+}
+
+/* The sample (its body up to index_at, its class offsets at [0, n)) with index case k. */
+static void
+index_craft (SpBuf *b, IndexCase k, const SpSnapshot *sample, size_t index_at, const uint64_t *at)
+{
+	const SpSnapTrailer *t = &sample->trailer;
+	uint32_t n = t->nclasses;
+	uint16_t flags = sample->header.optional_flags;
+	sp_buf_init (b);
+	if (k == IX_AT_A_COPY) {
+		/* Class 1's record again, as the serializer writes it, wrapped just after the header. */
+		const SpSnapClass *c = &sample->classes [1];
+		SpBuf copy;
+		sp_buf_init (&copy);
+		sp_format_put_class (&copy, 1, c->kind, c->assembly, c->name, c->nfields, c->fields);
+		assert_memory_equal (copy.data, sample->data + at [0], copy.len);
+		size_t header = sample->header.header_size;
+		sp_buf_put_bytes (b, sample->data, header);
+		put_wrapped (b, copy.data, copy.len);
+		size_t shift = b->len - header;
+		sp_buf_put_bytes (b, sample->data + header, index_at - header);
+		uint64_t moved [64];
+		assert_true (n <= 64);
+		for (uint32_t i = 0; i < n; i++)
+			moved [i] = at [i] + shift;
+		moved [0] = shift - copy.len + header;   /* the copy, inside the extension */
+		index_finish (b, moved, n, t);
+		sp_buf_free (&copy);
+		return;
+	}
+	sp_buf_put_bytes (b, sample->data, index_at);
+	if (k == IX_STRIPPED || k == IX_FLAG_CLEARED)
+		flags &= ~SP_OPT_CLASS_INDEX;
+	sp_put_le (b->data + 14, flags, 2);
+	if (k == IX_WRAPPED) {
+		SpBuf index;
+		sp_buf_init (&index);
+		sp_format_put_class_index (&index, at, n);
+		put_wrapped (b, index.data, index.len);
+		sp_buf_free (&index);
+		index_finish (b, NULL, UINT32_MAX, t);
+		return;
+	}
+	uint64_t off [64];
+	assert_true (n <= 64);
+	memcpy (off, at, n * sizeof *off);
+	if (k == IX_OFFSET_OFF_BY_ONE)
+		off [0]++;
+	index_finish (b, off, k == IX_STRIPPED || k == IX_MISSING ? UINT32_MAX : k == IX_FEWER ? n - 1 : n, t);
+	if (k == IX_SIZE_WRONG) {
+		uint8_t *size = b->data + b->len - SP_FORMAT_TRAILER_SIZE - 4;
+		sp_put_le (size, sp_get_le (size, 4) + 1, 4);
+		patch_crc (b->data, b->len);
+	}
+}
+
+/*
+ * A full snapshot's class index is checked against its records: each way it
+ * can disagree with them is refused as a malformed snapshot that says so;
+ * without it (or with its flag cleared) the same records parse and restore.
+ */
+static void
+test_class_index_defects_fail (void **state)
+{
+	(void)state;
+	SpBuf b;
+	sample_snapshot (&b);
+	SpSnapshot sample;
+	SpError err = { 0 };
+	assert_ok (sp_snapshot_parse (b.data, b.len, &sample, &err), &err);
+	assert_true (sample.header.optional_flags & SP_OPT_CLASS_INDEX);
+	assert_true (sample.trailer.nclasses >= 2);
+	uint64_t at [64];
+	size_t index_at;
+	assert_true (sample.trailer.nclasses <= 64);
+	assert_ok (sp_format_read_class_index (b.data, b.len, &sample.header, &sample.trailer, at, &index_at, &err), &err);
+	for (int k = 0; k < IX_CASES; k++) {
+		SpBuf c;
+		index_craft (&c, (IndexCase)k, &sample, index_at, at);
+		err.msg [0] = '\0';
+		int rc = parse_tracked (c.data, c.len, &err), drc = decode_tracked (c.data, c.len, &err);
+		bool fine = k == IX_STRIPPED || k == IX_FLAG_CLEARED;
+		if (fine ? rc != 0 || drc != 0 : rc != -1 || drc != SP_DECODE_DAMAGED || !strstr (err.msg, "class index")) {
+			print_error ("class index %s: parse %d, decode %d (%s)\n", index_case_names [k], rc, drc, err.msg);
+			fail ();
+		}
+		sp_buf_free (&c);
+	}
+	/* What the runtime's tests use to make old snapshots (class-index.h): the stripped file, byte for byte. */
+	SpBuf stripped;
+	index_craft (&stripped, IX_STRIPPED, &sample, index_at, at);
+	assert_true (class_index_strip (b.data, &b.len));
+	assert_int_equal (b.len, stripped.len);
+	assert_memory_equal (b.data, stripped.data, b.len);
+	assert_false (class_index_strip (b.data, &b.len));
+	sp_buf_free (&stripped);
+	sp_snapshot_free (&sample);
+	sp_buf_free (&b);
+}
+
 /* ---- cost ---------------------------------------------------------------------- */
 
 /*
@@ -931,6 +1067,7 @@ main (void)
 		cmocka_unit_test_teardown (test_every_truncation_fails, fake_teardown),
 		cmocka_unit_test_teardown (test_every_bit_flip_fails, fake_teardown),
 		cmocka_unit_test_teardown (test_cut_with_valid_trailer_fails, fake_teardown),
+		cmocka_unit_test_teardown (test_class_index_defects_fail, fake_teardown),
 		cmocka_unit_test_teardown (test_random_damage_with_valid_crc, fake_teardown),
 		cmocka_unit_test_teardown (test_many_roots_parse_in_linear_time, fake_teardown),
 		cmocka_unit_test_teardown (test_delta_with_huge_prior_allocates_little, fake_teardown),

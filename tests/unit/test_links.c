@@ -9,6 +9,7 @@
  */
 #include "unit.h"
 
+#include "class-index.h"
 #include "fake-objects.h"
 #include "sp-snapshot.h"
 
@@ -283,6 +284,50 @@ test_array_elements_are_linked (void **state)
 	sp_buf_free (&b);
 }
 
+/*
+ * A full snapshot ends with its class index: the decoder reads every class
+ * before the first object, and asks each early class knowing them all, the
+ * holder's too, whose record comes before its tree's class.  The same file
+ * without the index (as an spmono before it wrote it) restores the same
+ * graph with the same links, each early class asked knowing none.
+ */
+static void
+test_class_index_makes_every_class_known (void **state)
+{
+	(void)state;
+	FakeClass *tree = tree_class ();
+	FakeClass *holder = fake_class_object ("App", "App.Holder");
+	fake_class_add_field (holder, "tree", SP_KIND_REF, "App.Tree");
+	uint32_t refs;
+	void *root = fake_new_object (holder);
+	fake_set_ref (root, "tree", build_tree (tree, 200, &refs));
+	refs++;
+	SpBuf b;
+	serialize (root, &b);
+	SpSnapHeader h;
+	SpSnapTrailer t;
+	SpError err = { 0 };
+	assert_ok (sp_snapshot_check (b.data, b.len, &h, &t, &err), &err);
+	assert_true (h.optional_flags & SP_OPT_CLASS_INDEX);
+	assert_int_equal (t.nclasses, 2);
+
+	restore_equal (&b, root);
+	assert_int_equal (fake_decode_counts.linked, refs);
+	assert_int_equal (fake_decode_counts.fixed, 0);
+	assert_int_equal (fake_decode_counts.early_asked, 4);    /* holder.tree, then the tree's left, right and parent */
+	assert_int_equal (fake_decode_counts.early_knowing, 4);
+
+	assert_true (class_index_strip (b.data, &b.len));
+	assert_ok (sp_snapshot_check (b.data, b.len, &h, &t, &err), &err);
+	assert_false (h.optional_flags & SP_OPT_CLASS_INDEX);
+	restore_equal (&b, root);
+	assert_int_equal (fake_decode_counts.linked, refs);
+	assert_int_equal (fake_decode_counts.fixed, 0);
+	assert_int_equal (fake_decode_counts.early_asked, 4);
+	assert_int_equal (fake_decode_counts.early_knowing, 0);
+	sp_buf_free (&b);
+}
+
 int
 main (void)
 {
@@ -294,6 +339,7 @@ main (void)
 		cmocka_unit_test_teardown (test_forward_reference_to_a_string, fake_teardown),
 		cmocka_unit_test_teardown (test_unlinked_records_alone_go_to_the_fixup, fake_teardown),
 		cmocka_unit_test_teardown (test_array_elements_are_linked, fake_teardown),
+		cmocka_unit_test_teardown (test_class_index_makes_every_class_known, fake_teardown),
 	};
 	return cmocka_run_group_tests_name ("links", tests, NULL, NULL);
 }
