@@ -614,18 +614,18 @@ sp_mono_restore_early_among (MonoClass *klass, const SpSnapClass *known, uint32_
 {
 	if (mono_class_is_assignable_from_internal (klass, mono_defaults.string_class))
 		return NULL;
-	const SpSnapClass *only = NULL;
+	MonoClass *only = NULL;
+	uint8_t only_kind = 0;
 	for (uint32_t i = 0; i < nknown; i++) {
 		MonoClass *k = (MonoClass *)((const SpClass *)known [i].resolved)->client;
-		if (!mono_class_is_assignable_from_internal (klass, k))
+		if (k == only || !mono_class_is_assignable_from_internal (klass, k))
 			continue;
-		if (only && ((const SpClass *)only->resolved)->client != k)
+		if (only)
 			return NULL;
-		only = &known [i];
+		only = k;
+		only_kind = known [i].kind;
 	}
-	if (!only || only->kind != SP_CLASS_OBJECT)
-		return NULL;
-	return sp_mono_restore_early_vtable ((MonoClass *)((const SpClass *)only->resolved)->client);
+	return only && only_kind == SP_CLASS_OBJECT ? sp_mono_restore_early_vtable (only) : NULL;
 }
 
 /*

@@ -1,11 +1,13 @@
 /* class-index.c: see class-index.h. */
 #include "class-index.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "sp-buf.h"
 #include "sp-crc32c.h"
 #include "sp-format.h"
+#include "sp-snapshot.h"
 
 void
 class_index_seal (uint8_t *data, size_t size)
@@ -16,16 +18,21 @@ class_index_seal (uint8_t *data, size_t size)
 bool
 class_index_strip (uint8_t *data, size_t *size)
 {
-	size_t n = *size, end = n - SP_FORMAT_TRAILER_SIZE;
-	uint16_t flags = (uint16_t)sp_get_le (data + 14, 2);
-	if (n < SP_FORMAT_HEADER_SIZE + SP_FORMAT_TRAILER_SIZE + 7 || !(flags & SP_OPT_CLASS_INDEX))
+	SpSnapHeader h;
+	SpSnapTrailer t;
+	SpError err = { 0 };
+	if (sp_snapshot_check (data, *size, &h, &t, &err) < 0 || !(h.optional_flags & SP_OPT_CLASS_INDEX))
 		return false;
-	uint32_t record = (uint32_t)sp_get_le (data + end - 4, 4);
-	if (record > end - SP_FORMAT_HEADER_SIZE || data [end - record] != SP_REC_CLASS_INDEX)
+	/* The reader's own way to the index: found and checked as a restore finds it. */
+	uint64_t *offsets = malloc (((size_t)t.nclasses + 1) * sizeof *offsets);
+	size_t index_at;
+	int rc = offsets ? sp_format_read_class_index (data, *size, &h, &t, offsets, &index_at, &err) : -1;
+	free (offsets);
+	if (rc < 0)
 		return false;
-	memmove (data + end - record, data + end, SP_FORMAT_TRAILER_SIZE);
-	*size = n - record;
-	sp_put_le (data + 14, flags & ~SP_OPT_CLASS_INDEX, 2);
+	memmove (data + index_at, data + *size - SP_FORMAT_TRAILER_SIZE, SP_FORMAT_TRAILER_SIZE);
+	*size = index_at + SP_FORMAT_TRAILER_SIZE;
+	sp_put_le (data + 14, h.optional_flags & ~SP_OPT_CLASS_INDEX, 2);
 	class_index_seal (data, *size);
 	return true;
 }

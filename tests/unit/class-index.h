@@ -13,7 +13,8 @@
 /*
  * The snapshot in data [0, *size), checked, rewritten in place without its
  * class index: the record removed, the header's flag cleared, the checksum
- * computed again; *size shrinks.  False (nothing changed) when it has none.
+ * computed again; *size shrinks.  False (nothing changed) when it has none,
+ * or one the reader would refuse.
  */
 bool class_index_strip (uint8_t *data, size_t *size);
 
