@@ -7,6 +7,8 @@
  *
  *   sp-trace.c      SPMONO_TRACE: when persistence and collections ran, for
  *                   measuring what they take from the program
+ *   sp-cpu-latency.c --sp-cpu-latency: the CPUs kept out of slow idle states
+ *                   while the program runs (Linux PM QoS)
  *   sp-classmap.c   the persistent class map, from [SPersistent] and
  *                   [SPersistentField], built once per class
  *   sp-identity.c   the core's object model (sp-client.h): classes of objects,

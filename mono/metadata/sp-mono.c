@@ -542,6 +542,7 @@ sp_mono_init (const char *program)
 		exit (1);
 	}
 	sgen_memgov_keep_heap (sp_options.heap_kept);   /* runtime patch 0015 */
+	sp_cpu_latency_hold ();
 	mono_coop_mutex_init (&sp_lock);
 	sp_trace_init ();
 	sp_program = g_strdup (program);

@@ -64,6 +64,7 @@ static inline __attribute__ ((always_inline)) int sp_mono_restore_link (void *ct
 /* The client (sp-mono-state.h says which file does what); sp-mono.c, the entry points, last. */
 #include "sp-mono-state.h"
 #include "sp-trace.c"
+#include "sp-cpu-latency.c"
 #include "sp-classmap.c"
 #include "sp-identity.c"
 #include "sp-renames.c"

@@ -213,6 +213,14 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 		o->heap_kept = h == 1;
 		return 0;
 	}
+	if (SP_IS ("--sp-cpu-latency")) {
+		unsigned us;
+		if (!value || sp_parse_unsigned (value, 0, SP_MAX_CPU_LATENCY_US, &us) < 0)
+			return sp_error_set (err, "--sp-cpu-latency takes the longest wake-up latency the CPUs may have, in microseconds, "
+					     "0 to %d, not '%s'", SP_MAX_CPU_LATENCY_US, value ? value : "");
+		o->cpu_latency_us = (int)us;
+		return 0;
+	}
 #undef SP_IS
 	return sp_error_set (err, "unknown persistence option '%.*s' (spmono --help lists them)", (int)name_len, arg);
 }
@@ -311,6 +319,14 @@ sp_options_usage (FILE *out)
 		"                           does not wait on page faults (resident size stays at\n"
 		"                           its peak; for real-time programs); return (default):\n"
 		"                           empty heap memory goes back to the system.\n"
+		"    --sp-cpu-latency=US    While the program runs, no CPU of the machine enters an\n"
+		"                           idle state slower than US microseconds to leave (Linux\n"
+		"                           PM QoS, /dev/cpu_dma_latency; 0: none at all, idle CPUs\n"
+		"                           poll), as real-time set-ups do: the SP task's\n"
+		"                           increments, and the program, then start on a CPU at\n"
+		"                           speed (on a VM, a vCPU that does not halt). More power\n"
+		"                           drawn by idle CPUs.\n"
+		"                           Needs write access to the device (root); default: none.\n"
 		"    --sp-stats             One statistics line on stderr per cycle.\n"
 		"    --sp-verbose           Report each snapshot on stderr (objects, bytes, time).\n",
 		SP_DEFAULT_KEEP, SP_DEFAULT_PAUSE_US, SP_DEFAULT_PERIOD_US, SP_DEFAULT_DELTA_RATIO);

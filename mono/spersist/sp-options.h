@@ -22,6 +22,7 @@
 #define SP_MIN_BUFFER        (4u << 10)
 #define SP_MAX_BUFFER        (1u << 30)
 #define SP_DEFAULT_DELTA_RATIO 50      /* percent of the base a chain of deltas may reach before a new base */
+#define SP_MAX_CPU_LATENCY_US 1000000  /* --sp-cpu-latency: a second; no idle state takes longer to leave */
 
 typedef enum SpMode {
 	SP_MODE_STW,            /* SendPData persists on the calling thread and returns when durable */
@@ -59,13 +60,14 @@ typedef struct SpOptions {
 	unsigned delta_ratio;   /* percent: a new full snapshot once the chain's deltas pass this share of its base */
 	bool check;             /* --sp-check: say whether the newest snapshot restores into the program, and exit */
 	bool heap_kept;         /* --sp-heap=keep: heap memory, once populated, is not returned to the system */
+	int cpu_latency_us;     /* --sp-cpu-latency: the CPUs' wake-up latency limit held while the program runs, -1: none */
 } SpOptions;
 
 /* Defaults, usable as a static initializer (options are parsed before any init runs). */
 #define SP_OPTIONS_DEFAULT { .store = NULL, .keep = SP_DEFAULT_KEEP, .verbose = false, .stats = false, \
 	.mode = SP_MODE_STW, .barrier = SP_BARRIER_MARKING, .pause_us = SP_DEFAULT_PAUSE_US, \
 	.period_us = SP_DEFAULT_PERIOD_US, .priority = 0, .busy_wait = false, .mark_first = false, .buffer = SP_DEFAULT_BUFFER, \
-	.writer = SP_WRITER_BUDGET, .delta = false, .delta_ratio = SP_DEFAULT_DELTA_RATIO }
+	.writer = SP_WRITER_BUDGET, .delta = false, .delta_ratio = SP_DEFAULT_DELTA_RATIO, .cpu_latency_us = -1 }
 
 void sp_options_init (SpOptions *o);
 void sp_options_free (SpOptions *o);

@@ -193,6 +193,30 @@ test_heap_option (void **state)
 	sp_options_free (&o);
 }
 
+/* The CPU latency limit: none by default; 0 to a second in microseconds; anything else refused, the last value kept. */
+static void
+test_cpu_latency_option (void **state)
+{
+	(void)state;
+	SpOptions o;
+	SpError err = { 0 };
+	sp_options_init (&o);
+	assert_int_equal (o.cpu_latency_us, -1);
+	assert_ok (sp_options_parse (&o, "--sp-cpu-latency=0", &err), &err);
+	assert_int_equal (o.cpu_latency_us, 0);
+	assert_ok (sp_options_parse (&o, "--sp-cpu-latency=1000000", &err), &err);
+	assert_int_equal (o.cpu_latency_us, 1000000);
+	assert_ok (sp_options_parse (&o, "--sp-cpu-latency=20", &err), &err);
+	const char *const bad [] = { "--sp-cpu-latency", "--sp-cpu-latency=", "--sp-cpu-latency=-1", "--sp-cpu-latency=1000001",
+				     "--sp-cpu-latency=20us", "--sp-cpu-latency=abc", "--sp-cpu-latency=4294967296" };
+	assert_all_refused (&o, bad, sizeof bad / sizeof bad [0]);
+	assert_int_equal (o.cpu_latency_us, 20);
+	assert_int_equal (sp_options_parse (&o, "--sp-cpu-latency=-5", &err), -1);
+	assert_contains (err.msg, "--sp-cpu-latency takes the longest wake-up latency");
+	assert_contains (err.msg, "'-5'");
+	sp_options_free (&o);
+}
+
 /* An increment longer than its period cannot be scheduled: refused, naming both. */
 static void
 test_pause_must_fit_period (void **state)
@@ -379,6 +403,7 @@ test_usage_lists_every_option (void **state)
 	assert_contains (text, "--sp-writer");
 	assert_contains (text, "--sp-delta=");
 	assert_contains (text, "--sp-heap=");
+	assert_contains (text, "--sp-cpu-latency=");
 	assert_contains (text, "--sp-delta-ratio");
 	assert_contains (text, "SPMONO_STORE");
 	free (text);
@@ -393,6 +418,7 @@ main (void)
 		cmocka_unit_test_setup (test_buffer_and_writer_options, setup),
 		cmocka_unit_test_setup (test_delta_options, setup),
 		cmocka_unit_test_setup (test_heap_option, setup),
+		cmocka_unit_test_setup (test_cpu_latency_option, setup),
 		cmocka_unit_test_setup (test_pause_must_fit_period, setup),
 		cmocka_unit_test_setup (test_store_option, setup),
 		cmocka_unit_test_setup (test_keep_option, setup),
