@@ -149,7 +149,8 @@ def incremental_table(data, structure):
     return ["Increments' work against stop-the-world's serialization (medians), and the machine's factor",
             "for the same split: the tree walked whole and in increments as long as the marking cycle's (their",
             "mean) released 3 ms apart (`SerBench floor-cycle`, no runtime code of ours in it). In brackets the",
-            "runtime's share, ratio over factor: issue 20's target is at most 1.5x.", ""] + out + [""]
+            "runtime's share, ratio over factor: issue 20's target is at most 1.5x. All three ran under the",
+            "CPU latency limit machine.txt names (`--sp-cpu-latency`).", ""] + out + [""]
 
 
 def bytes_table(data, structure):

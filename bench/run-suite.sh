@@ -55,6 +55,15 @@ smoke=0
 out=$here/results; mkdir -p "$out"
 sp=$build/bin/spmono
 python=/usr/bin/python3; [ -x "$python" ] || python=python3
+# The serializers' SP runs, against which an incremental cycle's work is judged
+# (stop-the-world to the null store, the incremental cycles, the machine's floor
+# for them), hold the CPUs' wake-up latency at CPU_LATENCY microseconds (default
+# 0; empty: not held), as a real-time deployment does (--sp-cpu-latency,
+# docs/INCREMENTAL.md): otherwise a vCPU halts while the SP task sleeps between
+# increments and runs the next one slower.  Without write access to
+# /dev/cpu_dma_latency spmono warns and runs without it; machine.txt says which.
+cpu_latency=${CPU_LATENCY-0}
+latency_opt=(); [ -z "$cpu_latency" ] || latency_opt=(--sp-cpu-latency="$cpu_latency")
 
 if [ $smoke = 1 ]; then
 	tree_sizes="5000 25000"; int_sizes="5000 25000 1000000"; reps=2
@@ -94,7 +103,7 @@ serializers () {   # serializers STRUCTURE SIZE
 	# The others need seconds to minutes an operation from a million objects on: fewer repetitions there.
 	local others_reps=$(( n >= 1000000 && reps > 3 ? 3 : reps ))
 	"$sp" --sp-store=null: "$bench" others "$s" "$n" "$others_reps" >> "$csv"
-	"$sp" --sp-store=null: "$bench" sp "$s" "$n" "$reps" null >> "$csv"
+	"$sp" --sp-store=null: "${latency_opt[@]}" "$bench" sp "$s" "$n" "$reps" null >> "$csv"
 	for storage in tmpfs disk; do
 		local dir=$tmpfs; [ $storage = disk ] && dir=$disk
 		rm -rf "$dir/store"
@@ -107,8 +116,8 @@ serializers () {   # serializers STRUCTURE SIZE
 	done
 	local period_us=3000
 	for barrier in annotating marking-v2 marking; do
-		"$sp" --sp-store=null: --sp-mode=incremental --sp-barrier=$barrier --sp-pause=500 --sp-period=$period_us \
-			"$bench" sp-cycle "$s" "$n" "$reps" "SP incremental ($barrier)" >> "$csv"
+		"$sp" --sp-store=null: "${latency_opt[@]}" --sp-mode=incremental --sp-barrier=$barrier --sp-pause=500 \
+			--sp-period=$period_us "$bench" sp-cycle "$s" "$n" "$reps" "SP incremental ($barrier)" >> "$csv"
 	done
 	# The machine's share of an incremental cycle's extra work: the same tree walked whole and
 	# in increments as long as the default barrier's were (their mean), as far apart.
@@ -116,7 +125,7 @@ serializers () {   # serializers STRUCTURE SIZE
 		local pause_us
 		pause_us=$(awk -F, -v s="$s" -v n="$n" '$1 == s && $2 == n && $3 == "SP incremental (marking)" && $4 == "increment" \
 			{ sum += $7; c++ } END { printf "%d", c ? sum / c / 1000 : 500 }' "$csv")
-		"$sp" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" "$period_us" >> "$csv"
+		"$sp" "${latency_opt[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" "$period_us" >> "$csv"
 	fi
 }
 for n in $tree_sizes; do serializers rbtree "$n"; done
@@ -159,6 +168,13 @@ bash "$here/run-replicated.sh" "${replicated_args[@]}" > "$out/replicated.txt"
 	echo "spmono: $("$sp" --version | head -1) (git $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown))"
 	echo "mcs: $(mcs --version)"
 	echo "Newtonsoft.Json: $(dpkg-query -W -f '${Version}' libnewtonsoft-json-cil-dev 2>/dev/null || echo unknown)"
+	if [ -z "$cpu_latency" ]; then
+		echo "cpu latency: not held (CPU_LATENCY empty)"
+	elif [ -w /dev/cpu_dma_latency ]; then
+		echo "cpu latency: held at $cpu_latency us (--sp-cpu-latency) in the serializers' SP runs (stop-the-world to the null store, incremental cycles, their floor)"
+	else
+		echo "cpu latency: asked for ($cpu_latency us) but not held: no write access to /dev/cpu_dma_latency"
+	fi
 	echo "storage: tmpfs $(df -h /dev/shm | awk 'NR == 2 { print $1 }'), disk $(df -h "$out" | awk 'NR == 2 { print $1 " (" $2 ")" }')"
 } > "$out/machine.txt"
 
