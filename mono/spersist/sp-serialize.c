@@ -1847,15 +1847,39 @@ sp_ser_plain_object (SpSerializer *s, SpPlainOut *o, const uint8_t *obj, SpClass
 }
 
 /*
+ * The plain classes of the last turns, with their tokens, most recent first:
+ * a run's objects are of one class, or of two that interleave (a tree's
+ * nodes and the payloads they hold), and an object of either is taken
+ * without the class map or the plain test.  A token is never NULL.
+ */
+typedef struct SpPlainClasses {
+	const void *token [2];
+	SpClass *c [2];
+} SpPlainClasses;
+
+static inline SpClass *
+sp_plain_known (const SpPlainClasses *k, const void *token)
+{
+	return token == k->token [0] ? k->c [0] : token == k->token [1] ? k->c [1] : NULL;
+}
+
+static inline void
+sp_plain_learn (SpPlainClasses *k, const void *token, SpClass *c)
+{
+	k->token [1] = k->token [0], k->c [1] = k->c [0];
+	k->token [0] = token, k->c [0] = c;
+}
+
+/*
  * sp_ser_prefetch_queued for a plain turn, in a quarter of its
  * instructions: a full snapshot's turns are its LIDs in order
  * (SpSerializer.next_new), so the turns d and 2d ahead are those of lid + d
- * and lid + 2d, if handed out yet.  The object d turns ahead is taken for
- * one of class c, the usual case (another class: its children are not
- * fetched).
+ * and lid + 2d, if handed out yet.  The children of the object d turns
+ * ahead are fetched when its class is a known plain one (`known`), the usual
+ * case.
  */
 static inline void
-sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj, uint32_t lid)
+sp_ser_plain_prefetch (const SpSerializer *s, const SpPlainClasses *known, uint32_t lid)
 {
 	uint32_t far_lid = lid + 2 * SP_SER_PREFETCH_DISTANCE, near_lid = lid + SP_SER_PREFETCH_DISTANCE;
 	if (far_lid <= s->nobjects)
@@ -1863,7 +1887,8 @@ sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj,
 	if (near_lid > s->nobjects)
 		return;
 	const uint8_t *near = sp_client_lid_object (near_lid);
-	if (!near || sp_client_class_token (near) != sp_client_class_token (obj))
+	const SpClass *c = near ? sp_plain_known (known, sp_client_class_token (near)) : NULL;
+	if (!c)
 		return;
 	for (uint32_t i = 0, n = c->plan.nrefs; i < n; i++)
 		sp_ser_prefetch_child (c->plan.refs [i], near);
@@ -1872,9 +1897,7 @@ sp_ser_plain_prefetch (const SpSerializer *s, const SpClass *c, const void *obj,
 /*
  * Plain turns while the next turn is one, until *done reaches max_objects;
  * what is not plain (and a class's first instance, which writes the CLASS
- * record) is left as the next turn for the general one.  The class of the
- * last turn, known plain, is kept with its token: the next object of that
- * class is taken without the class map or the plain test.
+ * record) is left as the next turn for the general one.
  */
 static int
 sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *err)
@@ -1883,8 +1906,7 @@ sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *
 	if (sp_queue_count (&s->queue))
 		return 0;
 	SpPlainOut out = { NULL, NULL };
-	SpClass *plain = NULL;
-	const void *plain_token = NULL;
+	SpPlainClasses known = { { NULL, NULL }, { NULL, NULL } };
 	size_t n = *done;
 	int rc = 0;
 	while (n < max_objects && s->next_new <= s->nobjects) {
@@ -1892,15 +1914,16 @@ sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *
 		if (s->state [lid] != SP_SER_REACHED)
 			break;
 		void *obj = sp_client_lid_object (lid);
-		SpClass *c = plain;
-		if (sp_client_class_token (obj) != plain_token) {
+		const void *token = sp_client_class_token (obj);
+		SpClass *c = sp_plain_known (&known, token);
+		if (!c) {
 			c = sp_client_class_of (obj, err);
 			if (!c || !sp_ser_plain_class (s, c))
 				break;
-			plain = c, plain_token = sp_client_class_token (obj);
+			sp_plain_learn (&known, token, c);
 		}
 		s->next_new++;
-		sp_ser_plain_prefetch (s, c, obj, lid);
+		sp_ser_plain_prefetch (s, &known, lid);
 		s->state [lid] = SP_SER_REACHED | SP_SER_WRITTEN;
 		if ((rc = sp_ser_plain_object (s, &out, obj, c, lid, err)) < 0)
 			break;
