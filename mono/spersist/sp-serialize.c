@@ -111,6 +111,7 @@ sp_ser_start (SpSerializer *s, SpBuf *out, const SpSnapHeader *h, SpError *err)
 	s->ndue = s->due_next = 0;
 	s->due_scan = false;
 	s->cycle = __atomic_add_fetch (&sp_ser_cycle_counter, 1, __ATOMIC_RELAXED);
+	s->plain = (SpPlainClasses){ { NULL, NULL }, { NULL, NULL } };
 	s->nclasses = s->nroots = 0;
 	s->marked = 0;
 	s->mark_next = 0;
@@ -1846,17 +1847,6 @@ sp_ser_plain_object (SpSerializer *s, SpPlainOut *o, const uint8_t *obj, SpClass
 	return sp_ser_check_unseen (s, (void *)obj, c, lid, NULL, NULL, err);
 }
 
-/*
- * The plain classes of the last turns, with their tokens, most recent first:
- * a run's objects are of one class, or of two that interleave (a tree's
- * nodes and the payloads they hold), and an object of either is taken
- * without the class map or the plain test.  A token is never NULL.
- */
-typedef struct SpPlainClasses {
-	const void *token [2];
-	SpClass *c [2];
-} SpPlainClasses;
-
 static inline SpClass *
 sp_plain_known (const SpPlainClasses *k, const void *token)
 {
@@ -1906,7 +1896,7 @@ sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *
 	if (sp_queue_count (&s->queue))
 		return 0;
 	SpPlainOut out = { NULL, NULL };
-	SpPlainClasses known = { { NULL, NULL }, { NULL, NULL } };
+	SpPlainClasses known = s->plain;   /* in a local: the record's stores may alias s for all the compiler knows */
 	size_t n = *done;
 	int rc = 0;
 	while (n < max_objects && s->next_new <= s->nobjects) {
@@ -1931,6 +1921,7 @@ sp_ser_plain_turns (SpSerializer *s, size_t max_objects, size_t *done, SpError *
 		n++;
 	}
 	sp_ser_plain_sync (s, &out);
+	s->plain = known;
 	s->objects_written += n - *done;
 	*done = n;
 	return rc;

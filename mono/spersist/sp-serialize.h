@@ -37,6 +37,20 @@ enum {
 				    the chain any more (until the next full snapshot): a change recorded for it is dropped */
 };
 
+/*
+ * The plain classes the serializer's plain turns met last (sp_ser_plain_turns),
+ * with their tokens, most recent first: a run's objects are of one class, or
+ * of two that interleave (a tree's nodes and the payloads they hold), and an
+ * object of either is taken without the class map or the plain test.  Kept
+ * from one unit of work to the next, forgotten when a snapshot starts (a
+ * class is plain in a snapshot once its CLASS record is written).  A token
+ * is never NULL.
+ */
+typedef struct SpPlainClasses {
+	const void *token [2];
+	struct SpClass *c [2];
+} SpPlainClasses;
+
 typedef struct SpSerializer {
 	SpBuf *out;
 	SpLidMap lids;
@@ -50,6 +64,7 @@ typedef struct SpSerializer {
 	SpQueue queue;
 	uint32_t next_new;
 	uint64_t cycle;          /* unique per snapshot: tags SpClass.snap_id as current */
+	SpPlainClasses plain;    /* this snapshot's plain classes met last */
 	uint32_t nobjects;       /* LIDs handed out */
 	uint32_t prior;          /* a delta's: LIDs 1..prior are its chain's, handed out by the snapshots before it (0: a full snapshot) */
 	uint32_t nclasses;
