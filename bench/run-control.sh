@@ -39,6 +39,7 @@ else
 	echo "(no perf, or no right to trace the scheduler: misses are not put to whose time made them)"
 fi
 # MECHS and CPUS narrow the run (e.g. MECHS=sp-incremental CPUS=0 for the 10 runs on one CPU).
+# SP_OPTS: more spmono options for every run (e.g. --sp-cpu-latency=0).
 # CONTROL_STORE=PREFIX: SP's store is PREFIX<run> instead of a directory on tmpfs, a new one each run
 # (e.g. nats://127.0.0.1:14222,127.0.0.1:14223,127.0.0.1:14224/ctl, the replicated store).
 run_id=0
@@ -48,7 +49,7 @@ for cpus in ${CPUS:-0 0,1}; do
 			for rep in $(seq "$reps"); do
 				run_id=$((run_id + 1)); store=$work/store
 				[ -z "${CONTROL_STORE:-}" ] || store=$CONTROL_STORE$run_id
-				opts=(--sp-store="$store" --sp-keep=1)
+				opts=(--sp-store="$store" --sp-keep=1 ${SP_OPTS:-})
 				case $mech in
 				sp-incremental*) opts+=(--sp-mode=incremental --sp-pause=${SP_PAUSE:-200} --sp-period=1000 --sp-priority=50) ;;
 				esac
