@@ -18,6 +18,8 @@ import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
 STRUCTURES = {"rbtree": "red-black tree of composite objects (nodes)", "ints": "int[] (elements)"}
 OTHERS = ["BinaryFormatter", "DataContractSerializer", "Newtonsoft.Json"]
 SP_MODES = ["SP incremental (annotating)", "SP incremental (marking-v2)", "SP incremental (marking)"]
+# The default barrier's cycle again with 100 us between increments (bench/run-suite.sh): the runtime's own extra work.
+SP_SHORT_SLEEP = "SP incremental (marking at a 600 us period)"
 # The machine's floor for an incremental cycle (SerBench floor-cycle): no runtime code of ours in it.
 FLOORS = {"Traversal": "traversal, whole (floor)", "Traversal in increments": "traversal in increments (floor)"}
 
@@ -137,6 +139,7 @@ def incremental_table(data, structure):
         return []
     head = ["size", "machine's factor: traversal in increments / whole"]
     head += ["%s: work / stop-the-world (runtime's share)" % m.replace("SP incremental (", "").rstrip(")") for m in SP_MODES]
+    head.append("marking, 100 us between increments: work / stop-the-world")
     out = ["| " + " | ".join(head) + " |", "| ---: |" + " ---: |" * (len(head) - 1)]
     for n in sizes:
         factor = median_ns(pieces, n) / median_ns(whole, n)
@@ -145,12 +148,16 @@ def incremental_table(data, structure):
             inc = median_ns(series(data, structure, m, "serialize", "null"), n)
             ratio = inc / median_ns(stw, n) if inc else None
             cells.append("%.2fx (%.2fx)" % (ratio, ratio / factor) if ratio else "-")
+        short = median_ns(series(data, structure, SP_SHORT_SLEEP, "serialize", "null"), n)
+        cells.append("%.2fx" % (short / median_ns(stw, n)) if short else "-")
         out.append("| " + " | ".join(cells) + " |")
     return ["Increments' work against stop-the-world's serialization (medians), and the machine's factor",
             "for the same split: the tree walked whole and in increments as long as the marking cycle's (their",
             "mean) released 3 ms apart (`SerBench floor-cycle`, no runtime code of ours in it). In brackets the",
-            "runtime's share, ratio over factor: issue 20's target is at most 1.5x. All three ran under the",
-            "CPU latency limit machine.txt names (`--sp-cpu-latency`).", ""] + out + [""]
+            "runtime's share, ratio over factor: issue 20's target is at most 1.5x. The last column is the",
+            "default barrier's cycle with a 600 us period (500 us increments, 100 us apart): what the runtime",
+            "adds itself, without what 2.5 ms of idleness does to this machine's next increment. All ran",
+            "under the CPU latency limit machine.txt names (`--sp-cpu-latency`).", ""] + out + [""]
 
 
 def bytes_table(data, structure):

@@ -119,6 +119,10 @@ serializers () {   # serializers STRUCTURE SIZE
 		"$sp" --sp-store=null: "${latency_opt[@]}" --sp-mode=incremental --sp-barrier=$barrier --sp-pause=500 \
 			--sp-period=$period_us "$bench" sp-cycle "$s" "$n" "$reps" "SP incremental ($barrier)" >> "$csv"
 	done
+	# The default barrier again with 100 us between increments: the runtime's own extra work, without
+	# what 2.5 ms of idleness does to the next increment on this machine (docs/INCREMENTAL.md).
+	"$sp" --sp-store=null: "${latency_opt[@]}" --sp-mode=incremental --sp-barrier=marking --sp-pause=500 \
+		--sp-period=600 "$bench" sp-cycle "$s" "$n" "$reps" "SP incremental (marking at a 600 us period)" >> "$csv"
 	# The machine's share of an incremental cycle's extra work: the same tree walked whole and
 	# in increments as long as the default barrier's were (their mean), as far apart.
 	if [ "$s" = rbtree ]; then
