@@ -115,14 +115,14 @@ serializers () {   # serializers STRUCTURE SIZE
 		done
 	done
 	local period_us=3000
-	for barrier in annotating marking-v2 marking; do
-		"$sp" --sp-store=null: "${latency_opt[@]}" --sp-mode=incremental --sp-barrier=$barrier --sp-pause=500 \
-			--sp-period=$period_us "$bench" sp-cycle "$s" "$n" "$reps" "SP incremental ($barrier)" >> "$csv"
-	done
+	cycles () {   # cycles BARRIER PERIOD_US LABEL: incremental cycles of 500 us increments, null store
+		"$sp" --sp-store=null: "${latency_opt[@]}" --sp-mode=incremental --sp-barrier="$1" --sp-pause=500 \
+			--sp-period="$2" "$bench" sp-cycle "$s" "$n" "$reps" "$3" >> "$csv"
+	}
+	for barrier in annotating marking-v2 marking; do cycles $barrier $period_us "SP incremental ($barrier)"; done
 	# The default barrier again with 100 us between increments: the runtime's own extra work, without
 	# what 2.5 ms of idleness does to the next increment on this machine (docs/INCREMENTAL.md).
-	"$sp" --sp-store=null: "${latency_opt[@]}" --sp-mode=incremental --sp-barrier=marking --sp-pause=500 \
-		--sp-period=600 "$bench" sp-cycle "$s" "$n" "$reps" "SP incremental (marking at a 600 us period)" >> "$csv"
+	cycles marking 600 "SP incremental (marking at a 600 us period)"
 	# The machine's share of an incremental cycle's extra work: the same tree walked whole and
 	# in increments as long as the default barrier's were (their mean), as far apart.
 	if [ "$s" = rbtree ]; then
