@@ -35,22 +35,23 @@ sp_cpu_latency_device (void)
 /* The request's file, open for the process's life (-1: none held). */
 static int sp_cpu_latency_fd = -1;
 
-/* Hold --sp-cpu-latency's limit, if given, until the process exits (above). */
+/* Hold --sp-cpu-latency's limit, if given, until the process exits (above); once: a second call keeps the first request. */
 static void
 sp_cpu_latency_hold (void)
 {
-	if (sp_options.cpu_latency_us < 0)
+	if (sp_options.cpu_latency_us < 0 || sp_cpu_latency_fd >= 0)
 		return;
 	const char *device = sp_cpu_latency_device ();
 	gint32 limit = sp_options.cpu_latency_us;
 	int fd = open (device, O_WRONLY | O_CLOEXEC);
-	if (fd >= 0 && write (fd, &limit, sizeof limit) == (ssize_t)sizeof limit) {
+	ssize_t wrote = fd >= 0 ? write (fd, &limit, sizeof limit) : -1;
+	if (wrote == (ssize_t)sizeof limit) {
 		sp_cpu_latency_fd = fd;
 		if (sp_options.verbose)
 			fprintf (stderr, "spmono: CPUs held to a wake-up latency of %d us (%s)\n", limit, device);
 		return;
 	}
-	int error = errno;
+	int error = wrote >= 0 ? EIO : errno;   /* a short write sets no errno */
 	if (fd >= 0)
 		close (fd);
 	fprintf (stderr, "spmono: warning: --sp-cpu-latency=%d: cannot hold the limit through %s (%s); the CPUs may enter "

@@ -9,6 +9,8 @@
  *                   measuring what they take from the program
  *   sp-cpu-latency.c --sp-cpu-latency: the CPUs kept out of slow idle states
  *                   while the program runs (Linux PM QoS)
+ *   sp-heap.c       --sp-heap: the heap's memory returned, kept, or kept in
+ *                   huge pages (runtime patches 0015, 0016)
  *   sp-classmap.c   the persistent class map, from [SPersistent] and
  *                   [SPersistentField], built once per class
  *   sp-identity.c   the core's object model (sp-client.h): classes of objects,

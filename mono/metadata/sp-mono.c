@@ -541,7 +541,7 @@ sp_mono_init (const char *program)
 		fprintf (stderr, "spmono: %s\n", err.msg);
 		exit (1);
 	}
-	sgen_memgov_keep_heap (sp_options.heap_kept);   /* runtime patch 0015 */
+	sp_heap_apply ();
 	sp_cpu_latency_hold ();
 	mono_coop_mutex_init (&sp_lock);
 	sp_trace_init ();

@@ -65,6 +65,7 @@ static inline __attribute__ ((always_inline)) int sp_mono_restore_link (void *ct
 #include "sp-mono-state.h"
 #include "sp-trace.c"
 #include "sp-cpu-latency.c"
+#include "sp-heap.c"
 #include "sp-classmap.c"
 #include "sp-identity.c"
 #include "sp-renames.c"

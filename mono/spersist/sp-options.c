@@ -205,12 +205,14 @@ sp_options_parse (SpOptions *o, const char *arg, SpError *err)
 		return 0;
 	}
 	if (SP_IS ("--sp-heap")) {
-		static const char *const heap_names [] = { "return", "keep" };
-		int h = sp_parse_choice (value, heap_names, 2);
+		static const char *const heap_names [] = { "return", "keep", "huge" };
+		int h = sp_parse_choice (value, heap_names, 3);
 		if (h < 0)
-			return sp_error_set (err, "--sp-heap takes keep (the heap's memory stays the process's once populated) "
-					     "or return (given back to the system after collections), not '%s'", value ? value : "");
-		o->heap_kept = h == 1;
+			return sp_error_set (err, "--sp-heap takes keep (the heap's memory stays the process's once populated), "
+					     "huge (kept, and the old generation in 2 MB huge pages) or return (given back to the "
+					     "system after collections), not '%s'", value ? value : "");
+		o->heap_kept = h >= 1;
+		o->heap_huge = h == 2;
 		return 0;
 	}
 	if (SP_IS ("--sp-cpu-latency")) {
@@ -317,7 +319,10 @@ sp_options_usage (FILE *out)
 		"    --sp-heap=WHAT         keep: memory the heap has populated stays the process's\n"
 		"                           after collections, so a later allocation or restore\n"
 		"                           does not wait on page faults (resident size stays at\n"
-		"                           its peak; for real-time programs); return (default):\n"
+		"                           its peak; for real-time programs); huge: kept, and the\n"
+		"                           old generation mapped 2 MB at a time in transparent\n"
+		"                           huge pages, so that walking a large state (a snapshot,\n"
+		"                           a restore) misses the TLB less; return (default):\n"
 		"                           empty heap memory goes back to the system.\n"
 		"    --sp-cpu-latency=US    While the program runs, no CPU of the machine enters an\n"
 		"                           idle state slower than US microseconds to leave (Linux\n"

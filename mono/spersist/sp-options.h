@@ -59,7 +59,8 @@ typedef struct SpOptions {
 	bool delta;             /* snapshots after the first are deltas on it (docs/FORMAT.md), while the chain is short */
 	unsigned delta_ratio;   /* percent: a new full snapshot once the chain's deltas pass this share of its base */
 	bool check;             /* --sp-check: say whether the newest snapshot restores into the program, and exit */
-	bool heap_kept;         /* --sp-heap=keep: heap memory, once populated, is not returned to the system */
+	bool heap_kept;         /* --sp-heap=keep (or huge): heap memory, once populated, is not returned to the system */
+	bool heap_huge;         /* --sp-heap=huge: the old generation in 2 MB sections, in transparent huge pages */
 	int cpu_latency_us;     /* --sp-cpu-latency: the CPUs' wake-up latency limit held while the program runs, -1: none */
 } SpOptions;
 

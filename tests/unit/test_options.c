@@ -174,7 +174,7 @@ test_delta_options (void **state)
 	sp_options_free (&o);
 }
 
-/* The heap: returned by default (upstream's behaviour); keep or return; anything else refused, the last value kept. */
+/* The heap: returned by default (upstream's behaviour); keep, huge (kept too) or return; anything else refused, the last value kept. */
 static void
 test_heap_option (void **state)
 {
@@ -183,13 +183,23 @@ test_heap_option (void **state)
 	SpError err = { 0 };
 	sp_options_init (&o);
 	assert_false (o.heap_kept);
+	assert_false (o.heap_huge);
 	assert_ok (sp_options_parse (&o, "--sp-heap=keep", &err), &err);
 	assert_true (o.heap_kept);
-	const char *const bad [] = { "--sp-heap", "--sp-heap=", "--sp-heap=Keep", "--sp-heap=yes", "--sp-heap=keep,return" };
+	assert_false (o.heap_huge);
+	assert_ok (sp_options_parse (&o, "--sp-heap=huge", &err), &err);
+	assert_true (o.heap_kept);   /* a huge heap is kept: unmapping a block would split its page */
+	assert_true (o.heap_huge);
+	const char *const bad [] = { "--sp-heap", "--sp-heap=", "--sp-heap=Keep", "--sp-heap=yes", "--sp-heap=keep,return",
+				     "--sp-heap=HUGE", "--sp-heap=huge2" };
 	assert_all_refused (&o, bad, sizeof bad / sizeof bad [0]);
+	assert_true (o.heap_huge);
+	assert_ok (sp_options_parse (&o, "--sp-heap=keep", &err), &err);
 	assert_true (o.heap_kept);
+	assert_false (o.heap_huge);
 	assert_ok (sp_options_parse (&o, "--sp-heap=return", &err), &err);
 	assert_false (o.heap_kept);
+	assert_false (o.heap_huge);
 	sp_options_free (&o);
 }
 
