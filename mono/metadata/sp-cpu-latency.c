@@ -24,14 +24,6 @@
 #include <errno.h>
 #include <fcntl.h>
 
-/* The device (SPMONO_TEST_CPU_LATENCY_DEVICE: another path, for the test of a refusal). */
-static const char *
-sp_cpu_latency_device (void)
-{
-	const char *test = getenv ("SPMONO_TEST_CPU_LATENCY_DEVICE");
-	return test && *test ? test : "/dev/cpu_dma_latency";
-}
-
 /* The request's file, open for the process's life (-1: none held). */
 static int sp_cpu_latency_fd = -1;
 
@@ -41,7 +33,7 @@ sp_cpu_latency_hold (void)
 {
 	if (sp_options.cpu_latency_us < 0 || sp_cpu_latency_fd >= 0)
 		return;
-	const char *device = sp_cpu_latency_device ();
+	const char *device = sp_mono_system_path ("SPMONO_TEST_CPU_LATENCY_DEVICE", "/dev/cpu_dma_latency");
 	gint32 limit = sp_options.cpu_latency_us;
 	int fd = open (device, O_WRONLY | O_CLOEXEC);
 	ssize_t wrote = fd >= 0 ? write (fd, &limit, sizeof limit) : -1;

@@ -25,19 +25,11 @@
 
 #include <errno.h>
 
-/* The kernel's THP setting (SPMONO_TEST_THP_SETTING: another file, for the test of a refusal). */
-static const char *
-sp_heap_thp_setting_file (void)
-{
-	const char *test = getenv ("SPMONO_TEST_THP_SETTING");
-	return test && *test ? test : "/sys/kernel/mm/transparent_hugepage/enabled";
-}
-
 /* Warn when the kernel will not give the huge pages --sp-heap=huge asks for. */
 static void
 sp_heap_check_thp (void)
 {
-	const char *file = sp_heap_thp_setting_file ();
+	const char *file = sp_mono_system_path ("SPMONO_TEST_THP_SETTING", "/sys/kernel/mm/transparent_hugepage/enabled");
 	char setting [256] = "";
 	FILE *f = fopen (file, "r");
 	if (!f || !fgets (setting, sizeof setting, f)) {

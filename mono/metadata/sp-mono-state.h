@@ -176,6 +176,14 @@ sp_mono_now_ns (void)
 	return sp_mono_clock_ns (CLOCK_REALTIME);
 }
 
+/* A system file the client reads or writes, or the one a test names in `test_env` instead (a refusal, a setting). */
+static inline const char *
+sp_mono_system_path (const char *test_env, const char *path)
+{
+	const char *test = g_getenv (test_env);
+	return test && *test ? test : path;
+}
+
 static uint64_t
 sp_mono_monotonic_ns (void)
 {
