@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py RESULTS: RESULTS/report.md and its PNG plots from the suite's
 files (bench/run-suite.sh): serializers.csv, pause-*.csv, machine.txt and the
-summaries table1.txt, table2.txt, control.txt, recovery.txt, delta.txt, fold.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt, evolve.txt, replicated.txt.  Every figure is given as
+summaries table1.txt, table2.txt, parts.txt, control.txt, recovery.txt, delta.txt, fold.txt, pause.txt, barrier.txt, mmu.txt, longstore.txt, evolve.txt, replicated.txt.  Every figure is given as
 min / median / max over its repetitions, with its conditions."""
 import collections
 import csv
@@ -127,37 +127,55 @@ def median_ns(s, n):
     return statistics.median(s[n][0]) if n in s else None
 
 
+def incremental_rows(data, structure, storage, modes):
+    """Rows of incremental_table for the runs stored as `storage` ("null", or "null-huge": --sp-heap=huge)."""
+    stw = series(data, structure, "SP", "serialize", storage)
+    whole = series(data, structure, "Traversal", "serialize", storage)
+    pieces = series(data, structure, "Traversal in increments", "serialize", storage)
+    rows = []
+    for n in sorted(n for n in stw if n in whole and n in pieces):
+        factor = median_ns(pieces, n) / median_ns(whole, n)
+        cells = ["%d" % n, "%.2fx" % factor]
+        for m in modes:
+            inc = median_ns(series(data, structure, m, "serialize", storage), n)
+            ratio = inc / median_ns(stw, n) if inc else None
+            cells.append("%.2fx (%.2fx)" % (ratio, ratio / factor) if ratio else "-")
+        rows.append(cells)
+    return rows
+
+
 def incremental_table(data, structure):
     """An incremental cycle's work against stop-the-world's, beside what the machine alone does
     to a walk of the same tree split the same way: the target (issue 20, at most 1.5x) is for
-    the share that is the runtime's, the ratio over the machine's factor."""
-    stw = series(data, structure, "SP", "serialize", "null")
-    whole = series(data, structure, "Traversal", "serialize", "null")
-    pieces = series(data, structure, "Traversal in increments", "serialize", "null")
-    sizes = sorted(n for n in stw if n in whole and n in pieces)
-    if not sizes:
+    the share that is the runtime's, the ratio over the machine's factor.  Large trees again
+    with --sp-heap=huge in every arm (bench/run-suite.sh), in a table of their own."""
+    rows = incremental_rows(data, structure, "null", SP_MODES)
+    if not rows:
         return []
     head = ["size", "machine's factor: traversal in increments / whole"]
     head += ["%s: work / stop-the-world (runtime's share)" % m.replace("SP incremental (", "").rstrip(")") for m in SP_MODES]
     head.append("marking, 100 us between increments: work / stop-the-world")
     out = ["| " + " | ".join(head) + " |", "| ---: |" + " ---: |" * (len(head) - 1)]
-    for n in sizes:
-        factor = median_ns(pieces, n) / median_ns(whole, n)
-        cells = ["%d" % n, "%.2fx" % factor]
-        for m in SP_MODES:
-            inc = median_ns(series(data, structure, m, "serialize", "null"), n)
-            ratio = inc / median_ns(stw, n) if inc else None
-            cells.append("%.2fx (%.2fx)" % (ratio, ratio / factor) if ratio else "-")
+    for cells in rows:
+        n = int(cells[0])
         short = median_ns(series(data, structure, SP_SHORT_SLEEP, "serialize", "null"), n)
-        cells.append("%.2fx" % (short / median_ns(stw, n)) if short else "-")
+        cells.append("%.2fx" % (short / median_ns(series(data, structure, "SP", "serialize", "null"), n)) if short else "-")
         out.append("| " + " | ".join(cells) + " |")
+    out += [""]
+    huge = incremental_rows(data, structure, "null-huge", ["SP incremental (marking)"])
+    if huge:
+        out += ["The same for the large trees with the old generation in huge pages (`--sp-heap=huge`) in every",
+                "arm, stop-the-world, the default barrier's cycle and the floor alike: a walk in increments misses",
+                "the TLB far less there (mono/metadata/sp-heap.c).", "",
+                "| size | machine's factor | marking: work / stop-the-world (runtime's share) |",
+                "| ---: | ---: | ---: |"] + ["| " + " | ".join(cells) + " |" for cells in huge] + [""]
     return ["Increments' work against stop-the-world's serialization (medians), and the machine's factor",
             "for the same split: the tree walked whole and in increments as long as the marking cycle's (their",
             "mean) released 3 ms apart (`SerBench floor-cycle`, no runtime code of ours in it). In brackets the",
             "runtime's share, ratio over factor: issue 20's target is at most 1.5x. The last column is the",
             "default barrier's cycle with a 600 us period (500 us increments, 100 us apart): what the runtime",
             "adds itself, without what 2.5 ms of idleness does to this machine's next increment. All ran",
-            "under the CPU latency limit machine.txt names (`--sp-cpu-latency`).", ""] + out + [""]
+            "under the CPU latency limit machine.txt names (`--sp-cpu-latency`).", ""] + out
 
 
 def bytes_table(data, structure):
@@ -305,6 +323,8 @@ def main():
         if text == "pause.txt" and plot_pauses(results, os.path.join(results, "pauses.png")):
             md += ["![pauses](pauses.png)", ""]
         md += verbatim(results, text) + [""]
+    if os.path.exists(os.path.join(results, "parts.txt")):
+        md += ["## How long each part of the suite took (wall time)", ""] + verbatim(results, "parts.txt") + [""]
     with open(os.path.join(results, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 

@@ -94,6 +94,15 @@ mcs -nologo -optimize+ -warnaserror -r:"$tmpfs/SPersistence.dll" -r:"$tmpfs/Newt
 	-r:System.Runtime.Serialization.dll -out:"$tmpfs/SerBench.exe" "$here/SerBench.cs"
 bench=$tmpfs/SerBench.exe
 
+# Every part's wall time, to stderr as it ends and into parts.txt (the report's last section):
+# what to shorten, and what a run on another machine should expect.
+parts=$out/parts.txt; : > "$parts"
+part () {   # part NAME COMMAND...: run COMMAND, note how long it took
+	local name=$1 t0=$SECONDS; shift
+	"$@"
+	printf '%-28s %4d min %02d s\n' "$name" $(( (SECONDS - t0) / 60 )) $(( (SECONDS - t0) % 60 )) | tee -a "$parts" >&2
+}
+
 # ---- Figures 3-6: serializers --------------------------------------------------
 csv=$out/serializers.csv
 echo "structure,size,mechanism,operation,storage,rep,ns,bytes" > "$csv"
@@ -130,36 +139,48 @@ serializers () {   # serializers STRUCTURE SIZE
 		pause_us=$(awk -F, -v s="$s" -v n="$n" '$1 == s && $2 == n && $3 == "SP incremental (marking)" && $4 == "increment" \
 			{ sum += $7; c++ } END { printf "%d", c ? sum / c / 1000 : 500 }' "$csv")
 		"$sp" "${latency_opt[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" "$period_us" >> "$csv"
+		# Large trees again with the old generation in huge pages (--sp-heap=huge), stop-the-world, the
+		# default barrier's cycle and the machine's floor alike: an incremental cycle's walk misses the TLB
+		# far less there (mono/metadata/sp-heap.c); storage "null-huge" tells these rows apart.
+		if [ "$n" -ge 100000 ]; then
+			local huge=(--sp-heap=huge "${latency_opt[@]}") as_huge=(awk -F, 'BEGIN { OFS = "," } { $5 = "null-huge"; print }')
+			"$sp" --sp-store=null: "${huge[@]}" "$bench" sp "$s" "$n" "$reps" null | "${as_huge[@]}" >> "$csv"
+			"$sp" --sp-store=null: "${huge[@]}" --sp-mode=incremental --sp-barrier=marking --sp-pause=500 \
+				--sp-period="$period_us" "$bench" sp-cycle "$s" "$n" "$reps" "SP incremental (marking)" | "${as_huge[@]}" >> "$csv"
+			pause_us=$(awk -F, -v s="$s" -v n="$n" '$1 == s && $2 == n && $3 == "SP incremental (marking)" && $4 == "increment" \
+				&& $5 == "null-huge" { sum += $7; c++ } END { printf "%d", c ? sum / c / 1000 : 500 }' "$csv")
+			"$sp" "${huge[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" "$period_us" | "${as_huge[@]}" >> "$csv"
+		fi
 	fi
 }
-for n in $tree_sizes; do serializers rbtree "$n"; done
-for n in $int_sizes; do serializers ints "$n"; done
+for n in $tree_sizes; do part "serializers rbtree $n" serializers rbtree "$n"; done
+for n in $int_sizes; do part "serializers ints $n" serializers ints "$n"; done
 
 # ---- SP beside the peers and the floors (issue 20) --------------------------------
 : > "$out/tree.txt"
 for run in "${peer_runs[@]}"; do
 	set -- $run
-	TREE_CSV="$out/tree-$1.csv" bash "$here/run-tree.sh" "$1" "$2" >> "$out/tree.txt"
+	TREE_CSV="$out/tree-$1.csv" part "tree $1" bash "$here/run-tree.sh" "$1" "$2" >> "$out/tree.txt"
 done
 
 # ---- Tables 1 and 2, pauses, barrier cost (their own scripts and checks) -----
-bash "$here/run-table1.sh" "$table1_runs" > "$out/table1.txt"
-bash "$here/run-table2.sh" "$table1_runs" > "$out/table2.txt"
-bash "$here/run-control.sh" "${control_args[@]}" > "$out/control.txt"
-bash "$here/run-recovery.sh" "${recovery_args[@]}" > "$out/recovery.txt"
-bash "$here/run-delta.sh" "${delta_args[@]}" > "$out/delta.txt"
-bash "$here/run-fold.sh" "${fold_args[@]}" > "$out/fold.txt"
-bash "$here/run-pause.sh" "${pause_args[@]}" > "$out/pause.txt"
-bash "$here/run-barrier.sh" "${barrier_args[@]}" > "$out/barrier.txt"
-if [ $smoke = 1 ]; then bash "$here/run-mmu.sh" --smoke > "$out/mmu.txt"; else bash "$here/run-mmu.sh" > "$out/mmu.txt"; fi
-bash "$here/run-longstore.sh" "${longstore_args[@]}" > "$out/longstore.txt"
+part table1 bash "$here/run-table1.sh" "$table1_runs" > "$out/table1.txt"
+part table2 bash "$here/run-table2.sh" "$table1_runs" > "$out/table2.txt"
+part control bash "$here/run-control.sh" "${control_args[@]}" > "$out/control.txt"
+part recovery bash "$here/run-recovery.sh" "${recovery_args[@]}" > "$out/recovery.txt"
+part delta bash "$here/run-delta.sh" "${delta_args[@]}" > "$out/delta.txt"
+part fold bash "$here/run-fold.sh" "${fold_args[@]}" > "$out/fold.txt"
+part pause bash "$here/run-pause.sh" "${pause_args[@]}" > "$out/pause.txt"
+part barrier bash "$here/run-barrier.sh" "${barrier_args[@]}" > "$out/barrier.txt"
+if [ $smoke = 1 ]; then part mmu bash "$here/run-mmu.sh" --smoke > "$out/mmu.txt"; else part mmu bash "$here/run-mmu.sh" > "$out/mmu.txt"; fi
+part longstore bash "$here/run-longstore.sh" "${longstore_args[@]}" > "$out/longstore.txt"
 : > "$out/evolve.txt"; : > "$out/evolve.csv.all"
 for run in "${evolve_runs[@]}"; do
-	EVOLVE_CSV="$out/evolve-part.csv" bash "$here/run-evolve.sh" $run >> "$out/evolve.txt"
+	EVOLVE_CSV="$out/evolve-part.csv" part "evolve ${run%% *}" bash "$here/run-evolve.sh" $run >> "$out/evolve.txt"
 	tail -n +$([ -s "$out/evolve.csv.all" ] && echo 2 || echo 1) "$out/evolve-part.csv" >> "$out/evolve.csv.all"
 done
 mv "$out/evolve.csv.all" "$out/evolve.csv"; rm -f "$out/evolve-part.csv"
-bash "$here/run-replicated.sh" "${replicated_args[@]}" > "$out/replicated.txt"
+part replicated bash "$here/run-replicated.sh" "${replicated_args[@]}" > "$out/replicated.txt"
 
 # ---- the machine, the runtimes --------------------------------------------------
 {
@@ -179,6 +200,7 @@ bash "$here/run-replicated.sh" "${replicated_args[@]}" > "$out/replicated.txt"
 	else
 		echo "cpu latency: asked for ($cpu_latency us) but not held: no write access to /dev/cpu_dma_latency"
 	fi
+	echo "wall time: $(( SECONDS / 60 )) min (each part's: the report's last section)"
 	echo "storage: tmpfs $(df -h /dev/shm | awk 'NR == 2 { print $1 }'), disk $(df -h "$out" | awk 'NR == 2 { print $1 " (" $2 ")" }')"
 } > "$out/machine.txt"
 
