@@ -3,7 +3,9 @@
 # bench/results/: CSV files, PNG plots and report.md, which states the
 # machine, the runtime versions, the repetitions and min/median/max of every
 # figure.  --smoke: small sizes and few repetitions (a few minutes, what CI
-# runs); without it, the full run (about two hours).
+# runs); without it, the full run (about two hours on the AMD EPYC host of
+# sessions 44-51, two and a half on the Intel Xeon of 52-53; parts.txt says
+# where the time went).
 #
 #   serializers.csv   Figures 3-6 extended (bench/SerBench.cs): serialize and
 #                     restore time and bytes against size, red-black tree of
@@ -109,8 +111,9 @@ echo "structure,size,mechanism,operation,storage,rep,ns,bytes" > "$csv"
 serializers () {   # serializers STRUCTURE SIZE
 	local s=$1 n=$2
 	echo "serializers: $s $n" >&2
-	# The others need seconds to minutes an operation from a million objects on: fewer repetitions there.
-	local others_reps=$(( n >= 1000000 && reps > 3 ? 3 : reps ))
+	# The others need seconds to minutes an operation from a million objects on (BinaryFormatter's
+	# restore of 1,000,000 nodes about 130 s on the Intel host): one repetition there, after the warm-up.
+	local others_reps=$(( n >= 1000000 ? 1 : reps ))
 	"$sp" --sp-store=null: "$bench" others "$s" "$n" "$others_reps" >> "$csv"
 	"$sp" --sp-store=null: "${latency_opt[@]}" "$bench" sp "$s" "$n" "$reps" null >> "$csv"
 	for storage in tmpfs disk; do
@@ -185,7 +188,7 @@ part replicated bash "$here/run-replicated.sh" "${replicated_args[@]}" > "$out/r
 # ---- the machine, the runtimes --------------------------------------------------
 {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "run: $([ $smoke = 1 ] && echo smoke || echo full), $reps repetitions per figure, at most 3 for BinaryFormatter, DataContractSerializer and Newtonsoft.Json from 1,000,000 objects (a rep 0 before, the JIT's warm-up, not counted)"
+	echo "run: $([ $smoke = 1 ] && echo smoke || echo full), $reps repetitions per figure, 1 for BinaryFormatter, DataContractSerializer and Newtonsoft.Json from 1,000,000 objects (a rep 0 before, the JIT's warm-up, not counted)"
 	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
 	echo "memory: $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 	echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r)"
