@@ -156,10 +156,11 @@ def incremental_table(data, structure):
     head += ["%s: work / stop-the-world (runtime's share)" % m.replace("SP incremental (", "").rstrip(")") for m in SP_MODES]
     head.append("marking, 100 us between increments: work / stop-the-world")
     out = ["| " + " | ".join(head) + " |", "| ---: |" + " ---: |" * (len(head) - 1)]
+    stw = series(data, structure, "SP", "serialize", "null")
     for cells in rows:
         n = int(cells[0])
         short = median_ns(series(data, structure, SP_SHORT_SLEEP, "serialize", "null"), n)
-        cells.append("%.2fx" % (short / median_ns(series(data, structure, "SP", "serialize", "null"), n)) if short else "-")
+        cells.append("%.2fx" % (short / median_ns(stw, n)) if short else "-")
         out.append("| " + " | ".join(cells) + " |")
     out += [""]
     huge = incremental_rows(data, structure, "null-huge", ["SP incremental (marking)"])

@@ -108,6 +108,10 @@ part () {   # part NAME COMMAND...: run COMMAND, note how long it took
 # ---- Figures 3-6: serializers --------------------------------------------------
 csv=$out/serializers.csv
 echo "structure,size,mechanism,operation,storage,rep,ns,bytes" > "$csv"
+mean_increment_us () {   # mean_increment_us STRUCTURE SIZE STORAGE: the default barrier's mean increment in csv, us
+	awk -F, -v s="$1" -v n="$2" -v st="$3" '$1 == s && $2 == n && $3 == "SP incremental (marking)" && $4 == "increment" \
+		&& $5 == st { sum += $7; c++ } END { printf "%d", c ? sum / c / 1000 : 500 }' "$csv"
+}
 serializers () {   # serializers STRUCTURE SIZE
 	local s=$1 n=$2
 	echo "serializers: $s $n" >&2
@@ -138,10 +142,7 @@ serializers () {   # serializers STRUCTURE SIZE
 	# The machine's share of an incremental cycle's extra work: the same tree walked whole and
 	# in increments as long as the default barrier's were (their mean), as far apart.
 	if [ "$s" = rbtree ]; then
-		local pause_us
-		pause_us=$(awk -F, -v s="$s" -v n="$n" '$1 == s && $2 == n && $3 == "SP incremental (marking)" && $4 == "increment" \
-			{ sum += $7; c++ } END { printf "%d", c ? sum / c / 1000 : 500 }' "$csv")
-		"$sp" "${latency_opt[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" "$period_us" >> "$csv"
+		"$sp" "${latency_opt[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$(mean_increment_us "$s" "$n" null)" "$period_us" >> "$csv"
 		# Large trees again with the old generation in huge pages (--sp-heap=huge), stop-the-world, the
 		# default barrier's cycle and the machine's floor alike: an incremental cycle's walk misses the TLB
 		# far less there (mono/metadata/sp-heap.c); storage "null-huge" tells these rows apart.
@@ -150,9 +151,8 @@ serializers () {   # serializers STRUCTURE SIZE
 			"$sp" --sp-store=null: "${huge[@]}" "$bench" sp "$s" "$n" "$reps" null | "${as_huge[@]}" >> "$csv"
 			"$sp" --sp-store=null: "${huge[@]}" --sp-mode=incremental --sp-barrier=marking --sp-pause=500 \
 				--sp-period="$period_us" "$bench" sp-cycle "$s" "$n" "$reps" "SP incremental (marking)" | "${as_huge[@]}" >> "$csv"
-			pause_us=$(awk -F, -v s="$s" -v n="$n" '$1 == s && $2 == n && $3 == "SP incremental (marking)" && $4 == "increment" \
-				&& $5 == "null-huge" { sum += $7; c++ } END { printf "%d", c ? sum / c / 1000 : 500 }' "$csv")
-			"$sp" "${huge[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$pause_us" "$period_us" | "${as_huge[@]}" >> "$csv"
+			"$sp" "${huge[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$(mean_increment_us "$s" "$n" null-huge)" "$period_us" \
+				| "${as_huge[@]}" >> "$csv"
 		fi
 	fi
 }
