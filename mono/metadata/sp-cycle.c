@@ -1874,7 +1874,7 @@ sp_task_run_period (const struct timespec *release)
 static uint64_t
 sp_task_first_release (uint64_t last_release_ns)
 {
-	return sp_model_first_release (last_release_ns, sp_task_window_end (last_release_ns), sp_budget.ran_until_ns,
+	return sp_model_first_release (last_release_ns, sp_task_window_end (last_release_ns), sp_budget.ran_until_ns, sp_budget.start_ns,
 				       (uint64_t)sp_options.period_us * 1000, (uint64_t)sp_options.pause_us * 1000);
 }
 

@@ -195,14 +195,15 @@ sp_model_next_release (uint64_t release, uint64_t window_end, uint64_t ran_until
 }
 
 uint64_t
-sp_model_first_release (uint64_t release, uint64_t window_end, uint64_t ran_until, uint64_t period, uint64_t pause)
+sp_model_first_release (uint64_t release, uint64_t window_end, uint64_t ran_until, uint64_t stopped, uint64_t period,
+			uint64_t pause)
 {
 	if (!release)
 		return 0;
 	uint64_t after_run = ran_until + sp_model_rest (period, pause);
 	if (ran_until > window_end)
-		return after_run;
-	return after_run < release + period ? after_run : release + period;
+		return after_run + stopped;
+	return (after_run < release + period ? after_run : release + period) + stopped;
 }
 
 uint64_t

@@ -219,10 +219,17 @@ uint64_t sp_model_next_release (uint64_t release, uint64_t window_end, uint64_t 
  * (a commit to disk, alone in its period: 1.0-1.3 ms of fsync) keeps its
  * rest too: capped at R + period, the next cycle's first increment came
  * 1.7 ms after such a commit, and one stretch of a period lost 869 us at a
- * 500 us target (session 23).
+ * 500 us target (session 23).  A cycle's start stopped the program's
+ * threads for `stopped` since (the caller of SendPData, at any instant of the
+ * period): the release comes that much later, so that the last period's runs,
+ * the stop and the first increment still fit one target and a twentieth of a
+ * period in any stretch a period long.  Charged only to the next period's
+ * budget, one such stretch on one CPU held the last period's 550 us, the
+ * stop and 170 us of the next increment: 806 us at a 500 us target, 3 ms
+ * period (session 53's run, the Intel host).
  */
-uint64_t sp_model_first_release (uint64_t release, uint64_t window_end, uint64_t ran_until, uint64_t period,
-				 uint64_t pause);
+uint64_t sp_model_first_release (uint64_t release, uint64_t window_end, uint64_t ran_until, uint64_t stopped,
+				 uint64_t period, uint64_t pause);
 
 /*
  * The SP task waiting for the program's stores to stop after a yield: when

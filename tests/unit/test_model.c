@@ -405,15 +405,21 @@ static void
 test_first_release_follows_the_calls (void **state)
 {
 	(void)state;
-	assert_int_equal (sp_model_first_release (0, 0, 0, 1000 * US, 200 * US), 0);   /* nothing before: at once */
+	assert_int_equal (sp_model_first_release (0, 0, 0, 0, 1000 * US, 200 * US), 0);   /* nothing before: at once */
 	/* The last period's run ended 120 after its release: the next may come 920 after it, not 1000. */
-	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10120 * US, 1000 * US, 200 * US), 10920 * US);
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10120 * US, 0, 1000 * US, 200 * US), 10920 * US);
 	/* Runs late within the window (a writer's slices): never later than a period after the last release. */
-	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10240 * US, 1000 * US, 200 * US), 11000 * US);
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10240 * US, 0, 1000 * US, 200 * US), 11000 * US);
 	/* A run past the window (a commit alone in its period): the rest after it, later than a period. */
-	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10900 * US, 1000 * US, 200 * US), 11700 * US);
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10900 * US, 0, 1000 * US, 200 * US), 11700 * US);
 	/* A target as long as the period: no rest to keep. */
-	assert_int_equal (sp_model_first_release (10000 * US, 11050 * US, 10500 * US, 1000 * US, 1000 * US), 10500 * US);
+	assert_int_equal (sp_model_first_release (10000 * US, 11050 * US, 10500 * US, 0, 1000 * US, 1000 * US), 10500 * US);
+	/* A start stopped the program 60 since: the release comes 60 later, whichever rule placed it. */
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10120 * US, 60 * US, 1000 * US, 200 * US), 10980 * US);
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10240 * US, 60 * US, 1000 * US, 200 * US), 11060 * US);
+	assert_int_equal (sp_model_first_release (10000 * US, 10250 * US, 10900 * US, 60 * US, 1000 * US, 200 * US), 11760 * US);
+	/* Nothing before: at once, stop or not (no period's runs to share a stretch with). */
+	assert_int_equal (sp_model_first_release (0, 0, 0, 60 * US, 1000 * US, 200 * US), 0);
 }
 
 static void
