@@ -25,12 +25,22 @@ def med(mech, op, n):
     v = rows.get((mech, op, n))
     return statistics.median(v) if v else None
 def paired(op, peer, n):
-    """SP/peer repetition by repetition, for peers that take turns with SP in its process (TreeBench.cs)."""
+    """SP/peer repetition by repetition, for peers that take turns with SP in its process (TreeBench.cs):
+    the text, and with several processes (run-tree.sh numbers a repetition p * 1000 + rep) the median
+    of each process's ratio of medians, else None."""
     sp, other = by_rep.get(("SP", op, n), {}), by_rep.get((peer, op, n), {})
-    ratios = sorted(sp[r] / other[r] for r in sp.keys() & other.keys() if other[r] > 0)
-    if not ratios:
-        return ""
-    return f" (repetition by repetition: median {statistics.median(ratios):.2f}, {ratios[0]:.2f}-{ratios[-1]:.2f})"
+    reps = sorted(r for r in sp.keys() & other.keys() if other[r] > 0)
+    if not reps:
+        return "", None
+    ratios = sorted(sp[r] / other[r] for r in reps)
+    text = f"repetition by repetition: median {statistics.median(ratios):.2f}, {ratios[0]:.2f}-{ratios[-1]:.2f}"
+    processes = sorted({r // 1000 for r in reps})
+    if len(processes) < 2:
+        return f" ({text})", None
+    each = sorted(statistics.median([sp[r] for r in reps if r // 1000 == p]) /
+                  statistics.median([other[r] for r in reps if r // 1000 == p]) for p in processes)
+    text += f"; process by process: {', '.join(f'{x:.2f}' for x in each)}"
+    return f" ({text})", statistics.median(each)
 for n in sorted({k[2] for k in rows}):
     sp_ser, sp_res = med("SP", "serialize", n), med("SP", "restore", n)
     for label, peer_name, kind in (("serialize", "BinaryWriter", "hand-written BinaryWriter"),
@@ -44,8 +54,11 @@ for n in sorted({k[2] for k in rows}):
         sp, peer = (sp_ser if label == "serialize" else sp_res), med(peer_name, label, n)
         if sp and peer:
             same_process = peer_name in ("BinaryWriter", "Traversal", "BinaryReader", "New")
-            pairs = paired(label, peer_name, n) if same_process else ""
-            print(f"{n} nodes: SP {label} {sp:.3f} ms, {kind} {peer:.3f} ms: SP/peer {sp / peer:.2f}{pairs}")
+            pairs, of_processes = paired(label, peer_name, n) if same_process else ("", None)
+            # Several processes: the median of their ratios (their medians pooled would pair one process's
+            # SP with another's peer, and a VM's speed differs from process to process).
+            ratio = f"{of_processes:.2f}, the median of the processes' ratios" if of_processes else f"{sp / peer:.2f}"
+            print(f"{n} nodes: SP {label} {sp:.3f} ms, {kind} {peer:.3f} ms: SP/peer {ratio}{pairs}")
 n = max(k[2] for k in rows)
 if ("SP", "serialize", n) in size and ("BinaryFormatter", "serialize", n) in size:
     b, s = size[("BinaryFormatter", "serialize", n)], size[("SP", "serialize", n)]
