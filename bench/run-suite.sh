@@ -3,9 +3,8 @@
 # bench/results/: CSV files, PNG plots and report.md, which states the
 # machine, the runtime versions, the repetitions and min/median/max of every
 # figure.  --smoke: small sizes and few repetitions (a few minutes, what CI
-# runs); without it, the full run (about two hours on the AMD EPYC host of
-# sessions 44-51, two and a half on the Intel Xeon of 52-53; parts.txt says
-# where the time went).
+# runs); without it, the full run (about two hours: 113 minutes on the
+# Intel Xeon of session 54; parts.txt says where the time went).
 #
 #   serializers.csv   Figures 3-6 extended (bench/SerBench.cs): serialize and
 #                     restore time and bytes against size, red-black tree of
@@ -142,8 +141,7 @@ serializers () {   # serializers STRUCTURE SIZE
 	[ "$s" = rbtree ] || return 0
 	# The machine's share of an incremental cycle's extra work: the same tree walked whole and
 	# in increments as long as the default barrier's were (their mean), as far apart.
-	"$sp" "${latency_opt[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$(mean_increment_us "$s" "$n" null)" "$period_us" >> "$csv"
-	huge_arms
+	floor_and_huge_arms
 	# Large trees: stop-the-world, the default barrier's cycle and the floor again, in turn, for
 	# inc_rounds rounds in all: each arm is a process of its own, and this VM's speed differs from
 	# process to process (session 54: one process's ratio of SP to a peer 2.1-3.2x at 25,000 nodes),
@@ -152,9 +150,13 @@ serializers () {   # serializers STRUCTURE SIZE
 	for (( round = 2; round <= (n >= 100000 ? inc_rounds : 1); round++ )); do
 		"$sp" --sp-store=null: "${latency_opt[@]}" "$bench" sp "$s" "$n" "$reps" null >> "$csv"
 		cycles marking $period_us "SP incremental (marking)"
-		"$sp" "${latency_opt[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$(mean_increment_us "$s" "$n" null)" "$period_us" >> "$csv"
-		huge_arms
+		floor_and_huge_arms
 	done
+}
+# The machine's floor beside the default barrier's cycle, then huge_arms.  Uses serializers' s, n and period_us.
+floor_and_huge_arms () {
+	"$sp" "${latency_opt[@]}" "$bench" floor-cycle "$s" "$n" "$reps" "$(mean_increment_us "$s" "$n" null)" "$period_us" >> "$csv"
+	huge_arms
 }
 # Large trees (from 100,000 nodes) with the old generation in huge pages (--sp-heap=huge):
 # stop-the-world, the default barrier's cycle and the machine's floor alike: an incremental

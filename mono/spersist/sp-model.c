@@ -201,9 +201,8 @@ sp_model_first_release (uint64_t release, uint64_t window_end, uint64_t ran_unti
 	if (!release)
 		return 0;
 	uint64_t after_run = ran_until + sp_model_rest (period, pause);
-	if (ran_until > window_end)
-		return after_run + stopped;
-	return (after_run < release + period ? after_run : release + period) + stopped;
+	uint64_t next = ran_until > window_end || after_run < release + period ? after_run : release + period;
+	return next + stopped;
 }
 
 uint64_t
