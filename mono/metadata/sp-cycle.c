@@ -227,6 +227,8 @@ static struct {
 	sem_t nudge;
 	gboolean nudgeable;          /* the SP task sleeps so (under sp_lock) */
 	int schedstat_fd;            /* the SP task's /proc/thread-self/schedstat, -1 if none (sp_task_queued_ns) */
+	uint64_t awake_ns;           /* when it last came back from a sleep or an idle wait (for SPMONO_TRACE) */
+	uint64_t increments_ns;      /* its increments since then */
 } sp_task;
 /* Broadcast when a barrier's copy is attached (or its cycle fails): stores into the same array go on. */
 static MonoCoopCond sp_copy_attached;
@@ -1570,6 +1572,7 @@ sp_cycle_increment (uint64_t budget_ns, uint64_t *used_ns)
 		sp_trace_run_cpu (was_in_cycle ? "increment" : "hand-over", t0, t, cpu);
 	}
 	*used_ns = t - t0;
+	sp_task.increments_ns += t - t0;
 	if (in_cycle && more < 0)
 		sp_cycle_fail (&err);
 	else if (more == 0)
@@ -1639,6 +1642,22 @@ sp_task_due_since (uint64_t slept_ns, uint64_t until_ns, gboolean callable, uint
 	return sp_model_due (slept_ns, until_ns, called, queued, sp_mono_monotonic_ns (), SP_WAKE_SWITCH_MAX_NS);
 }
 
+/* The SP task is back from a sleep or an idle wait, in the world. */
+static void
+sp_task_awake_begin (void)
+{
+	sp_task.awake_ns = sp_mono_monotonic_ns ();
+	sp_task.increments_ns = 0;
+}
+
+/* The SP task goes to sleep at `now`: its run since it woke, traced when it did much besides its increments. */
+static void
+sp_task_awake_end (uint64_t now)
+{
+	if (sp_task.awake_ns)
+		sp_trace_awake (sp_task.awake_ns, now, now - sp_task.awake_ns - MIN (sp_task.increments_ns, now - sp_task.awake_ns));
+}
+
 /*
  * Sleep until the absolute `until` (periodic release without drift): with
  * sp_lock released, GC-safe and outside the world; back under sp_lock and in
@@ -1652,6 +1671,7 @@ sp_task_sleep_until (const struct timespec *until)
 	uint64_t slept = sp_mono_monotonic_ns (), queued = sp_task_queued_ns ();
 	gboolean callable = sp_task.nudgeable;
 	sp_budget_charge (slept - sp_budget.woke_ns + SP_SLEEP_ENTRY_NS);
+	sp_task_awake_end (slept);
 	mono_coop_mutex_unlock (&sp_lock);
 	sp_task_outside_the_world (TRUE);
 	MONO_ENTER_GC_SAFE;
@@ -1669,6 +1689,7 @@ sp_task_sleep_until (const struct timespec *until)
 	if (sp_cycle.exiting)
 		sp_task_park ();
 	sp_task_outside_the_world (FALSE);
+	sp_task_awake_begin ();
 }
 
 /*
@@ -1896,12 +1917,14 @@ sp_task_main (gpointer arg)
 	for (;;) {
 		sp_task_outside_the_world (TRUE);
 		uint64_t idle = sp_mono_monotonic_ns (), queued = sp_task_queued_ns ();
+		sp_task_awake_end (idle);
 		while (!sp_task_has_work () && !sp_cycle.exiting)
 			mono_coop_cond_wait (&sp_cycle.wake, &sp_lock);
 		if (sp_cycle.exiting)
 			sp_task_park ();
 		sp_budget.woke_ns = sp_task_due_since (idle, UINT64_MAX, TRUE, queued);
 		sp_task_outside_the_world (FALSE);
+		sp_task_awake_begin ();
 		struct timespec release;
 		clock_gettime (CLOCK_MONOTONIC, &release);
 		uint64_t next = sp_task_first_release (sp_budget.last_release_ns);

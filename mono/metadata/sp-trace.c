@@ -15,9 +15,11 @@
  * whether it worked that long or the CPU was taken from it; and a unit of
  * an increment longer than SP_TRACE_LONG_UNIT_NS is a span of its own
  * inside its increment's, "unit-KIND" (mark, objects, piece or forget),
- * which says which work it was.  (A unit's own CPU time would cost two
- * system calls a unit: at 1,000 objects, units of a few microseconds, that
- * was enough to make a 1 kHz loop's cycles miss their period.)  For
+ * which says which work it was; a run of the SP task from its wake to its
+ * sleep that spent that long outside its increments is one too, "awake".
+ * (A unit's own CPU time would cost two system calls a unit: at 1,000
+ * objects, units of a few microseconds, that was enough to make a 1 kHz
+ * loop's cycles miss their period.)  For
  * finding what took a CPU from the program, beside the program's own clock
  * (bench/run-mmu.sh); the first SP_TRACE_MAX runs are kept.
  */
@@ -60,6 +62,18 @@ sp_trace_unit (const char *what, uint64_t start_ns, uint64_t end_ns)
 {
 	if (sp_trace && end_ns - start_ns > SP_TRACE_LONG_UNIT_NS)
 		sp_trace_add ((SpTraceRun){ start_ns, end_ns, what, 0 });
+}
+
+/*
+ * A run of the SP task from its wake to its sleep, traced ("awake") when it
+ * spent more than SP_TRACE_LONG_UNIT_NS of it (`outside_ns`) outside its
+ * increments: locks, a cycle's end, the world's stops, or its CPU taken.
+ */
+static inline void
+sp_trace_awake (uint64_t start_ns, uint64_t end_ns, uint64_t outside_ns)
+{
+	if (sp_trace && outside_ns > SP_TRACE_LONG_UNIT_NS)
+		sp_trace_add ((SpTraceRun){ start_ns, end_ns, "awake", 0 });
 }
 
 static void
