@@ -3,8 +3,8 @@
 # bench/results/: CSV files, PNG plots and report.md, which states the
 # machine, the runtime versions, the repetitions and min/median/max of every
 # figure.  --smoke: small sizes and few repetitions (a few minutes, what CI
-# runs); without it, the full run (about two hours: 113 minutes on the
-# Intel Xeon of session 54; parts.txt says where the time went).
+# runs); without it, the full run (about two hours: 100-113 minutes on the
+# Intel Xeon of sessions 54-55; parts.txt says where the time went).
 #
 #   serializers.csv   Figures 3-6 extended (bench/SerBench.cs): serialize and
 #                     restore time and bytes against size, red-black tree of
