@@ -255,16 +255,17 @@ def cpu_taken(a, b, cpu):
 
 
 def trace_runs(trace_path):
-    """SPMONO_TRACE's runs (start, end, what, CPU time or None) and long units (start, end, kind),
-    each sorted by start."""
+    """SPMONO_TRACE's runs (start, end, what, CPU time or None) and long units (start, end, kind,
+    CPU time or None), each sorted by start."""
     runs, units = [], []
     for line in open(trace_path):
         f = line.strip().split(",")
         what, a, b = f[:3]
+        cpu = int(f[3]) if len(f) > 3 else None
         if what.startswith("unit-") or what == "awake":  # a long unit inside an increment, or an SP task's run
-            units.append((int(a), int(b), what.removeprefix("unit-")))  # long outside them: said, not counted again
+            units.append((int(a), int(b), what.removeprefix("unit-"), cpu))  # long outside them: said, not counted again
         elif what not in ("cycle", "predicted"):    # spans of a whole cycle (the cost model's), not runs
-            runs.append((int(a), int(b), what, int(f[3]) if len(f) > 3 else None))
+            runs.append((int(a), int(b), what, cpu))
     return sorted(runs), sorted(units)
 
 
@@ -287,7 +288,7 @@ def explain(trace_path, gaps, top=5, window=None):
             parts += f" and {len(inside) - 14} more runs"  # the whole count says whether a budget was overrun
         long_units = [u for u in units if u[0] < e and u[1] > s]
         if long_units:
-            parts += "; long units: " + ", ".join(f"{k} {(b - a) / 1e3:.0f}" for a, b, k in long_units[:4])
+            parts += "; long units: " + ", ".join(f"{k} {(b - a) / 1e3:.0f}{cpu_taken(a, b, c)}" for a, b, k, c in long_units[:4])
         where = "" if switched else ", the probe on its CPU"
         out.append(f"    gap {l / 1e3:.0f} us{where}: persistence and collections ran {covered / 1e3:.0f} us of it ({parts or 'nothing traced'})")
     return out
@@ -307,8 +308,8 @@ def runtime_window(segments, stretches, parts, lost, period_ns, trace_path):
             out.append(f"    at +{(s - t) / 1e3:5.0f} us: {l / 1e3:4.0f} us ({who})")
     if trace_path and os.path.exists(trace_path):
         runs, units = trace_runs(trace_path)
-        awake = [(a, b, "awake", None) for a, b, k in units if k == "awake"]
-        ran = [f"{w} +{(a - t) / 1e3:.0f}..+{(b - t) / 1e3:.0f}" for a, b, w, _ in sorted(runs + awake)
+        awake = [u for u in units if u[2] == "awake"]
+        ran = [f"{w} +{(a - t) / 1e3:.0f}..+{(b - t) / 1e3:.0f}{cpu_taken(a, b, c)}" for a, b, w, c in sorted(runs + awake)
                if b > t and a < t + period_ns]
         if ran:
             out.append("    traced: " + ", ".join(ran[:20]))
@@ -516,7 +517,7 @@ def self_test():
     # cost model's spans are not runs; world stops are read from the same file.
     with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
         f.write("cycle,0,10000000\npredicted,0,9000000\nincrement,1000000,1600000,250000\n"
-                "unit-mark,1100000,1500000\nincrement,1700000,1800000,98000\nawake,1700000,1950000\n"
+                "unit-mark,1100000,1500000\nincrement,1700000,1800000,98000\nawake,1700000,1950000,120000\n"
                 "world-stopped,2000000,2000050\n")
     said = explain(f.name, [(900_000, 1_000_000, 1)])
     stops = world_stops(f.name)
@@ -526,10 +527,11 @@ def self_test():
                            Lost([(1_000_000, 600_000), (5_000_000, 10_000)]), 1_000_000, f.name)
     os.unlink(f.name)
     assert said == ["    gap 1000 us: persistence and collections ran 700 us of it "
-                    "(increment 600 (250 of CPU) increment 100; long units: mark 400, awake 250)"], said
+                    "(increment 600 (250 of CPU) increment 100; long units: mark 400, awake 250 (120 of CPU))"], said
     assert stops == [(2_000_000, 2_000_050)]
     assert shown[0].endswith("held 600 us:") and shown[1] == "    at +    0 us:  600 us (sp-task 600)", shown
-    assert len(shown) == 3 and shown[2] == "    traced: increment +0..+600, increment +700..+800, awake +700..+950", shown
+    assert len(shown) == 3 and shown[2] == ("    traced: increment +0..+600 (250 of CPU), increment +700..+800, "
+                                            "awake +700..+950 (120 of CPU)"), shown
     # Random disjoint gaps on a small integer time line against brute force: every unit of time
     # marked lost or not, every integer window start tried (the lost time is piecewise linear
     # in the start, with its breaks at integers here, so the integers hold its maximum).

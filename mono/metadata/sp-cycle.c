@@ -228,6 +228,7 @@ static struct {
 	gboolean nudgeable;          /* the SP task sleeps so (under sp_lock) */
 	int schedstat_fd;            /* the SP task's /proc/thread-self/schedstat, -1 if none (sp_task_queued_ns) */
 	uint64_t awake_ns;           /* when it last came back from a sleep or an idle wait (for SPMONO_TRACE) */
+	uint64_t awake_cpu_ns;       /* its CPU time then */
 	uint64_t increments_ns;      /* its increments since then */
 } sp_task;
 /* Broadcast when a barrier's copy is attached (or its cycle fails): stores into the same array go on. */
@@ -1647,6 +1648,7 @@ static void
 sp_task_awake_begin (void)
 {
 	sp_task.awake_ns = sp_mono_monotonic_ns ();
+	sp_task.awake_cpu_ns = sp_tracing () ? sp_mono_thread_cpu_ns () : 0;
 	sp_task.increments_ns = 0;
 }
 
@@ -1654,8 +1656,10 @@ sp_task_awake_begin (void)
 static void
 sp_task_awake_end (uint64_t now)
 {
-	if (sp_task.awake_ns)
-		sp_trace_awake (sp_task.awake_ns, now, now - sp_task.awake_ns - MIN (sp_task.increments_ns, now - sp_task.awake_ns));
+	if (!sp_task.awake_ns || !sp_tracing ())
+		return;
+	uint64_t awake = now - sp_task.awake_ns;
+	sp_trace_awake (sp_task.awake_ns, now, awake - MIN (sp_task.increments_ns, awake), sp_mono_thread_cpu_ns () - sp_task.awake_cpu_ns);
 }
 
 /*

@@ -64,16 +64,26 @@ sp_trace_unit (const char *what, uint64_t start_ns, uint64_t end_ns)
 		sp_trace_add ((SpTraceRun){ start_ns, end_ns, what, 0 });
 }
 
+/* Is a trace being kept?  (What only the trace needs is measured only then.) */
+static inline gboolean
+sp_tracing (void)
+{
+	return sp_trace != NULL;
+}
+
 /*
- * A run of the SP task from its wake to its sleep, traced ("awake") when it
- * spent more than SP_TRACE_LONG_UNIT_NS of it (`outside_ns`) outside its
- * increments: locks, a cycle's end, the world's stops, or its CPU taken.
+ * A run of the SP task from its wake to its sleep, traced ("awake", with its
+ * CPU time, as an increment's) when it spent more than SP_TRACE_LONG_UNIT_NS
+ * of it (`outside_ns`) outside its increments: locks, a cycle's end, the
+ * world's stops, or its CPU taken.  The CPU time tells the last apart: with
+ * paravirtual steal accounting (CONFIG_PARAVIRT_TIME_ACCOUNTING) a guest's
+ * thread CPU clock leaves out what the hypervisor took.
  */
 static inline void
-sp_trace_awake (uint64_t start_ns, uint64_t end_ns, uint64_t outside_ns)
+sp_trace_awake (uint64_t start_ns, uint64_t end_ns, uint64_t outside_ns, uint64_t cpu_ns)
 {
 	if (sp_trace && outside_ns > SP_TRACE_LONG_UNIT_NS)
-		sp_trace_add ((SpTraceRun){ start_ns, end_ns, "awake", 0 });
+		sp_trace_add ((SpTraceRun){ start_ns, end_ns, "awake", cpu_ns ? cpu_ns : 1 });
 }
 
 static void
