@@ -262,8 +262,9 @@ def trace_runs(trace_path):
         f = line.strip().split(",")
         what, a, b = f[:3]
         cpu = int(f[3]) if len(f) > 3 else None
-        if what.startswith("unit-") or what == "awake":  # a long unit inside an increment, or an SP task's run
-            units.append((int(a), int(b), what.removeprefix("unit-"), cpu))  # long outside them: said, not counted again
+        # A long unit inside an increment, or an SP task's run long outside its increments: said, not counted again.
+        if what.startswith("unit-") or what == "awake":
+            units.append((int(a), int(b), what.removeprefix("unit-"), cpu))
         elif what not in ("cycle", "predicted"):    # spans of a whole cycle (the cost model's), not runs
             runs.append((int(a), int(b), what, cpu))
     return sorted(runs), sorted(units)

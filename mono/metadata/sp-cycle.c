@@ -1643,12 +1643,14 @@ sp_task_due_since (uint64_t slept_ns, uint64_t until_ns, gboolean callable, uint
 	return sp_model_due (slept_ns, until_ns, called, queued, sp_mono_monotonic_ns (), SP_WAKE_SWITCH_MAX_NS);
 }
 
-/* The SP task is back from a sleep or an idle wait, in the world. */
+/* The SP task is back from a sleep or an idle wait, in the world (noted for SPMONO_TRACE only). */
 static void
 sp_task_awake_begin (void)
 {
+	if (!sp_tracing ())
+		return;
 	sp_task.awake_ns = sp_mono_monotonic_ns ();
-	sp_task.awake_cpu_ns = sp_tracing () ? sp_mono_thread_cpu_ns () : 0;
+	sp_task.awake_cpu_ns = sp_mono_thread_cpu_ns ();
 	sp_task.increments_ns = 0;
 }
 
@@ -1656,8 +1658,8 @@ sp_task_awake_begin (void)
 static void
 sp_task_awake_end (uint64_t now)
 {
-	if (!sp_task.awake_ns || !sp_tracing ())
-		return;
+	if (!sp_task.awake_ns)
+		return;       /* not tracing, or not awoken yet */
 	uint64_t awake = now - sp_task.awake_ns;
 	sp_trace_awake (sp_task.awake_ns, now, awake - MIN (sp_task.increments_ns, awake), sp_mono_thread_cpu_ns () - sp_task.awake_cpu_ns);
 }

@@ -82,8 +82,8 @@ sp_tracing (void)
 static inline void
 sp_trace_awake (uint64_t start_ns, uint64_t end_ns, uint64_t outside_ns, uint64_t cpu_ns)
 {
-	if (sp_trace && outside_ns > SP_TRACE_LONG_UNIT_NS)
-		sp_trace_add ((SpTraceRun){ start_ns, end_ns, "awake", cpu_ns ? cpu_ns : 1 });
+	if (outside_ns > SP_TRACE_LONG_UNIT_NS)
+		sp_trace_run_cpu ("awake", start_ns, end_ns, cpu_ns);
 }
 
 static void
